@@ -1,0 +1,54 @@
+#include "autograd/node.h"
+
+#include <atomic>
+
+#include "autograd/variable.h"
+#include "kernels/ops.h"
+
+namespace relpos {
+
+static std::atomic<uint64_t> g_next_seq{0};
+
+Node::Node(std::string name) : name_(std::move(name)), seq_(g_next_seq++) {}
+
+SavedTensor::SavedTensor(const Tensor& t, const char* op)
+    : t_(t), version_(t.defined() ? t.version() : 0), op_(op) {}
+
+const Tensor& SavedTensor::get() const {
+  if (t_.defined() && t_.version() != version_)
+    fail("{}: a tensor saved for backward was modified by an in-place operation "
+         "(saved at version {}, now at version {}); clone it before modifying it",
+         op_, version_, t_.version());
+  return t_;
+}
+
+std::vector<Tensor> FunctionNode::apply(const Tensor& grad_output) {
+  if (!fn_)
+    fail("{}: trying to backward through the graph a second time, but its saved tensors "
+         "were freed by the first backward; call backward(grad, /*retain_graph=*/true) the "
+         "first time",
+         name());
+  return fn_(grad_output);
+}
+
+AccumulateGrad::AccumulateGrad(std::weak_ptr<VariableImpl> var)
+    : Node("AccumulateGrad"), var_(std::move(var)) {}
+
+std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
+  auto v = var_.lock();
+  if (!v) return {};
+  Tensor g = grad_output;
+  for (auto& hook : v->hooks) {
+    Tensor r = hook(g);
+    if (r.defined()) g = r;
+  }
+  RELPOS_CHECK(g.shape() == v->data.shape(), "AccumulateGrad: gradient {} does not match leaf {}{}",
+               shape_str(g.shape()), shape_str(v->data.shape()), v->name.empty() ? "" : " '" + v->name + "'");
+  if (!v->grad.defined())
+    v->grad = g.shares_storage(v->data) ? g.clone() : g.contiguous();
+  else
+    v->grad = k::add(v->grad, g);  // out of place: earlier references keep their values
+  return {};
+}
+
+}  // namespace relpos

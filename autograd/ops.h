@@ -1,0 +1,99 @@
+// autograd/ops.h — every differentiable op on Variables. Each is implemented in
+// autograd/ops/*.cpp with its forward and backward side by side.
+#pragma once
+#include <vector>
+
+#include "autograd/variable.h"
+#include "core/rng.h"
+#include "kernels/ops.h"
+
+namespace relpos {
+
+// ---- elementwise (broadcasting) ----
+Variable add(const Variable& a, const Variable& b);
+Variable sub(const Variable& a, const Variable& b);
+Variable mul(const Variable& a, const Variable& b);
+Variable div(const Variable& a, const Variable& b);
+Variable pow(const Variable& a, const Variable& b);  // a > 0 where b is differentiated
+Variable add(const Variable& a, double s);
+Variable mul(const Variable& a, double s);
+Variable pow(const Variable& a, double p);
+Variable neg(const Variable& x);
+Variable exp(const Variable& x);
+Variable log(const Variable& x);
+Variable sqrt(const Variable& x);
+Variable rsqrt(const Variable& x);
+Variable abs(const Variable& x);
+Variable tanh(const Variable& x);
+Variable sigmoid(const Variable& x);
+Variable relu(const Variable& x);
+enum class GeluApprox { Erf, Tanh };
+Variable gelu(const Variable& x, GeluApprox approx = GeluApprox::Erf);
+Variable silu(const Variable& x);
+Variable clamp(const Variable& x, double lo, double hi);
+// out = cond != 0 ? a : b (cond is not differentiated)
+Variable where(const Tensor& cond, const Variable& a, const Variable& b);
+Variable masked_fill(const Variable& x, const Tensor& mask, double value);
+// comparisons: 1/0 in x's dtype, never differentiable
+Tensor eq(const Variable& a, const Variable& b);
+Tensor ne(const Variable& a, const Variable& b);
+Tensor lt(const Variable& a, const Variable& b);
+Tensor le(const Variable& a, const Variable& b);
+Tensor gt(const Variable& a, const Variable& b);
+Tensor ge(const Variable& a, const Variable& b);
+
+Variable operator+(const Variable& a, const Variable& b);
+Variable operator-(const Variable& a, const Variable& b);
+Variable operator*(const Variable& a, const Variable& b);
+Variable operator/(const Variable& a, const Variable& b);
+Variable operator-(const Variable& x);
+Variable operator+(const Variable& a, double s);
+Variable operator-(const Variable& a, double s);
+Variable operator*(const Variable& a, double s);
+Variable operator/(const Variable& a, double s);
+Variable operator*(double s, const Variable& a);
+
+// ---- reductions (dims empty = all) ----
+Variable sum(const Variable& x, std::vector<int64_t> dims = {}, bool keepdim = false);
+Variable mean(const Variable& x, std::vector<int64_t> dims = {}, bool keepdim = false);
+// max over dims; the gradient is split evenly between tied maxima
+Variable max(const Variable& x, std::vector<int64_t> dims = {}, bool keepdim = false);
+Variable logsumexp(const Variable& x, std::vector<int64_t> dims, bool keepdim = false);
+Variable var(const Variable& x, std::vector<int64_t> dims = {}, bool keepdim = false,
+             int64_t correction = 1);
+
+// ---- linear algebra ----
+Variable matmul(const Variable& a, const Variable& b);  // [..., M, K] @ [..., K, N]
+
+// ---- softmax family / normalisation / loss ----
+Variable softmax(const Variable& x, int64_t dim);
+Variable log_softmax(const Variable& x, int64_t dim);
+Variable layer_norm(const Variable& x, const Variable& weight, const Variable& bias, double eps = 1e-5);
+Variable rms_norm(const Variable& x, const Variable& weight, double eps = 1e-6);
+// logits: [N, C], target: int64 [N]
+Variable cross_entropy(const Variable& logits, const Tensor& target, int64_t ignore_index = -100,
+                       k::Reduction reduction = k::Reduction::Mean);
+
+// ---- indexing ----
+Variable embedding(const Variable& weight, const Tensor& idx);  // [V, D], [...] -> [..., D]
+Variable index_select(const Variable& x, int64_t dim, const Tensor& idx);
+Variable gather(const Variable& x, int64_t dim, const Tensor& idx);
+
+// ---- shape (views share storage; their backward maps the gradient back) ----
+Variable reshape(const Variable& x, const Shape& shape);
+Variable transpose(const Variable& x, int64_t a, int64_t b);
+Variable permute(const Variable& x, const std::vector<int64_t>& order);
+Variable narrow(const Variable& x, int64_t dim, int64_t start, int64_t length);
+Variable select(const Variable& x, int64_t dim, int64_t index);
+Variable expand(const Variable& x, const Shape& shape);
+Variable unsqueeze(const Variable& x, int64_t dim);
+Variable squeeze(const Variable& x, int64_t dim);
+Variable contiguous(const Variable& x);
+Variable cat(const std::vector<Variable>& xs, int64_t dim);
+std::vector<Variable> split(const Variable& x, const std::vector<int64_t>& sizes, int64_t dim);
+
+// ---- random ----
+// Inverted dropout; identity when !training or p == 0.
+Variable dropout(const Variable& x, double p, bool training, Generator& gen);
+
+}  // namespace relpos

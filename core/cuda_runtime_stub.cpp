@@ -1,0 +1,16 @@
+// core/cuda_runtime_stub.cpp — used when relpos is built without CUDA (RELPOS_CUDA=OFF).
+#include "core/cuda_runtime.h"
+#include "core/error.h"
+
+namespace relpos::cuda {
+
+bool built_with_cuda() { return false; }
+int device_count() { return 0; }
+bool available() { return false; }
+void* malloc_device(size_t) { fail("built without CUDA support (configure with -DRELPOS_CUDA=ON)"); }
+void free_device(void*) {}
+void copy_to_device(void*, const void*, size_t) { fail("built without CUDA support"); }
+void copy_to_host(void*, const void*, size_t) { fail("built without CUDA support"); }
+void copy_device_to_device(void*, const void*, size_t) { fail("built without CUDA support"); }
+
+}  // namespace relpos::cuda

@@ -1,0 +1,49 @@
+#include "core/shape.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/error.h"
+
+namespace relpos {
+
+int64_t numel_of(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+Shape contiguous_strides(const Shape& s) {
+  Shape st(s.size());
+  int64_t acc = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    st[i] = acc;
+    acc *= s[i];
+  }
+  return st;
+}
+
+std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
+  int64_t lo = ndim == 0 ? -1 : -ndim, hi = ndim == 0 ? 0 : ndim - 1;
+  RELPOS_CHECK(dim >= lo && dim <= hi, "{}: dim {} out of range for a tensor with {} dims", op, dim,
+               ndim);
+  return dim < 0 ? dim + std::max<int64_t>(ndim, 1) : dim;
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    RELPOS_CHECK(da == db || da == 1 || db == 1,
+                 "{}: shapes {} and {} cannot be broadcast together (dim {}: {} vs {})", op,
+                 shape_str(a), shape_str(b), i, da, db);
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+}  // namespace relpos

@@ -1,0 +1,19 @@
+// core/shape.h — shapes, strides and broadcasting rules (row-major, element strides).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace relpos {
+
+using Shape = std::vector<int64_t>;
+
+int64_t numel_of(const Shape& s);
+Shape contiguous_strides(const Shape& s);
+std::string shape_str(const Shape& s);  // "[2, 3]"
+// Wrap a possibly negative dim into [0, ndim); throws naming op and ndim when out of range.
+int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
+// NumPy broadcasting; throws naming op and both shapes when incompatible.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+
+}  // namespace relpos

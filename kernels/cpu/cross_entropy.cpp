@@ -1,0 +1,102 @@
+// kernels/cpu/cross_entropy.cpp — fused log-softmax + NLL.
+//   loss_n = lse(logits_n) - logits_n[target_n]  (0 for target_n == ignore_index)
+//   mean: sum_n loss_n / count (count = rows not ignored), sum: sum_n loss_n, none: [N]
+// Backward: dlogits_n = g_n * (softmax(logits_n) - onehot(target_n)), g_n = g / count for
+// mean; ignored rows get 0.
+#include <cmath>
+#include <limits>
+
+#include "kernels/dispatch.h"
+#include "kernels/ops.h"
+
+namespace relpos::k {
+
+namespace {
+
+void check_ce_args(const Tensor& logits, const Tensor& target, const char* op) {
+  check_defined(logits, op, "logits");
+  check_defined(target, op, "target");
+  require_cpu(op, logits, target);
+  RELPOS_CHECK(logits.dim() == 2, "{}: logits must be [N, C], got {}", op, shape_str(logits.shape()));
+  RELPOS_CHECK(target.dtype() == DType::I64, "{}: target must be int64, got {}", op, describe(target));
+  RELPOS_CHECK(target.dim() == 1 && target.size(0) == logits.size(0),
+               "{}: target {} must be [N] with N = {} (logits {})", op, shape_str(target.shape()),
+               logits.size(0), shape_str(logits.shape()));
+}
+
+}  // namespace
+
+CrossEntropyOut cross_entropy(const Tensor& logits_in, const Tensor& target, int64_t ignore_index,
+                              Reduction reduction) {
+  check_ce_args(logits_in, target, "cross_entropy");
+  Tensor logits = logits_in.contiguous();
+  const int64_t N = logits.size(0), C = logits.size(1);
+  std::vector<int64_t> tg = target.to_vector<int64_t>();
+  int64_t count = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    if (tg[n] == ignore_index) continue;
+    RELPOS_CHECK(tg[n] >= 0 && tg[n] < C, "cross_entropy: target {} at row {} out of range [0, {})",
+                 tg[n], n, C);
+    ++count;
+  }
+  CrossEntropyOut out{Tensor(), Tensor::empty({N}, logits.dtype()), count};
+  Tensor per_row = Tensor::empty({N}, logits.dtype());
+  visit_float(logits.dtype(), "cross_entropy", [&]<typename T>() {
+    const T* pl = logits.data<T>();
+    T* plse = out.lse.data<T>();
+    T* pr = per_row.data<T>();
+#pragma omp parallel for schedule(static) if (N * C >= 32768)
+    for (int64_t n = 0; n < N; ++n) {
+      const T* row = pl + n * C;
+      double m = -std::numeric_limits<double>::infinity();
+      for (int64_t c = 0; c < C; ++c) m = std::max(m, double(row[c]));
+      double s = 0.0;
+      for (int64_t c = 0; c < C; ++c) s += std::exp(double(row[c]) - m);
+      double lse = m + std::log(s);
+      plse[n] = T(lse);
+      pr[n] = tg[n] == ignore_index ? T(0) : T(lse - double(row[tg[n]]));
+    }
+  });
+  if (reduction == Reduction::None) {
+    out.loss = per_row;
+  } else {
+    double total = 0.0;
+    for (double v : per_row.to_vector<double>()) total += v;
+    if (reduction == Reduction::Mean) total = count == 0 ? 0.0 : total / double(count);
+    out.loss = Tensor::scalar(total, logits.dtype());
+  }
+  return out;
+}
+
+Tensor cross_entropy_backward(const Tensor& g, const Tensor& logits_in, const Tensor& lse,
+                              const Tensor& target, int64_t ignore_index, Reduction reduction,
+                              int64_t count) {
+  check_ce_args(logits_in, target, "cross_entropy_backward");
+  Tensor logits = logits_in.contiguous();
+  const int64_t N = logits.size(0), C = logits.size(1);
+  std::vector<int64_t> tg = target.to_vector<int64_t>();
+  std::vector<double> gv = g.to_vector<double>();
+  Tensor dx = Tensor::empty({N, C}, logits.dtype());
+  visit_float(logits.dtype(), "cross_entropy_backward", [&]<typename T>() {
+    const T* pl = logits.data<T>();
+    const T* plse = lse.data<T>();
+    T* pd = dx.data<T>();
+#pragma omp parallel for schedule(static) if (N * C >= 32768)
+    for (int64_t n = 0; n < N; ++n) {
+      T* drow = pd + n * C;
+      if (tg[n] == ignore_index) {
+        for (int64_t c = 0; c < C; ++c) drow[c] = T(0);
+        continue;
+      }
+      double scale = reduction == Reduction::None ? gv[n]
+                     : reduction == Reduction::Mean ? gv[0] / double(count)
+                                                    : gv[0];
+      const T* row = pl + n * C;
+      for (int64_t c = 0; c < C; ++c) drow[c] = T(scale * std::exp(double(row[c]) - double(plse[n])));
+      drow[tg[n]] -= T(scale);
+    }
+  });
+  return dx;
+}
+
+}  // namespace relpos::k

@@ -1,0 +1,208 @@
+// kernels/cpu/index.cpp — embedding, index_select, gather and their scatter-add
+// backwards. Every index is bounds-checked (the error names the index and the size).
+// Scatter-adds are deterministic: each output row/column is owned by one thread, and
+// contributions are added in index order.
+#include "kernels/dispatch.h"
+#include "kernels/ops.h"
+
+namespace relpos::k {
+
+namespace {
+
+void check_index_tensor(const Tensor& idx, const char* op) {
+  check_defined(idx, op, "index");
+  RELPOS_CHECK(idx.dtype() == DType::I64, "{}: indices must be int64, got {}", op, describe(idx));
+}
+
+std::vector<int64_t> checked_indices(const Tensor& idx, int64_t bound, const char* op) {
+  std::vector<int64_t> v = idx.to_vector<int64_t>();
+  for (int64_t i : v)
+    RELPOS_CHECK(i >= 0 && i < bound, "{}: index {} out of range [0, {})", op, i, bound);
+  return v;
+}
+
+}  // namespace
+
+// weight: [V, D], idx: [...] -> [..., D]
+Tensor embedding(const Tensor& weight, const Tensor& idx) {
+  check_index_tensor(idx, "embedding");
+  require_cpu("embedding", weight, idx);
+  RELPOS_CHECK(weight.dim() == 2, "embedding: weight must be [V, D], got {}", shape_str(weight.shape()));
+  const int64_t V = weight.size(0), D = weight.size(1);
+  std::vector<int64_t> ids = checked_indices(idx, V, "embedding");
+  Shape out_shape = idx.shape();
+  out_shape.push_back(D);
+  Tensor out = Tensor::empty(out_shape, weight.dtype());
+  Tensor w = weight.contiguous();
+  visit_float(weight.dtype(), "embedding", [&]<typename T>() {
+    const T* pw = w.data<T>();
+    T* po = out.data<T>();
+    const int64_t n = int64_t(ids.size());
+#pragma omp parallel for schedule(static) if (n * D >= 32768)
+    for (int64_t i = 0; i < n; ++i) std::copy(pw + ids[i] * D, pw + (ids[i] + 1) * D, po + i * D);
+  });
+  return out;
+}
+
+// gy: [..., D], idx: [...] -> [num_rows, D]
+Tensor embedding_backward(const Tensor& gy, const Tensor& idx, int64_t num_rows) {
+  check_index_tensor(idx, "embedding_backward");
+  require_cpu("embedding_backward", gy, idx);
+  const int64_t D = gy.size(-1);
+  std::vector<int64_t> ids = checked_indices(idx, num_rows, "embedding_backward");
+  RELPOS_CHECK(int64_t(ids.size()) * D == gy.numel(), "embedding_backward: grad {} does not match indices {}",
+               shape_str(gy.shape()), shape_str(idx.shape()));
+  Tensor g = gy.contiguous();
+  Tensor out = Tensor::zeros({num_rows, D}, gy.dtype());
+  visit_float(gy.dtype(), "embedding_backward", [&]<typename T>() {
+    const T* pg = g.data<T>();
+    T* po = out.data<T>();
+    const int64_t n = int64_t(ids.size());
+    // Parallel over columns: each thread owns a slice of D, rows added in index order.
+#pragma omp parallel for schedule(static) if (n * D >= 32768 && D >= 16)
+    for (int64_t c = 0; c < D; ++c)
+      for (int64_t i = 0; i < n; ++i) po[ids[i] * D + c] += pg[i * D + c];
+  });
+  return out;
+}
+
+// x: [pre, n, post] (n at dim), idx: [m] -> [pre, m, post]
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& idx) {
+  check_index_tensor(idx, "index_select");
+  require_cpu("index_select", x, idx);
+  RELPOS_CHECK(idx.dim() == 1, "index_select: index must be 1-d, got {}", shape_str(idx.shape()));
+  dim = wrap_dim(dim, x.dim(), "index_select");
+  std::vector<int64_t> ids = checked_indices(idx, x.size(dim), "index_select");
+  std::vector<Tensor> parts;
+  Shape out_shape = x.shape();
+  out_shape[dim] = int64_t(ids.size());
+  Tensor out = Tensor::empty(out_shape, x.dtype());
+  for (size_t j = 0; j < ids.size(); ++j)
+    out.narrow(dim, int64_t(j), 1).copy_(x.narrow(dim, ids[j], 1));
+  return out;
+}
+
+Tensor index_add(const Shape& shape, int64_t dim, const Tensor& idx, const Tensor& src) {
+  check_index_tensor(idx, "index_add");
+  require_cpu("index_add", src, idx);
+  dim = wrap_dim(dim, int64_t(shape.size()), "index_add");
+  std::vector<int64_t> ids = checked_indices(idx, shape[dim], "index_add");
+  RELPOS_CHECK(src.size(dim) == int64_t(ids.size()), "index_add: source {} has {} entries along dim {}, index has {}",
+               shape_str(src.shape()), src.size(dim), dim, ids.size());
+  Tensor out = Tensor::zeros(shape, src.dtype());
+  for (size_t j = 0; j < ids.size(); ++j)
+    add_(out.narrow(dim, ids[j], 1), src.narrow(dim, int64_t(j), 1));
+  return out;
+}
+
+namespace {
+
+// Shared loop of gather / scatter_add: visits every element of idx with the flat offset of
+// the corresponding x element (idx value substituted at dim).
+template <typename F>
+void for_each_gather(const Tensor& x_like_shape_strides, const Tensor& idx, int64_t dim,
+                     const char* op, F&& f) {
+  const Shape& xs = x_like_shape_strides.shape();
+  const Shape& xst = x_like_shape_strides.strides();
+  std::vector<int64_t> ids = idx.to_vector<int64_t>();
+  const Shape& is = idx.shape();
+  std::vector<int64_t> pos(is.size(), 0);
+  for (size_t e = 0; e < ids.size(); ++e) {
+    int64_t v = ids[e];
+    RELPOS_CHECK(v >= 0 && v < xs[dim], "{}: index {} out of range [0, {}) along dim {}", op, v,
+                 xs[dim], dim);
+    int64_t off = 0;
+    for (size_t d = 0; d < is.size(); ++d) off += (int64_t(d) == dim ? v : pos[d]) * xst[d];
+    f(int64_t(e), off);
+    for (int64_t d = int64_t(is.size()) - 1; d >= 0; --d) {
+      if (++pos[d] < is[d]) break;
+      pos[d] = 0;
+    }
+  }
+}
+
+void check_gather_shapes(const Shape& xs, const Tensor& idx, int64_t dim, const char* op) {
+  RELPOS_CHECK(idx.dim() == int64_t(xs.size()), "{}: index {} must have the same rank as input {}", op,
+               shape_str(idx.shape()), shape_str(xs));
+  for (int64_t d = 0; d < idx.dim(); ++d)
+    RELPOS_CHECK(d == dim || idx.size(d) <= xs[d], "{}: index {} larger than input {} at dim {}", op,
+                 shape_str(idx.shape()), shape_str(xs), d);
+}
+
+}  // namespace
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& idx) {
+  check_index_tensor(idx, "gather");
+  require_cpu("gather", x, idx);
+  dim = wrap_dim(dim, x.dim(), "gather");
+  check_gather_shapes(x.shape(), idx, dim, "gather");
+  Tensor out = Tensor::empty(idx.shape(), x.dtype());
+  visit_float(x.dtype(), "gather", [&]<typename T>() {
+    const T* px = x.data<T>();
+    T* po = out.data<T>();
+    for_each_gather(x, idx, dim, "gather", [&](int64_t e, int64_t off) { po[e] = px[off]; });
+  });
+  return out;
+}
+
+Tensor scatter_add(const Shape& shape, int64_t dim, const Tensor& idx, const Tensor& src) {
+  check_index_tensor(idx, "scatter_add");
+  require_cpu("scatter_add", src, idx);
+  dim = wrap_dim(dim, int64_t(shape.size()), "scatter_add");
+  check_gather_shapes(shape, idx, dim, "scatter_add");
+  RELPOS_CHECK(src.shape() == idx.shape(), "scatter_add: source {} must match index {}",
+               shape_str(src.shape()), shape_str(idx.shape()));
+  Tensor out = Tensor::zeros(shape, src.dtype());
+  Tensor s = src.contiguous();
+  visit_float(src.dtype(), "scatter_add", [&]<typename T>() {
+    const T* ps = s.data<T>();
+    T* po = out.data<T>();
+    for_each_gather(out, idx, dim, "scatter_add", [&](int64_t e, int64_t off) { po[off] += ps[e]; });
+  });
+  return out;
+}
+
+// ---------------------------------------------------------------- cat / split
+
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
+  RELPOS_CHECK(!xs.empty(), "cat: needs at least one tensor");
+  const Tensor& x0 = xs[0];
+  dim = wrap_dim(dim, x0.dim(), "cat");
+  Shape out_shape = x0.shape();
+  out_shape[dim] = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    check_same_dtype_device(x0, xs[i], "cat");
+    require_cpu("cat", xs[i]);
+    RELPOS_CHECK(xs[i].dim() == x0.dim(), "cat: tensor {} has shape {}, tensor 0 has {}", i,
+                 shape_str(xs[i].shape()), shape_str(x0.shape()));
+    for (int64_t d = 0; d < x0.dim(); ++d)
+      RELPOS_CHECK(d == dim || xs[i].size(d) == x0.size(d),
+                   "cat: tensor {} has shape {}, tensor 0 has {} (must match except at dim {})", i,
+                   shape_str(xs[i].shape()), shape_str(x0.shape()), dim);
+    out_shape[dim] += xs[i].size(dim);
+  }
+  Tensor out = Tensor::empty(out_shape, x0.dtype());
+  int64_t at = 0;
+  for (const Tensor& x : xs) {
+    out.narrow(dim, at, x.size(dim)).copy_(x);
+    at += x.size(dim);
+  }
+  return out;
+}
+
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim) {
+  dim = wrap_dim(dim, x.dim(), "split");
+  int64_t total = 0;
+  for (int64_t s : sizes) total += s;
+  RELPOS_CHECK(total == x.size(dim), "split: sizes add up to {}, dim {} of {} has {}", total, dim,
+               shape_str(x.shape()), x.size(dim));
+  std::vector<Tensor> out;
+  int64_t at = 0;
+  for (int64_t s : sizes) {
+    out.push_back(x.narrow(dim, at, s));
+    at += s;
+  }
+  return out;
+}
+
+}  // namespace relpos::k

@@ -1,0 +1,106 @@
+// kernels/cpu/matmul.cpp — (batched) matmul through OpenBLAS sgemm/dgemm.
+// a: [..., M, K], b: [..., K, N] -> out [..., M, N], batch dims broadcast.
+// A matrix operand whose last two dims are row-major (stride[-1] == 1) goes in as NoTrans;
+// column-major (stride[-2] == 1, e.g. a transposed view) goes in as Trans; anything else
+// is copied once. When b has no batch dims and a's batch dims fold into rows, the whole
+// product is one GEMM of (batch*M) x K by K x N.
+#include <cblas.h>
+
+#include "kernels/dispatch.h"
+#include "kernels/ops.h"
+
+namespace relpos::k {
+
+namespace {
+
+struct MatLayout {
+  CBLAS_TRANSPOSE trans;
+  int64_t ld;
+};
+
+// Describe the last two dims of t (rows x cols) for BLAS, or return false.
+bool blas_layout(const Tensor& t, MatLayout& m) {
+  int64_t rows = t.size(-2), cols = t.size(-1);
+  int64_t rs = t.strides()[t.dim() - 2], cs = t.strides()[t.dim() - 1];
+  if ((cs == 1 || cols == 1) && rs >= std::max<int64_t>(cols, 1)) {
+    m = {CblasNoTrans, rows == 1 ? std::max<int64_t>(cols, 1) : rs};
+    return true;
+  }
+  if ((rs == 1 || rows == 1) && cs >= std::max<int64_t>(rows, 1)) {
+    m = {CblasTrans, cols == 1 ? std::max<int64_t>(rows, 1) : cs};
+    return true;
+  }
+  return false;
+}
+
+template <typename T>
+void gemm(MatLayout la, MatLayout lb, int64_t M, int64_t N, int64_t K, const T* a, const T* b,
+          T* c, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, la.trans, lb.trans, int(M), int(N), int(K), 1.0f, a, int(la.ld), b,
+                int(lb.ld), 0.0f, c, int(ldc));
+  else
+    cblas_dgemm(CblasRowMajor, la.trans, lb.trans, int(M), int(N), int(K), 1.0, a, int(la.ld), b,
+                int(lb.ld), 0.0, c, int(ldc));
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+  check_same_dtype_device(a_in, b_in, "matmul");
+  require_cpu("matmul", a_in, b_in);
+  RELPOS_CHECK(a_in.dim() >= 2 && b_in.dim() >= 2,
+               "matmul: both operands need at least 2 dims, got {} and {}", shape_str(a_in.shape()),
+               shape_str(b_in.shape()));
+  const int64_t M = a_in.size(-2), K = a_in.size(-1), N = b_in.size(-1);
+  RELPOS_CHECK(b_in.size(-2) == K, "matmul: inner dims differ: {} @ {} ({} vs {})",
+               shape_str(a_in.shape()), shape_str(b_in.shape()), K, b_in.size(-2));
+  Shape ab(a_in.shape().begin(), a_in.shape().end() - 2);
+  Shape bb(b_in.shape().begin(), b_in.shape().end() - 2);
+  Shape batch = broadcast_shapes(ab, bb, "matmul (batch dims)");
+  Shape out_shape = batch;
+  out_shape.push_back(M);
+  out_shape.push_back(N);
+  Tensor out = Tensor::empty(out_shape, a_in.dtype());
+  if (out.numel() == 0) return out;
+  if (K == 0) return out;  // zeros
+
+  Tensor a = a_in, b = b_in;
+  MatLayout la{}, lb{};
+  if (!blas_layout(a, la)) a = a.contiguous(), blas_layout(a, la);
+  if (!blas_layout(b, lb)) b = b.contiguous(), blas_layout(b, lb);
+
+  visit_float(a.dtype(), "matmul", [&]<typename T>() {
+    // Fold a's batch into rows: b unbatched, a row-major with rows evenly spaced.
+    if (bb.empty() && !ab.empty() && la.trans == CblasNoTrans) {
+      Tensor af = a.reshape({-1, K});  // a view when a's batch and row dims are evenly strided
+      if (af.shares_storage(a) || a.is_contiguous()) {
+        MatLayout lf{};
+        if (blas_layout(af, lf) && lf.trans == CblasNoTrans) {
+          gemm<T>(lf, lb, af.size(0), N, K, af.data<T>(), b.data<T>(), out.data<T>(), N);
+          return;
+        }
+      }
+    }
+    Shape ae_shape = batch, be_shape = batch;
+    ae_shape.insert(ae_shape.end(), {M, K});
+    be_shape.insert(be_shape.end(), {K, N});
+    Tensor ae = a.expand(ae_shape), be = b.expand(be_shape);
+    const int64_t nb = numel_of(batch);
+    const int64_t nbd = int64_t(batch.size());
+    T* po = out.data<T>();
+    for (int64_t i = 0; i < nb; ++i) {
+      int64_t rem = i, oa = 0, ob = 0;
+      for (int64_t d = nbd - 1; d >= 0; --d) {
+        int64_t idx = rem % batch[d];
+        rem /= batch[d];
+        oa += idx * ae.strides()[d];
+        ob += idx * be.strides()[d];
+      }
+      gemm<T>(la, lb, M, N, K, ae.data<T>() + oa, be.data<T>() + ob, po + i * M * N, N);
+    }
+  });
+  return out;
+}
+
+}  // namespace relpos::k

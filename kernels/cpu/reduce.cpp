@@ -1,0 +1,114 @@
+// kernels/cpu/reduce.cpp — sum, mean, max, min, logsumexp and var over any set of dims.
+// The input is permuted so kept dims come first and reduced dims last; each output element
+// then reduces one contiguous run (after a copy only if the permuted view is strided).
+// float32 accumulates in double, so sums do not depend on thread count or blocking.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/dispatch.h"
+#include "kernels/ops.h"
+
+namespace relpos::k {
+
+Tensor reduce(Reduce op, const Tensor& x, std::vector<int64_t> dims, bool keepdim,
+              int64_t correction) {
+  check_defined(x, "reduce", "input");
+  require_cpu("reduce", x);
+  const int64_t nd = x.dim();
+  std::vector<bool> red(size_t(std::max<int64_t>(nd, 1)), false);
+  if (dims.empty()) {
+    std::fill(red.begin(), red.end(), true);
+  } else {
+    for (int64_t d : dims) {
+      int64_t w = wrap_dim(d, nd, "reduce");
+      RELPOS_CHECK(!red[w], "reduce: dim {} listed twice", d);
+      red[w] = true;
+    }
+  }
+  std::vector<int64_t> order;
+  Shape out_shape, kept_shape;
+  int64_t R = 1;
+  for (int64_t d = 0; d < nd; ++d) {
+    if (!red[d]) {
+      order.push_back(d);
+      kept_shape.push_back(x.size(d));
+    }
+    if (red[d]) out_shape.push_back(1); else out_shape.push_back(x.size(d));
+  }
+  for (int64_t d = 0; d < nd; ++d)
+    if (red[d]) {
+      order.push_back(d);
+      R *= x.size(d);
+    }
+  RELPOS_CHECK(R > 0 || op == Reduce::Sum || op == Reduce::Mean,
+               "reduce: cannot take max/min/logsumexp/var over an empty dim (shape {})",
+               shape_str(x.shape()));
+  Tensor xp = (nd == 0 ? x : x.permute(order)).contiguous();
+  const int64_t rows = numel_of(kept_shape);
+  Tensor out = Tensor::empty(keepdim ? out_shape : kept_shape, x.dtype());
+  visit_float(x.dtype(), "reduce", [&]<typename T>() {
+    const T* px = xp.data<T>();
+    T* po = out.data<T>();
+#pragma omp parallel for schedule(static) if (rows >= 16 && rows * R >= 32768)
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* p = px + r * R;
+      double acc = 0.0;
+      switch (op) {
+        case Reduce::Sum:
+        case Reduce::Mean:
+          for (int64_t i = 0; i < R; ++i) acc += double(p[i]);
+          if (op == Reduce::Mean) acc /= double(R);
+          break;
+        case Reduce::Max:
+          acc = -std::numeric_limits<double>::infinity();
+          for (int64_t i = 0; i < R; ++i) acc = std::max(acc, double(p[i]));
+          break;
+        case Reduce::Min:
+          acc = std::numeric_limits<double>::infinity();
+          for (int64_t i = 0; i < R; ++i) acc = std::min(acc, double(p[i]));
+          break;
+        case Reduce::LogSumExp: {
+          double m = -std::numeric_limits<double>::infinity();
+          for (int64_t i = 0; i < R; ++i) m = std::max(m, double(p[i]));
+          if (std::isinf(m)) { acc = m; break; }
+          for (int64_t i = 0; i < R; ++i) acc += std::exp(double(p[i]) - m);
+          acc = m + std::log(acc);
+          break;
+        }
+        case Reduce::Var: {
+          double mean = 0.0;
+          for (int64_t i = 0; i < R; ++i) mean += double(p[i]);
+          mean /= double(R);
+          for (int64_t i = 0; i < R; ++i) acc += (double(p[i]) - mean) * (double(p[i]) - mean);
+          acc /= double(std::max<int64_t>(R - correction, 0));
+          break;
+        }
+      }
+      po[r] = T(acc);
+    }
+  });
+  return out;
+}
+
+Tensor sum_to(const Tensor& x, const Shape& shape) {
+  if (x.shape() == shape) return x;
+  const int64_t lead = x.dim() - int64_t(shape.size());
+  RELPOS_CHECK(lead >= 0, "sum_to: cannot reduce {} to the larger rank {}", shape_str(x.shape()),
+               shape_str(shape));
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (d < lead) {
+      dims.push_back(d);
+      continue;
+    }
+    int64_t want = shape[d - lead];
+    RELPOS_CHECK(want == x.size(d) || want == 1, "sum_to: {} is not a broadcast of {}",
+                 shape_str(x.shape()), shape_str(shape));
+    if (want == 1 && x.size(d) != 1) dims.push_back(d);
+  }
+  if (dims.empty()) return x.reshape(shape);
+  return reduce(Reduce::Sum, x, dims, true).reshape(shape);
+}
+
+}  // namespace relpos::k

@@ -1,0 +1,96 @@
+// kernels/cpu/softmax.cpp — softmax / log_softmax along one dim, forward and backward.
+// The dim is moved last (a copy only if needed), then each row is done in one sweep for
+// the max, one for the sum of exponentials and one to write the result.
+#include <cmath>
+#include <limits>
+
+#include "kernels/dispatch.h"
+#include "kernels/ops.h"
+
+namespace relpos::k {
+
+namespace {
+
+// Apply row_fn(rows..., n) over rows of the given tensors with `dim` moved last.
+// Returns the result with dim moved back to its place (contiguous).
+template <typename F>
+Tensor rowwise(const std::vector<Tensor>& ins, int64_t dim, const char* op, F&& row_fn) {
+  const Tensor& x0 = ins[0];
+  require_cpu(op, x0);
+  dim = wrap_dim(dim, x0.dim(), op);
+  const int64_t last = std::max<int64_t>(x0.dim() - 1, 0);
+  std::vector<Tensor> cs;
+  for (const Tensor& t : ins) {
+    RELPOS_CHECK(t.shape() == x0.shape(), "{}: shapes differ: {} vs {}", op, shape_str(x0.shape()),
+                 shape_str(t.shape()));
+    cs.push_back((x0.dim() == 0 ? t : t.transpose(dim, last)).contiguous());
+  }
+  Tensor out = Tensor::empty(cs[0].shape(), x0.dtype());
+  const int64_t n = x0.dim() == 0 ? 1 : x0.size(dim);
+  const int64_t rows = n == 0 ? 0 : x0.numel() / n;
+  visit_float(x0.dtype(), op, [&]<typename T>() {
+    T* po = out.data<T>();
+#pragma omp parallel for schedule(static) if (rows >= 8 && rows * n >= 16384)
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* a = cs[0].data<T>() + r * n;
+      const T* b = cs.size() > 1 ? cs[1].data<T>() + r * n : nullptr;
+      row_fn(a, b, po + r * n, n);
+    }
+  });
+  return x0.dim() == 0 ? out : out.transpose(dim, last).contiguous();
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x, int64_t dim) {
+  return rowwise({x}, dim, "softmax", []<typename T>(const T* a, const T*, T* o, int64_t n) {
+    T m = -std::numeric_limits<T>::infinity();
+    for (int64_t i = 0; i < n; ++i) m = a[i] > m ? a[i] : m;
+    if (std::isinf(m) && m < 0) {  // fully masked row: define as zeros, not NaN
+      for (int64_t i = 0; i < n; ++i) o[i] = T(0);
+      return;
+    }
+    double s = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      o[i] = std::exp(a[i] - m);
+      s += double(o[i]);
+    }
+    const T inv = T(1.0 / s);
+    for (int64_t i = 0; i < n; ++i) o[i] *= inv;
+  });
+}
+
+Tensor log_softmax(const Tensor& x, int64_t dim) {
+  return rowwise({x}, dim, "log_softmax", []<typename T>(const T* a, const T*, T* o, int64_t n) {
+    T m = -std::numeric_limits<T>::infinity();
+    for (int64_t i = 0; i < n; ++i) m = a[i] > m ? a[i] : m;
+    double s = 0.0;
+    for (int64_t i = 0; i < n; ++i) s += std::exp(double(a[i] - m));
+    const T lse = T(double(m) + std::log(s));
+    for (int64_t i = 0; i < n; ++i) o[i] = a[i] - lse;
+  });
+}
+
+// dx = y * (gy - sum(gy * y))
+Tensor softmax_backward(const Tensor& y, const Tensor& gy, int64_t dim) {
+  check_same_dtype_device(y, gy, "softmax_backward");
+  return rowwise({y, gy}, dim, "softmax_backward", []<typename T>(const T* yy, const T* g, T* o, int64_t n) {
+    double dot = 0.0;
+    for (int64_t i = 0; i < n; ++i) dot += double(yy[i]) * double(g[i]);
+    const T d = T(dot);
+    for (int64_t i = 0; i < n; ++i) o[i] = yy[i] * (g[i] - d);
+  });
+}
+
+// dx = gy - exp(y) * sum(gy)
+Tensor log_softmax_backward(const Tensor& y, const Tensor& gy, int64_t dim) {
+  check_same_dtype_device(y, gy, "log_softmax_backward");
+  return rowwise({y, gy}, dim, "log_softmax_backward", []<typename T>(const T* yy, const T* g, T* o, int64_t n) {
+    double s = 0.0;
+    for (int64_t i = 0; i < n; ++i) s += double(g[i]);
+    const T st = T(s);
+    for (int64_t i = 0; i < n; ++i) o[i] = g[i] - std::exp(yy[i]) * st;
+  });
+}
+
+}  // namespace relpos::k

@@ -1,0 +1,130 @@
+// kernels/ops.h — raw tensor computations (no autograd), one entry point per op.
+// Each entry checks dtypes/devices/shapes (errors name both operands) and switches on the
+// device: cpu kernels live in kernels/cpu/*.cpp; an op without a CUDA kernel yet throws a
+// clear error for cuda tensors (see dispatch.h). Shapes are in the comments.
+#pragma once
+#include <optional>
+#include <vector>
+
+#include "core/rng.h"
+#include "core/tensor.h"
+
+namespace relpos::k {
+
+// ---------------------------------------------------------------- elementwise
+enum class Unary {
+  Neg, Exp, Log, Sqrt, Rsqrt, Abs, Sign, Tanh, Sigmoid, Relu, GeluTanh, GeluErf, Silu,
+  // derivatives used by backward passes
+  ReluGrad,           // x > 0
+  GeluTanhGrad,       // d/dx gelu_tanh(x)
+  GeluErfGrad,        // d/dx gelu_erf(x)
+  SiluGrad,           // d/dx silu(x)
+  TanhGradFromY,      // 1 - y^2
+  SigmoidGradFromY,   // y (1 - y)
+  // with scalar parameters p, q
+  AddScalar,          // x + p
+  MulScalar,          // x * p
+  PowScalar,          // x ^ p
+  RPowScalar,         // p ^ x
+  Clamp,              // min(max(x, p), q)
+  ClampMask,          // 1 where p <= x <= q else 0 (clamp backward)
+};
+Tensor unary(Unary op, const Tensor& x, double p = 0.0, double q = 0.0);  // out: x.shape
+
+enum class Binary { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge };
+// a, b broadcast together; comparisons return 1/0 in the operands' dtype.
+Tensor binary(Binary op, const Tensor& a, const Tensor& b);
+inline Tensor add(const Tensor& a, const Tensor& b) { return binary(Binary::Add, a, b); }
+inline Tensor sub(const Tensor& a, const Tensor& b) { return binary(Binary::Sub, a, b); }
+inline Tensor mul(const Tensor& a, const Tensor& b) { return binary(Binary::Mul, a, b); }
+inline Tensor div(const Tensor& a, const Tensor& b) { return binary(Binary::Div, a, b); }
+// out = cond != 0 ? a : b, all three broadcast together (cond may have another dtype).
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+// out = mask != 0 ? value : x; mask broadcasts to x.shape.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
+// dst += alpha * src (src broadcast to dst.shape); bumps dst's version.
+void add_(const Tensor& dst, const Tensor& src, double alpha = 1.0);
+// dst *= s; bumps dst's version.
+void mul_(const Tensor& dst, double s);
+
+// ---------------------------------------------------------------- reductions
+enum class Reduce { Sum, Mean, Max, Min, LogSumExp, Var };
+// Reduce over `dims` (empty = all dims). Var uses `correction` (1 = unbiased).
+Tensor reduce(Reduce op, const Tensor& x, std::vector<int64_t> dims, bool keepdim,
+              int64_t correction = 1);
+inline Tensor sum(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false) {
+  return reduce(Reduce::Sum, x, std::move(dims), keepdim);
+}
+// Sum x over the dims that broadcasting expanded, so the result has `shape`.
+Tensor sum_to(const Tensor& x, const Shape& shape);
+
+// ---------------------------------------------------------------- linear algebra
+// a: [..., M, K], b: [..., K, N] -> [..., M, N]; batch dims broadcast. Transposed views are
+// handed to BLAS with transpose flags, not copied.
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+// ---------------------------------------------------------------- softmax family
+Tensor softmax(const Tensor& x, int64_t dim);
+Tensor log_softmax(const Tensor& x, int64_t dim);
+Tensor softmax_backward(const Tensor& y, const Tensor& gy, int64_t dim);      // y = softmax(x)
+Tensor log_softmax_backward(const Tensor& y, const Tensor& gy, int64_t dim);  // y = log_softmax(x)
+
+// ---------------------------------------------------------------- normalization
+struct NormOut {
+  Tensor y;     // x.shape
+  Tensor mean;  // x.shape[:-1] (layer_norm only)
+  Tensor rstd;  // x.shape[:-1]
+};
+// Normalise over the last dim; weight/bias: [D] or undefined.
+NormOut layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);
+NormOut rms_norm(const Tensor& x, const Tensor& weight, double eps);
+struct NormGrads {
+  Tensor dx, dweight, dbias;  // dweight/dbias undefined when weight/bias were
+};
+NormGrads layer_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& mean,
+                              const Tensor& rstd, const Tensor& weight, bool has_bias);
+NormGrads rms_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& rstd,
+                            const Tensor& weight);
+
+// ---------------------------------------------------------------- indexing
+// weight: [V, D], idx: int64 [...] -> [..., D]
+Tensor embedding(const Tensor& weight, const Tensor& idx);
+// gy: [..., D], idx: int64 [...] -> [num_rows, D] (scatter-add, deterministic)
+Tensor embedding_backward(const Tensor& gy, const Tensor& idx, int64_t num_rows);
+// x: [..., n, ...] (n at dim), idx: int64 [m] -> [..., m, ...]
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& idx);
+// zeros(shape) with src rows added at idx along dim (index_select backward)
+Tensor index_add(const Shape& shape, int64_t dim, const Tensor& idx, const Tensor& src);
+// out[i][j] = x[i][idx[i][j]] (for dim 1); idx has x's rank, and idx.shape <= x.shape elsewhere
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& idx);
+// zeros(shape) with out[i][idx[i][j]] += src[i][j] (gather backward)
+Tensor scatter_add(const Shape& shape, int64_t dim, const Tensor& idx, const Tensor& src);
+
+// ---------------------------------------------------------------- shape
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim);
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim);  // views
+
+// ---------------------------------------------------------------- random
+// Mask of 0 or 1/(1-p) with P(0) = p, drawn from gen.
+Tensor dropout_mask(const Shape& shape, double p, Generator& gen, DType dtype);
+
+// ---------------------------------------------------------------- loss
+enum class Reduction { Mean, Sum, None };
+struct CrossEntropyOut {
+  Tensor loss;   // [] for mean/sum, [N] for none
+  Tensor lse;    // [N] logsumexp of each row (saved for backward)
+  int64_t count; // rows not equal to ignore_index
+};
+// logits: [N, C], target: int64 [N]; rows with target == ignore_index contribute 0.
+CrossEntropyOut cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index,
+                              Reduction reduction);
+// g: [] (mean/sum) or [N] (none) -> dlogits [N, C]
+Tensor cross_entropy_backward(const Tensor& g, const Tensor& logits, const Tensor& lse,
+                              const Tensor& target, int64_t ignore_index, Reduction reduction,
+                              int64_t count);
+
+// ---------------------------------------------------------------- threads
+void set_num_threads(int n);  // OpenMP and OpenBLAS
+int num_threads();
+
+}  // namespace relpos::k

@@ -1,0 +1,24 @@
+#include "nn/linear.h"
+
+#include <cmath>
+
+#include "autograd/ops.h"
+#include "nn/init.h"
+
+namespace relpos::nn {
+
+Linear::Linear(int64_t in, int64_t out, bool bias, Generator& gen, DType dtype) {
+  RELPOS_CHECK(in > 0 && out > 0, "Linear: sizes must be positive, got in={} out={}", in, out);
+  const double bound = 1.0 / std::sqrt(double(in));
+  weight_ = register_parameter("weight", init::uniform({out, in}, bound, gen, dtype));
+  if (bias) bias_ = register_parameter("bias", init::uniform({out}, bound, gen, dtype));
+}
+
+Variable Linear::forward(const Variable& x) const {
+  RELPOS_CHECK(x.size(-1) == weight_.size(1), "Linear: input {} has last dim {}, expected {}",
+               shape_str(x.shape()), x.size(-1), weight_.size(1));
+  Variable y = matmul(x, transpose(weight_, 0, 1));
+  return bias_.defined() ? y + bias_ : y;
+}
+
+}  // namespace relpos::nn

@@ -1,0 +1,21 @@
+// nn/linear.h — y = x W^T + b with W: [out, in], b: [out] (PyTorch layout).
+// x: [..., in] -> [..., out]. W^T is a transposed view handed to BLAS, never copied.
+#pragma once
+#include "nn/module.h"
+#include "core/rng.h"
+
+namespace relpos::nn {
+
+class Linear : public Module {
+ public:
+  // W ~ U(-1/sqrt(in), 1/sqrt(in)) like PyTorch's default, b likewise.
+  Linear(int64_t in, int64_t out, bool bias, Generator& gen, DType dtype = DType::F32);
+  Variable forward(const Variable& x) const;
+  const Variable& weight() const { return weight_; }
+  const Variable& bias() const { return bias_; }
+
+ private:
+  Variable weight_, bias_;
+};
+
+}  // namespace relpos::nn
