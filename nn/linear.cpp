@@ -11,7 +11,7 @@ Linear::Linear(int64_t in, int64_t out, bool bias, Generator& gen, DType dtype) 
   RELPOS_CHECK(in > 0 && out > 0, "Linear: sizes must be positive, got in={} out={}", in, out);
   const double bound = 1.0 / std::sqrt(double(in));
   weight_ = register_parameter("weight", init::uniform({out, in}, bound, gen, dtype));
-  if (bias) bias_ = register_parameter("bias", init::uniform({out}, bound, gen, dtype));
+  if (bias) bias_ = register_parameter("bias", init::uniform({out}, bound, gen, dtype), group::kNormsAndBiases);
 }
 
 Variable Linear::forward(const Variable& x) const {

@@ -1,6 +1,8 @@
 // nn/module.h — Module: named parameters and submodules with stable dotted names
-// ("layers.0.fc.weight"), train/eval mode, zero_grad. Registration order is the
-// iteration order, so state_dict-style listings are deterministic.
+// ("layers.0.attn.q_proj.weight"), parameter groups, train/eval mode, state_dict /
+// load_state_dict. Registration order is the iteration order, so listings are
+// deterministic. A submodule registered twice (a shared table) is listed once, under the
+// name of its first registration.
 #pragma once
 #include <memory>
 #include <string>
@@ -11,12 +13,32 @@
 
 namespace relpos::nn {
 
+// Parameter groups that optimizers (weight-decay exclusions) and monitors address.
+namespace group {
+inline constexpr const char* kWeights = "weights";              // matrices of linear layers, embeddings
+inline constexpr const char* kNormsAndBiases = "norms_biases";  // LayerNorm/RMSNorm gains, linear biases
+inline constexpr const char* kPosition = "position";            // position tables, slopes, bias scales
+}  // namespace group
+
+struct NamedParameter {
+  std::string name;
+  Variable param;
+  std::string group;
+};
+
 class Module {
  public:
   virtual ~Module() = default;
 
   std::vector<std::pair<std::string, Variable>> named_parameters() const;
+  std::vector<NamedParameter> named_parameters_with_groups() const;
   std::vector<Variable> parameters() const;
+  std::vector<Variable> parameters_in_group(const std::string& group) const;
+  // name -> tensor (shares storage with the parameters)
+  std::vector<std::pair<std::string, Tensor>> state_dict() const;
+  // Copies values in; every name must exist with the same shape and every parameter must be
+  // given (errors name the key and both shapes).
+  void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state);
   void train(bool on = true);
   void eval() { train(false); }
   bool is_training() const { return training_; }
@@ -24,7 +46,8 @@ class Module {
   int64_t num_parameters() const;
 
  protected:
-  Variable& register_parameter(const std::string& name, Tensor init);
+  Variable& register_parameter(const std::string& name, Tensor init,
+                               const std::string& group = group::kWeights);
   template <typename M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
     children_.emplace_back(name, m);
@@ -32,8 +55,9 @@ class Module {
   }
 
  private:
-  void collect(const std::string& prefix, std::vector<std::pair<std::string, Variable>>& out) const;
-  std::vector<std::pair<std::string, Variable>> params_;
+  void collect(const std::string& prefix, std::vector<NamedParameter>& out,
+               std::vector<const Module*>& seen) const;
+  std::vector<NamedParameter> params_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };
