@@ -78,6 +78,13 @@ Variable cross_entropy(const Variable& logits, const Tensor& target, int64_t ign
 Variable embedding(const Variable& weight, const Tensor& idx);  // [V, D], [...] -> [..., D]
 Variable index_select(const Variable& x, int64_t dim, const Tensor& idx);
 Variable gather(const Variable& x, int64_t dim, const Tensor& idx);
+// zeros(shape) with out[..idx[i][j]..] += src[i][j] along dim (backward: gather)
+Variable scatter_add(const Shape& shape, int64_t dim, const Tensor& idx, const Variable& src);
+
+// ---- distance-only biases ----
+// scores: [B, H, Lq, Lk], bias: [H, Lq + Lk - 1] -> scores + bias[h, j - i + Lq - 1]
+// Backward to the bias sums dS along diagonals (no [H, Lq, Lk] tensor, no atomics).
+Variable add_toeplitz_bias(const Variable& scores, const Variable& bias);
 
 // ---- shape (views share storage; their backward maps the gradient back) ----
 Variable reshape(const Variable& x, const Shape& shape);

@@ -100,6 +100,12 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& idx);
 // zeros(shape) with out[i][idx[i][j]] += src[i][j] (gather backward)
 Tensor scatter_add(const Shape& shape, int64_t dim, const Tensor& idx, const Tensor& src);
 
+// ---------------------------------------------------------------- Toeplitz (distance-only) bias
+// s: [B, H, Lq, Lk], t: [H, Lq + Lk - 1] -> s + t[h, j - i + Lq - 1]  (no [H, Lq, Lk] bias)
+Tensor toeplitz_add(const Tensor& s, const Tensor& t);
+// ds: [B, H, Lq, Lk] -> [H, Lq + Lk - 1], sums along each diagonal (deterministic)
+Tensor toeplitz_diag_sum(const Tensor& ds);
+
 // ---------------------------------------------------------------- shape
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim);
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim);  // views

@@ -34,4 +34,10 @@ Variable gather(const Variable& x, int64_t dim, const Tensor& idx) {
                      });
 }
 
+Variable scatter_add(const Shape& shape, int64_t dim, const Tensor& idx, const Variable& src) {
+  Tensor i = idx;
+  return make_result(k::scatter_add(shape, dim, idx, src.data()), "scatter_add", {src},
+                     [i, dim](const Tensor& g) -> std::vector<Tensor> { return {k::gather(g, dim, i)}; });
+}
+
 }  // namespace relpos

@@ -1,0 +1,107 @@
+#include "nn/attention.h"
+
+#include <cmath>
+#include <limits>
+
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
+#include "nn/layers.h"
+
+namespace relpos::nn {
+
+Tensor causal_mask(int64_t Lq, int64_t Lk, int64_t q_offset, int64_t k_offset, DType dtype) {
+  Tensor m = Tensor::zeros({Lq, Lk}, dtype);
+  visit_float(dtype, "causal_mask", [&]<typename T>() {
+    T* p = m.data<T>();
+    for (int64_t i = 0; i < Lq; ++i)
+      for (int64_t j = 0; j < Lk; ++j) p[i * Lk + j] = (k_offset + j) > (q_offset + i) ? T(1) : T(0);
+  });
+  return m;
+}
+
+MultiHeadAttention::MultiHeadAttention(const AttentionConfig& cfg, PositionEncodingPtr pos, bool own_pos,
+                                       Generator& gen, DType dtype)
+    : cfg_(cfg), pos_(std::move(pos)) {
+  RELPOS_CHECK(cfg.n_heads > 0 && cfg.d_model % cfg.n_heads == 0,
+               "attention: d_model {} must be divisible by n_heads {}", cfg.d_model, cfg.n_heads);
+  RELPOS_CHECK(pos_ != nullptr, "attention: a position encoding is required (use type 'none')");
+  head_dim_ = cfg.d_model / cfg.n_heads;
+  q_proj_ = register_module("q_proj", std::make_shared<Linear>(cfg.d_model, cfg.d_model, true, gen, dtype));
+  k_proj_ = register_module("k_proj", std::make_shared<Linear>(cfg.d_model, cfg.d_model, true, gen, dtype));
+  v_proj_ = register_module("v_proj", std::make_shared<Linear>(cfg.d_model, cfg.d_model, true, gen, dtype));
+  o_proj_ = register_module("o_proj", std::make_shared<Linear>(cfg.d_model, cfg.d_model, true, gen, dtype));
+  if (own_pos) register_module("pos", pos_);
+  if (cfg.bias_scale.enabled) {
+    Tensor a = Tensor::full({cfg.bias_scale.per_head ? cfg.n_heads : 1, 1}, cfg.bias_scale.init, dtype);
+    alpha_ = cfg.bias_scale.learnable ? register_parameter("bias_scale", a, group::kPosition) : Variable(a);
+  }
+}
+
+Variable MultiHeadAttention::split_heads(const Variable& x) const {
+  return transpose(reshape(x, {x.size(0), x.size(1), cfg_.n_heads, head_dim_}), 1, 2);
+}
+
+Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bool causal, const Tensor& key_padding,
+                                     int64_t q_offset, int64_t k_offset, KVCache* cache, Generator* gen,
+                                     AttentionStats* stats) const {
+  RELPOS_CHECK(xq.dim() == 3 && xkv.dim() == 3 && xq.size(-1) == cfg_.d_model && xkv.size(-1) == cfg_.d_model &&
+                   xq.size(0) == xkv.size(0),
+               "attention: expected [B, Lq, {0}] and [B, Lk, {0}], got {1} and {2}", cfg_.d_model,
+               shape_str(xq.shape()), shape_str(xkv.shape()));
+  RELPOS_CHECK(!(pos_->causal_only() && !causal), "position encoding '{}' only works with causal attention",
+               pos_->type());
+  const int64_t B = xq.size(0), Lq = xq.size(1);
+  Variable q = pos_->rotate(split_heads(q_proj_->forward(xq)), q_offset);  // [B, H, Lq, dh]
+  Variable k = pos_->rotate(split_heads(k_proj_->forward(xkv)), k_offset);  // [B, H, Lk_new, dh]
+  Variable v = split_heads(v_proj_->forward(xkv));
+  if (cache) {
+    RELPOS_CHECK(k_offset == cache->length(), "attention: KV cache holds {} positions but k_offset is {}",
+                 cache->length(), k_offset);
+    if (cache->length() > 0) {
+      k = cat({cache->k, k}, 2);
+      v = cat({cache->v, v}, 2);
+      k_offset = 0;
+    }
+    cache->k = k;
+    cache->v = v;
+  }
+  const int64_t Lk = k.size(2);
+  AttnGeometry geo{Lq, Lk, q_offset, k_offset, causal};
+
+  Variable s = matmul(q, transpose(k, -1, -2));  // [B, H, Lq, Lk]
+  Variable terms = pos_->score_terms(q, k, geo);
+  if (terms.defined()) s = s + terms;
+  if (pos_->scale_qk()) s = s * (1.0 / std::sqrt(double(head_dim_)));
+  Variable bias = pos_->toeplitz_bias(geo);  // [H, Lq + Lk - 1]
+  if (bias.defined()) {
+    if (alpha_.defined()) bias = bias * alpha_;
+    s = add_toeplitz_bias(s, bias);
+  }
+  Tensor mask;  // [Lq, Lk] or [B, 1, Lq, Lk], 1 = masked
+  if (causal) mask = causal_mask(Lq, Lk, q_offset, k_offset, s.dtype());
+  if (key_padding.defined()) {
+    RELPOS_CHECK(key_padding.dim() == 2 && key_padding.size(0) == B && key_padding.size(1) == Lk,
+                 "attention: key padding mask must be [B, Lk] = [{}, {}], got {}", B, Lk,
+                 shape_str(key_padding.shape()));
+    Tensor kp = key_padding.to(s.dtype()).view({B, 1, 1, Lk});
+    mask = mask.defined() ? k::binary(k::Binary::Maximum, kp, mask) : kp;
+  }
+  if (mask.defined()) s = masked_fill(s, mask, -std::numeric_limits<double>::infinity());
+  Variable p = softmax(s, -1);
+  if (stats) {
+    NoGradGuard ng;
+    Tensor a = k::unary(k::Unary::Abs, s.data());
+    if (mask.defined()) a = k::masked_fill(a, mask, 0.0);
+    stats->max_abs_logit = k::reduce(k::Reduce::Max, a, {}, false).item();
+    Tensor plogp = k::mul(p.data(), k::unary(k::Unary::Log, k::unary(k::Unary::Clamp, p.data(), 1e-30, 1.0)));
+    stats->mean_entropy = -k::reduce(k::Reduce::Sum, plogp, {}, false).item() / double(B * cfg_.n_heads * Lq);
+  }
+  p = apply_dropout(p, cfg_.dropout, is_training(), gen);
+  Variable o = matmul(p, v);  // [B, H, Lq, dh]
+  Variable vt = pos_->value_terms(p, geo);
+  if (vt.defined()) o = o + vt;
+  o = reshape(transpose(o, 1, 2), {B, Lq, cfg_.d_model});
+  return o_proj_->forward(o);
+}
+
+}  // namespace relpos::nn

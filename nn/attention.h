@@ -1,0 +1,72 @@
+// nn/attention.h — multi-head attention with a pluggable position encoding.
+//   xq: [B, Lq, D], xkv: [B, Lk, D] (self-attention: the same tensor)
+//   q, k, v = proj(x) -> [B, H, L, dh];  q, k = pos.rotate(q, q_offset), pos.rotate(k, k_offset)
+//   S = s * (q k^T + pos.score_terms(q, k))      s = 1/sqrt(dh) unless the encoding says not
+//   S = S + alpha * pos.toeplitz_bias()          Toeplitz form, no [H, Lq, Lk] bias tensor
+//   S = masked_fill(S, causal | key padding, -inf);  P = softmax(S);  P = dropout(P)
+//   O = P v + pos.value_terms(P);  out = o_proj(merge_heads(O))
+// Masked keys get probability exactly 0 and bias gradient exactly 0.
+// KV cache: keys are cached already rotated; with a cache, k_offset must equal the cache
+// length and the new keys are appended, so decoding token by token equals the full pass.
+#pragma once
+#include <memory>
+
+#include "core/rng.h"
+#include "nn/linear.h"
+#include "nn/positional/position_encoding.h"
+
+namespace relpos::nn {
+
+// The stability knob "scores + alpha * bias": a learnable (or fixed) scale of the additive
+// position bias, one per layer or one per head.
+struct BiasScaleConfig {
+  bool enabled = false;
+  bool learnable = true;
+  double init = 1.0;
+  bool per_head = false;
+};
+
+struct AttentionConfig {
+  int64_t d_model = 0, n_heads = 0;
+  double dropout = 0.0;
+  BiasScaleConfig bias_scale;
+};
+
+struct KVCache {
+  Variable k, v;  // [B, H, L, dh], keys rotated at their absolute positions
+  int64_t length() const { return k.defined() ? k.size(2) : 0; }
+};
+
+struct AttentionStats {  // filled when a pointer is given (monitors)
+  double max_abs_logit = 0;   // max |S| over unmasked cells
+  double mean_entropy = 0;    // mean over (b, h, i) of -sum_j P log P
+};
+
+class MultiHeadAttention : public Module {
+ public:
+  // `own_pos`: register the encoding as this layer's submodule "pos" (per-layer tables);
+  // otherwise the caller owns (and registers) a shared one.
+  MultiHeadAttention(const AttentionConfig& cfg, PositionEncodingPtr pos, bool own_pos, Generator& gen,
+                     DType dtype = DType::F32);
+
+  // key_padding: [B, Lk] (nonzero = padding key) or undefined.
+  Variable forward(const Variable& xq, const Variable& xkv, bool causal, const Tensor& key_padding,
+                   int64_t q_offset, int64_t k_offset, KVCache* cache = nullptr, Generator* gen = nullptr,
+                   AttentionStats* stats = nullptr) const;
+
+  const PositionEncodingPtr& position() const { return pos_; }
+  const Variable& bias_scale() const { return alpha_; }
+
+ private:
+  Variable split_heads(const Variable& x) const;  // [B, L, D] -> [B, H, L, dh]
+  AttentionConfig cfg_;
+  int64_t head_dim_;
+  std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_, o_proj_;
+  PositionEncodingPtr pos_;
+  Variable alpha_;  // [1, 1] or [H, 1]
+};
+
+// Mask of keys a query may not see: [Lq, Lk] (1 = masked) for causal attention.
+Tensor causal_mask(int64_t Lq, int64_t Lk, int64_t q_offset, int64_t k_offset, DType dtype);
+
+}  // namespace relpos::nn

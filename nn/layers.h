@@ -1,0 +1,70 @@
+// nn/layers.h — the small layers: Embedding, LayerNorm, RMSNorm, Dropout, MLP (GELU).
+// Shapes: x is [..., D] unless said otherwise.
+#pragma once
+#include <memory>
+
+#include "core/rng.h"
+#include "nn/linear.h"
+#include "nn/module.h"
+
+namespace relpos::nn {
+
+// idx: int64 [...] -> [..., D]; weight [V, D] ~ N(0, std)
+class Embedding : public Module {
+ public:
+  Embedding(int64_t num, int64_t dim, double std, Generator& gen, DType dtype = DType::F32);
+  Variable forward(const Tensor& idx) const;
+  const Variable& weight() const { return weight_; }
+
+ private:
+  Variable weight_;
+};
+
+// y = (x - mean) / sqrt(var + eps) * weight + bias over the last dim
+class LayerNorm : public Module {
+ public:
+  explicit LayerNorm(int64_t dim, double eps = 1e-5, DType dtype = DType::F32);
+  Variable forward(const Variable& x) const;
+
+ private:
+  Variable weight_, bias_;
+  double eps_;
+};
+
+// y = x / sqrt(mean(x^2) + eps) * weight over the last dim
+class RMSNorm : public Module {
+ public:
+  explicit RMSNorm(int64_t dim, double eps = 1e-6, DType dtype = DType::F32);
+  Variable forward(const Variable& x) const;
+
+ private:
+  Variable weight_;
+  double eps_;
+};
+
+// LayerNorm or RMSNorm, chosen by name ("layernorm" | "rmsnorm").
+class Norm : public Module {
+ public:
+  Norm(const std::string& kind, int64_t dim, DType dtype = DType::F32);
+  Variable forward(const Variable& x) const;
+
+ private:
+  std::shared_ptr<LayerNorm> ln_;
+  std::shared_ptr<RMSNorm> rms_;
+};
+
+// Inverted dropout; a null generator (or eval mode) makes it the identity.
+Variable apply_dropout(const Variable& x, double p, bool training, Generator* gen);
+
+// fc2(gelu(fc1(x))): [.., D] -> [.., d_ff] -> [.., D]
+class MLP : public Module {
+ public:
+  MLP(int64_t d_model, int64_t d_ff, double dropout, Generator& gen, DType dtype = DType::F32);
+  Variable forward(const Variable& x, Generator* gen) const;
+
+ private:
+  std::shared_ptr<Linear> fc1_, fc2_;
+  double dropout_;
+};
+
+}  // namespace relpos::nn

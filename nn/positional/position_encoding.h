@@ -1,0 +1,66 @@
+// nn/positional/position_encoding.h — the one interface every position encoding implements.
+// Attention computes, per head h, query i and key j at absolute positions
+// qi = q_offset + i, kj = k_offset + j:
+//
+//   S[h,i,j] = scale * (<rot(q_i), rot(k_j)> + score_term[h,i,j])      rotate(), score_terms()
+//            + alpha_h * bias[h, kj - qi]                                 toeplitz_bias()
+//   mask -> softmax -> dropout -> P
+//   O_i = sum_j P_ij v_j + value_term_i                                   value_terms()
+//
+// A variant overrides only the hooks it needs; absolute encodings override embed().
+// Positions are explicit, so cross-attention (Lq != Lk) and KV-cache decoding are exact.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "nn/module.h"
+#include "nn/positional/params.h"
+
+namespace relpos::nn {
+
+struct AttnGeometry {
+  int64_t Lq = 0, Lk = 0;
+  int64_t q_offset = 0, k_offset = 0;  // absolute position of query row 0 / key column 0
+  bool causal = false;                  // decoder self-attention (else bidirectional)
+};
+
+// What a variant is built from (model sizes + its own parameters).
+struct PositionConfig {
+  std::string type = "none";
+  int64_t d_model = 0, n_heads = 0, head_dim = 0;
+  int64_t max_len = 0;      // longest sequence the model is built for (learned tables)
+  double init_std = 0.02;   // std of every learnable position table
+  PositionParams params;
+  DType dtype = DType::F32;
+};
+
+class PositionEncoding : public Module {
+ public:
+  virtual std::string type() const = 0;
+  // Works only with a causal mask (e.g. forms that rely on future keys being masked).
+  virtual bool causal_only() const { return false; }
+  // Whether attention scales q.k by 1/sqrt(head_dim) (T5 does not).
+  virtual bool scale_qk() const { return true; }
+
+  // Absolute encodings: x [B, L, D] at positions offset.. -> x + PE.
+  virtual Variable embed(const Variable& x, int64_t /*offset*/) const { return x; }
+  // Rotary encodings: x [B, H, L, dh] at positions offset.. -> rotated x (applied to q and k).
+  virtual Variable rotate(const Variable& x, int64_t /*offset*/) const { return x; }
+  // Content-position score terms: q [B, H, Lq, dh], k [B, H, Lk, dh] -> [B, H, Lq, Lk]
+  // (undefined = none). Added before the 1/sqrt(d) scaling.
+  virtual Variable score_terms(const Variable&, const Variable&, const AttnGeometry&) const { return {}; }
+  // Distance-only additive bias in Toeplitz form: [H, Lq + Lk - 1], entry t is the bias for
+  // kj - qi = (k_offset - q_offset) + t - (Lq - 1) (undefined = none). Added after scaling.
+  virtual Variable toeplitz_bias(const AttnGeometry&) const { return {}; }
+  // Value terms: p [B, H, Lq, Lk] -> [B, H, Lq, dh] added to P @ V (undefined = none).
+  virtual Variable value_terms(const Variable&, const AttnGeometry&) const { return {}; }
+  // For inspection (`relpos bias`): the lookup index [Lq, Lk] of table-based variants.
+  virtual Tensor bias_index(const AttnGeometry&) const { return {}; }
+};
+
+using PositionEncodingPtr = std::shared_ptr<PositionEncoding>;
+
+// Distances kj - qi for the Toeplitz entries t = 0 .. Lq + Lk - 2 (int64 [Lq + Lk - 1]).
+Tensor toeplitz_distances(const AttnGeometry& g);
+
+}  // namespace relpos::nn

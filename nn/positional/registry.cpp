@@ -1,0 +1,56 @@
+// nn/positional/registry.cpp — the list of position encodings. One line per variant.
+#include "nn/positional/registry.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "nn/positional/params.h"
+
+namespace relpos::nn {
+
+PositionEncodingPtr make_none(const PositionConfig&, Generator&);
+PositionEncodingPtr make_sinusoidal(const PositionConfig&, Generator&);
+PositionEncodingPtr make_learned(const PositionConfig&, Generator&);
+PositionEncodingPtr make_t5(const PositionConfig&, Generator&);
+PositionEncodingPtr make_alibi(const PositionConfig&, Generator&);
+PositionEncodingPtr make_rope(const PositionConfig&, Generator&);
+PositionEncodingPtr make_shaw(const PositionConfig&, Generator&);
+
+const std::vector<PositionVariant>& position_variants() {
+  static const std::vector<PositionVariant> v = {
+      {"none", "NoPE: no position information", true, make_none},
+      {"sinusoidal", "fixed sinusoidal absolute encoding added to the embeddings (Vaswani 2017)", true, make_sinusoidal},
+      {"learned", "learned absolute position embeddings [max_len, D]", true, make_learned},
+      {"t5", "T5 bucketed relative bias, table [num_buckets, H] (Raffel 2020)", true, make_t5},
+      {"alibi", "ALiBi linear distance bias with reference slopes (Press 2022)", true, make_alibi},
+      {"rope", "rotary embedding of q and k; half/interleaved, linear/NTK/YaRN scaling (Su 2021)", true, make_rope},
+      {"shaw", "relative key and value embeddings clipped at k_max (Shaw 2018)", true, make_shaw},
+  };
+  return v;
+}
+
+const PositionVariant& find_position_variant(const std::string& name) {
+  std::vector<std::string> names;
+  for (const auto& v : position_variants()) {
+    if (v.name == name) return v;
+    names.push_back(v.name);
+  }
+  std::string hint = did_you_mean(name, names);
+  fail("unknown position encoding '{}'{}; available: {}", name,
+       hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint), fmt::join(names, ", "));
+}
+
+PositionEncodingPtr make_position_encoding(const PositionConfig& cfg, Generator& gen) {
+  RELPOS_CHECK(cfg.n_heads > 0 && cfg.head_dim > 0 && cfg.d_model > 0,
+               "position encoding '{}': model sizes must be set (d_model {}, n_heads {}, head_dim {})", cfg.type,
+               cfg.d_model, cfg.n_heads, cfg.head_dim);
+  return find_position_variant(cfg.type).make(cfg, gen);
+}
+
+Tensor toeplitz_distances(const AttnGeometry& g) {
+  const int64_t n = g.Lq + g.Lk - 1;
+  const int64_t first = (g.k_offset - g.q_offset) - (g.Lq - 1);
+  return Tensor::arange(first, first + n);
+}
+
+}  // namespace relpos::nn

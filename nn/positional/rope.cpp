@@ -1,0 +1,123 @@
+// nn/positional/rope.cpp — rotary position embedding (Su et al. 2021; HF Llama
+// apply_rotary_pos_emb / GPT-J rotate_every_two; scaling from HF modeling_rope_utils).
+// The first r = fraction * head_dim channels of q and k are rotated, the rest pass through.
+// Pair p in [0, r/2) with frequency inv_freq[p] at position m turns (a, b) into
+//   (a cos(m w_p) - b sin(m w_p),  a sin(m w_p) + b cos(m w_p))
+// pairs: style=half        -> (p, p + r/2)   (GPT-NeoX / HF Llama "rotate_half")
+//        style=interleaved -> (2p, 2p + 1)   (GPT-J, Meta Llama)
+// inv_freq[p] = base^(-2p/r), then scaling:
+//   linear: inv_freq /= factor (position interpolation)
+//   ntk:    base' = base * factor^(r / (r - 2)) (NTK-aware, static)
+//   yarn:   blend of inv_freq and inv_freq / factor with a linear ramp over pair index
+//           between low = floor(r ln(L0 / (beta_fast 2 pi)) / (2 ln base)) and
+//           high = ceil(r ln(L0 / (beta_slow 2 pi)) / (2 ln base)) (clamped to [0, r-1]);
+//           ramp 0 keeps the frequency, 1 interpolates; cos and sin are multiplied by
+//           mscale = 0.1 ln(factor) + 1.
+// Angles are computed in float64. q.k then depends only on m - n. No parameters.
+// Parameters: base (10000), fraction (1.0), style (half|interleaved), scaling
+// (none|linear|ntk|yarn), factor (1.0), original_max_len (model max_len), beta_fast (32),
+// beta_slow (1).
+#include <cmath>
+#include <numbers>
+
+#include "autograd/ops.h"
+#include "core/rng.h"
+#include "nn/positional/position_encoding.h"
+#include "nn/positional/rope_freqs.h"
+
+namespace relpos::nn {
+
+RopeFrequencies rope_frequencies(const RopeSettings& s) {
+  RELPOS_CHECK(s.rot_dim >= 2 && s.rot_dim % 2 == 0, "rope: rotary dims must be even and >= 2, got {}", s.rot_dim);
+  const int64_t half = s.rot_dim / 2;
+  double base = s.base;
+  if (s.scaling == "ntk") base = s.base * std::pow(s.factor, double(s.rot_dim) / double(s.rot_dim - 2));
+  RopeFrequencies f;
+  f.inv_freq.resize(size_t(half));
+  for (int64_t p = 0; p < half; ++p) f.inv_freq[size_t(p)] = std::pow(base, -2.0 * double(p) / double(s.rot_dim));
+  if (s.scaling == "linear")
+    for (auto& w : f.inv_freq) w /= s.factor;
+  if (s.scaling == "yarn") {
+    auto corr = [&](double beta) {
+      return double(s.rot_dim) * std::log(double(s.original_max_len) / (beta * 2 * std::numbers::pi)) /
+             (2 * std::log(s.base));
+    };
+    double low = std::max(std::floor(corr(s.beta_fast)), 0.0);
+    double high = std::min(std::ceil(corr(s.beta_slow)), double(s.rot_dim - 1));
+    if (low == high) high += 0.001;  // avoid a zero-width ramp
+    for (int64_t p = 0; p < half; ++p) {
+      double ramp = std::clamp((double(p) - low) / (high - low), 0.0, 1.0);
+      double w = f.inv_freq[size_t(p)];
+      f.inv_freq[size_t(p)] = (w / s.factor) * ramp + w * (1 - ramp);
+    }
+    f.mscale = 0.1 * std::log(s.factor) + 1.0;
+  }
+  return f;
+}
+
+namespace {
+class Rope : public PositionEncoding {
+ public:
+  Rope(RopeSettings s, int64_t head_dim) : s_(std::move(s)), head_dim_(head_dim), f_(rope_frequencies(s_)) {}
+  std::string type() const override { return "rope"; }
+
+  // x: [B, H, L, dh] at positions offset .. offset + L - 1
+  Variable rotate(const Variable& x, int64_t offset) const override {
+    const int64_t L = x.size(2), r = s_.rot_dim, half = r / 2;
+    std::vector<double> c(size_t(L * half)), s(size_t(L * half));
+    for (int64_t m = 0; m < L; ++m)
+      for (int64_t p = 0; p < half; ++p) {
+        double ang = double(offset + m) * f_.inv_freq[size_t(p)];
+        c[size_t(m * half + p)] = std::cos(ang) * f_.mscale;
+        s[size_t(m * half + p)] = std::sin(ang) * f_.mscale;
+      }
+    Variable cos(Tensor::from_vector(c, {L, half}).to(x.dtype()));
+    Variable sin(Tensor::from_vector(s, {L, half}).to(x.dtype()));
+    Variable a, b;  // the two members of every pair: [B, H, L, r/2]
+    if (s_.style == "half") {
+      a = narrow(x, -1, 0, half);
+      b = narrow(x, -1, half, half);
+    } else {
+      Variable xr = reshape(narrow(x, -1, 0, r), {x.size(0), x.size(1), L, half, 2});
+      a = select(xr, -1, 0);
+      b = select(xr, -1, 1);
+    }
+    Variable ra = a * cos - b * sin;
+    Variable rb = a * sin + b * cos;
+    Variable rotated = s_.style == "half"
+                           ? cat({ra, rb}, -1)
+                           : reshape(cat({unsqueeze(ra, -1), unsqueeze(rb, -1)}, -1), {x.size(0), x.size(1), L, r});
+    if (r == head_dim_) return rotated;
+    return cat({rotated, narrow(x, -1, r, head_dim_ - r)}, -1);
+  }
+
+ private:
+  RopeSettings s_;
+  int64_t head_dim_;
+  RopeFrequencies f_;
+};
+}  // namespace
+
+PositionEncodingPtr make_rope(const PositionConfig& cfg, Generator&) {
+  const auto& p = cfg.params;
+  p.check_known("position 'rope'", {"base", "fraction", "style", "scaling", "factor", "original_max_len",
+                                    "beta_fast", "beta_slow"});
+  RopeSettings s;
+  s.base = p.get_double("base", 10000.0);
+  double fraction = p.get_double("fraction", 1.0);
+  RELPOS_CHECK(fraction > 0 && fraction <= 1, "position 'rope': fraction must be in (0, 1], got {}", fraction);
+  s.rot_dim = int64_t(double(cfg.head_dim) * fraction) / 2 * 2;
+  RELPOS_CHECK(s.rot_dim >= 2, "position 'rope': fraction {} of head_dim {} leaves no rotary pair", fraction,
+               cfg.head_dim);
+  s.style = p.get_choice("style", "half", {"half", "interleaved"});
+  s.scaling = p.get_choice("scaling", "none", {"none", "linear", "ntk", "yarn"});
+  s.factor = p.get_double("factor", 1.0);
+  RELPOS_CHECK(s.factor >= 1.0, "position 'rope': factor must be >= 1, got {}", s.factor);
+  RELPOS_CHECK(s.base > 1.0, "position 'rope': base must be > 1, got {}", s.base);
+  s.original_max_len = p.get_int("original_max_len", cfg.max_len > 0 ? cfg.max_len : 2048);
+  s.beta_fast = p.get_double("beta_fast", 32.0);
+  s.beta_slow = p.get_double("beta_slow", 1.0);
+  return std::make_shared<Rope>(s, cfg.head_dim);
+}
+
+}  // namespace relpos::nn

@@ -1,0 +1,45 @@
+// nn/positional/sinusoidal.cpp — fixed sinusoidal absolute encoding (Vaswani et al. 2017),
+// added to the token embeddings, paper layout (interleaved):
+//   PE[pos, 2i] = sin(pos * base^(-2i/D)),  PE[pos, 2i+1] = cos(pos * base^(-2i/D))
+// Parameters: base (default 10000). Positions start at the given offset (KV-cache decoding).
+#include <cmath>
+
+#include "autograd/ops.h"
+#include "core/rng.h"
+#include "nn/positional/position_encoding.h"
+
+namespace relpos::nn {
+
+namespace {
+class Sinusoidal : public PositionEncoding {
+ public:
+  Sinusoidal(int64_t d_model, double base, DType dtype) : d_(d_model), base_(base), dtype_(dtype) {}
+  std::string type() const override { return "sinusoidal"; }
+
+  Variable embed(const Variable& x, int64_t offset) const override {  // x: [B, L, D]
+    const int64_t L = x.size(1);
+    std::vector<double> pe(size_t(L * d_));
+    for (int64_t p = 0; p < L; ++p)
+      for (int64_t i = 0; 2 * i < d_; ++i) {
+        double ang = double(offset + p) * std::pow(base_, -2.0 * double(i) / double(d_));
+        pe[size_t(p * d_ + 2 * i)] = std::sin(ang);
+        if (2 * i + 1 < d_) pe[size_t(p * d_ + 2 * i + 1)] = std::cos(ang);
+      }
+    return x + Variable(Tensor::from_vector(pe, {L, d_}).to(x.dtype()));
+  }
+
+ private:
+  int64_t d_;
+  double base_;
+  DType dtype_;
+};
+}  // namespace
+
+PositionEncodingPtr make_sinusoidal(const PositionConfig& cfg, Generator&) {
+  cfg.params.check_known("position 'sinusoidal'", {"base"});
+  double base = cfg.params.get_double("base", 10000.0);
+  RELPOS_CHECK(base > 1.0, "position 'sinusoidal': base must be > 1, got {}", base);
+  return std::make_shared<Sinusoidal>(cfg.d_model, base, cfg.dtype);
+}
+
+}  // namespace relpos::nn
