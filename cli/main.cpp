@@ -1,16 +1,98 @@
-// cli/main.cpp — the relpos executable. Subcommands:
-//   relpos demo [--steps N] [--data PATH] [--seed S] [--threads T]   train the char-MLP demo
-//   relpos info                                                        build and device facts
-// Exit codes: 0 ok, 2 usage error, 1 runtime failure.
+// cli/main.cpp — the relpos executable.
+//   relpos demo [--steps N] [--data PATH] ...          train the char-MLP demo (main job for now)
+//   relpos list                                        registered position encodings
+//   relpos bias --type NAME --heads H --lq N --lk M    the bias a fresh encoding adds [H][Lq][Lk]
+//   relpos gradcheck [--type NAME|all]                 float64 gradcheck of attention + encoding
+//   relpos info                                        build and device facts
+// Exit codes: 0 ok, 2 usage error, 1 runtime failure (including a failed gradcheck).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "core/cuda_runtime.h"
 #include "core/error.h"
 #include "kernels/ops.h"
+#include "nn/positional/registry.h"
 #include "trainers/demo.h"
+#include "trainers/inspect.h"
+
+namespace {
+
+struct UsageError : relpos::Error {
+  using relpos::Error::Error;
+};
+
+std::map<std::string, std::string> parse_params(const std::vector<std::string>& kvs) {
+  std::map<std::string, std::string> out;
+  for (const auto& kv : kvs) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw UsageError(fmt::format("--param '{}': expected key=value", kv));
+    out[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return out;
+}
+
+int run_bias(const relpos::inspect::BiasRequest& req, bool json) {
+  relpos::inspect::BiasReport r = relpos::inspect::position_bias(req);
+  // With --causal, future keys are masked: their bias never reaches the softmax.
+  auto masked = [&](int64_t i, int64_t j) { return req.causal && req.k_offset + j > req.q_offset + i; };
+  if (json) {
+    nlohmann::json j;
+    j["type"] = req.type;
+    j["heads"] = req.heads;
+    j["lq"] = req.lq;
+    j["lk"] = req.lk;
+    j["q_offset"] = req.q_offset;
+    j["k_offset"] = req.k_offset;
+    j["causal"] = req.causal;
+    j["params"] = req.params;  // masked (future) cells of a causal bias are null
+    if (!r.bias.empty()) {
+      auto& b = j["bias"] = nlohmann::json::array();
+      for (int64_t h = 0; h < req.heads; ++h) {
+        nlohmann::json rows = nlohmann::json::array();
+        for (int64_t i = 0; i < req.lq; ++i) {
+          nlohmann::json row = nlohmann::json::array();
+          for (int64_t j = 0; j < req.lk; ++j)
+            row.push_back(masked(i, j) ? nlohmann::json(nullptr) : nlohmann::json(r.bias[size_t((h * req.lq + i) * req.lk + j)]));
+          rows.push_back(row);
+        }
+        b.push_back(rows);
+      }
+    }
+    if (!r.index.empty()) {
+      auto& ix = j["index"] = nlohmann::json::array();
+      for (int64_t i = 0; i < req.lq; ++i)
+        ix.push_back(std::vector<int64_t>(r.index.begin() + i * req.lk, r.index.begin() + (i + 1) * req.lk));
+    }
+    if (!r.note.empty()) j["note"] = r.note;
+    fmt::print("{}\n", j.dump());
+    return 0;
+  }
+  fmt::print("{} bias, {} heads, Lq {} (offset {}), Lk {} (offset {}), {}\n", req.type, req.heads, req.lq,
+             req.q_offset, req.lk, req.k_offset, req.causal ? "causal" : "bidirectional");
+  if (!r.note.empty()) fmt::print("{}\n", r.note);
+  if (!r.index.empty()) {
+    fmt::print("index [Lq][Lk]:\n");
+    for (int64_t i = 0; i < req.lq; ++i)
+      fmt::print("  {}\n", fmt::join(r.index.begin() + i * req.lk, r.index.begin() + (i + 1) * req.lk, " "));
+  }
+  for (int64_t h = 0; h < req.heads && !r.bias.empty(); ++h) {
+    fmt::print("head {}:\n", h);
+    for (int64_t i = 0; i < req.lq; ++i) {
+      std::string line;
+      for (int64_t j = 0; j < req.lk; ++j)
+        line += masked(i, j) ? fmt::format(" {:>9}", "masked")
+                             : fmt::format(" {:9.4g}", r.bias[size_t((h * req.lq + i) * req.lk + j)]);
+      fmt::print(" {}\n", line);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"relpos — train small transformers with relative position encodings"};
@@ -25,7 +107,34 @@ int main(int argc, char** argv) {
   demo_cmd->add_option("--lr", demo.lr, "peak SGD learning rate")->check(CLI::PositiveNumber)->capture_default_str();
   demo_cmd->add_option("--seed", demo.seed, "random seed")->capture_default_str();
   demo_cmd->add_option("--eval-every", demo.eval_every, "steps between evaluations")->check(CLI::PositiveNumber)->capture_default_str();
-  demo_cmd->add_option("--threads", threads, "CPU threads (default: OMP_NUM_THREADS or all cores)")->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", threads, "CPU threads (default: OMP_NUM_THREADS or all cores)")->check(CLI::NonNegativeNumber);
+
+  auto* list_cmd = app.add_subcommand("list", "list the registered position encodings");
+
+  relpos::inspect::BiasRequest bias;
+  std::vector<std::string> bias_params;
+  bool bias_json = false, bias_causal = false, bias_bidir = false;
+  std::string table_mode = "init";
+  auto* bias_cmd = app.add_subcommand("bias", "print the additive bias [H][Lq][Lk] (and lookup index) of an encoding");
+  bias_cmd->add_option("--type", bias.type, "position encoding (relpos list)")->required();
+  bias_cmd->add_option("--heads", bias.heads, "number of heads")->check(CLI::PositiveNumber)->capture_default_str();
+  bias_cmd->add_option("--lq", bias.lq, "query length")->check(CLI::PositiveNumber)->capture_default_str();
+  bias_cmd->add_option("--lk", bias.lk, "key length")->check(CLI::PositiveNumber)->capture_default_str();
+  bias_cmd->add_option("--q-offset", bias.q_offset, "absolute position of query 0")->check(CLI::NonNegativeNumber);
+  bias_cmd->add_option("--k-offset", bias.k_offset, "absolute position of key 0")->check(CLI::NonNegativeNumber);
+  auto* causal_flag = bias_cmd->add_flag("--causal", bias_causal, "decoder (causal) form");
+  bias_cmd->add_flag("--bidirectional", bias_bidir, "encoder (bidirectional) form (default)")->excludes(causal_flag);
+  bias_cmd->add_option("--param", bias_params, "encoding parameter key=value (repeatable)");
+  bias_cmd->add_option("--table", table_mode, "init: freshly initialised tables; identity: row r holds r (shows buckets)")
+      ->check(CLI::IsMember({"init", "identity"}));
+  bias_cmd->add_option("--seed", bias.seed, "initialisation seed");
+  bias_cmd->add_flag("--json", bias_json, "print JSON");
+
+  std::string gc_type = "all";
+  std::vector<std::string> gc_params;
+  auto* gc_cmd = app.add_subcommand("gradcheck", "float64 gradcheck of an attention layer with each position encoding");
+  gc_cmd->add_option("--type", gc_type, "position encoding or 'all'")->capture_default_str();
+  gc_cmd->add_option("--param", gc_params, "encoding parameter key=value (repeatable, single --type only)");
 
   auto* info_cmd = app.add_subcommand("info", "print build and device information");
 
@@ -41,6 +150,29 @@ int main(int argc, char** argv) {
                  relpos::cuda::built_with_cuda() ? "built" : "not built", relpos::cuda::device_count());
       return 0;
     }
+    if (*list_cmd) {
+      for (const auto& v : relpos::nn::position_variants()) fmt::print("{:<12} {}\n", v.name, v.description);
+      return 0;
+    }
+    if (*bias_cmd) {
+      bias.causal = bias_causal;
+      bias.identity_table = table_mode == "identity";
+      bias.params = parse_params(bias_params);
+      return run_bias(bias, bias_json);
+    }
+    if (*gc_cmd) {
+      bool ok = true;
+      auto cases = relpos::inspect::attention_gradchecks(gc_type, parse_params(gc_params));
+      for (const auto& c : cases) {
+        ok = ok && c.report.ok;
+        fmt::print("{:<6} {:<55} worst |analytic - numeric| {:.2e} (score {:.2e}, {} elements)\n",
+                   c.report.ok ? "ok" : "FAIL", c.label, c.report.abs_err, c.report.score, c.report.elements);
+        if (!c.report.ok) fmt::print("       {}\n", c.report.str());
+      }
+      fmt::print("{} passed, {} failed\n", std::count_if(cases.begin(), cases.end(), [](auto& c) { return c.report.ok; }),
+                 std::count_if(cases.begin(), cases.end(), [](auto& c) { return !c.report.ok; }));
+      return ok ? 0 : 1;
+    }
     if (*demo_cmd) {
       auto r = relpos::demo::train_char_mlp(demo, [](const std::string& s) {
         fmt::print("{}\n", s);
@@ -51,6 +183,12 @@ int main(int argc, char** argv) {
       fmt::print("sample:\n{}\n", r.sample);
       return 0;
     }
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 2;
+  } catch (const relpos::ConfigError& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 2;
   } catch (const relpos::Error& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;

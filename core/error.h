@@ -14,6 +14,17 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& msg) : std::runtime_error(msg) {}
 };
 
+// A mistake in user configuration (YAML keys/values, CLI parameters): the CLI exits with 2.
+class ConfigError : public Error {
+ public:
+  explicit ConfigError(const std::string& msg) : Error(msg) {}
+};
+
+template <typename... Args>
+[[noreturn]] void fail_config(fmt::format_string<Args...> f, Args&&... args) {
+  throw ConfigError(fmt::format(f, std::forward<Args>(args)...));
+}
+
 template <typename... Args>
 [[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) {
   throw Error(fmt::format(f, std::forward<Args>(args)...));
@@ -22,7 +33,13 @@ template <typename... Args>
 }  // namespace relpos
 
 // RELPOS_CHECK(cond, "fmt {}", args...) — throw relpos::Error when cond is false.
+// RELPOS_CHECK_CONFIG — the same for configuration mistakes (relpos::ConfigError).
 #define RELPOS_CHECK(cond, ...)            \
   do {                                     \
     if (!(cond)) ::relpos::fail(__VA_ARGS__); \
+  } while (0)
+
+#define RELPOS_CHECK_CONFIG(cond, ...)            \
+  do {                                            \
+    if (!(cond)) ::relpos::fail_config(__VA_ARGS__); \
   } while (0)

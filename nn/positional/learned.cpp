@@ -16,6 +16,7 @@ class Learned : public PositionEncoding {
     table_ = register_parameter("table", init::normal({max_len, d_model}, std, gen, dtype), group::kPosition);
   }
   std::string type() const override { return "learned"; }
+  bool is_absolute() const override { return true; }
 
   Variable embed(const Variable& x, int64_t offset) const override {  // x: [B, L, D]
     const int64_t L = x.size(1);
@@ -35,7 +36,7 @@ class Learned : public PositionEncoding {
 PositionEncodingPtr make_learned(const PositionConfig& cfg, Generator& gen) {
   cfg.params.check_known("position 'learned'", {"max_len"});
   int64_t max_len = cfg.params.get_int("max_len", cfg.max_len);
-  RELPOS_CHECK(max_len > 0, "position 'learned': max_len must be positive, got {}", max_len);
+  RELPOS_CHECK_CONFIG(max_len > 0, "position 'learned': max_len must be positive, got {}", max_len);
   return std::make_shared<Learned>(max_len, cfg.d_model, cfg.init_std, gen, cfg.dtype);
 }
 

@@ -19,7 +19,7 @@ int64_t PositionParams::get_int(const std::string& key, int64_t def) const {
   } catch (...) {
     used = 0;
   }
-  RELPOS_CHECK(used == it->second.size() && used > 0, "position parameter '{}': '{}' is not an integer", key, it->second);
+  RELPOS_CHECK_CONFIG(used == it->second.size() && used > 0, "position parameter '{}': '{}' is not an integer", key, it->second);
   return v;
 }
 
@@ -33,7 +33,7 @@ double PositionParams::get_double(const std::string& key, double def) const {
   } catch (...) {
     used = 0;
   }
-  RELPOS_CHECK(used == it->second.size() && used > 0, "position parameter '{}': '{}' is not a number", key, it->second);
+  RELPOS_CHECK_CONFIG(used == it->second.size() && used > 0, "position parameter '{}': '{}' is not a number", key, it->second);
   return v;
 }
 
@@ -43,14 +43,14 @@ bool PositionParams::get_bool(const std::string& key, bool def) const {
   const std::string& s = it->second;
   if (s == "true" || s == "1" || s == "yes") return true;
   if (s == "false" || s == "0" || s == "no") return false;
-  fail("position parameter '{}': '{}' is not a boolean (true/false)", key, s);
+  fail_config("position parameter '{}': '{}' is not a boolean (true/false)", key, s);
 }
 
 std::string PositionParams::get_choice(const std::string& key, const std::string& def,
                                        const std::vector<std::string>& choices) const {
   auto it = kv_.find(key);
   std::string v = it == kv_.end() ? def : it->second;
-  RELPOS_CHECK(std::find(choices.begin(), choices.end(), v) != choices.end(),
+  RELPOS_CHECK_CONFIG(std::find(choices.begin(), choices.end(), v) != choices.end(),
                "position parameter '{}': '{}' is not one of {}", key, v, fmt::join(choices, ", "));
   return v;
 }
@@ -59,7 +59,7 @@ void PositionParams::check_known(const std::string& context, const std::vector<s
   for (const auto& [k, v] : kv_) {
     if (std::find(known.begin(), known.end(), k) != known.end()) continue;
     std::string hint = did_you_mean(k, known);
-    fail("{}: unknown parameter '{}'{}; known: {}", context, k,
+    fail_config("{}: unknown parameter '{}'{}; known: {}", context, k,
          hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint), fmt::join(known, ", "));
   }
 }

@@ -39,6 +39,8 @@ class PositionEncoding : public Module {
   virtual std::string type() const = 0;
   // Works only with a causal mask (e.g. forms that rely on future keys being masked).
   virtual bool causal_only() const { return false; }
+  // Absolute encodings act once on the input (embed()); a stack never makes per-layer copies.
+  virtual bool is_absolute() const { return false; }
   // Whether attention scales q.k by 1/sqrt(head_dim) (T5 does not).
   virtual bool scale_qk() const { return true; }
 

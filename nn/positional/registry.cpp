@@ -36,7 +36,7 @@ const PositionVariant& find_position_variant(const std::string& name) {
     names.push_back(v.name);
   }
   std::string hint = did_you_mean(name, names);
-  fail("unknown position encoding '{}'{}; available: {}", name,
+  fail_config("unknown position encoding '{}'{}; available: {}", name,
        hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint), fmt::join(names, ", "));
 }
 

@@ -105,15 +105,15 @@ PositionEncodingPtr make_rope(const PositionConfig& cfg, Generator&) {
   RopeSettings s;
   s.base = p.get_double("base", 10000.0);
   double fraction = p.get_double("fraction", 1.0);
-  RELPOS_CHECK(fraction > 0 && fraction <= 1, "position 'rope': fraction must be in (0, 1], got {}", fraction);
+  RELPOS_CHECK_CONFIG(fraction > 0 && fraction <= 1, "position 'rope': fraction must be in (0, 1], got {}", fraction);
   s.rot_dim = int64_t(double(cfg.head_dim) * fraction) / 2 * 2;
-  RELPOS_CHECK(s.rot_dim >= 2, "position 'rope': fraction {} of head_dim {} leaves no rotary pair", fraction,
+  RELPOS_CHECK_CONFIG(s.rot_dim >= 2, "position 'rope': fraction {} of head_dim {} leaves no rotary pair", fraction,
                cfg.head_dim);
   s.style = p.get_choice("style", "half", {"half", "interleaved"});
   s.scaling = p.get_choice("scaling", "none", {"none", "linear", "ntk", "yarn"});
   s.factor = p.get_double("factor", 1.0);
-  RELPOS_CHECK(s.factor >= 1.0, "position 'rope': factor must be >= 1, got {}", s.factor);
-  RELPOS_CHECK(s.base > 1.0, "position 'rope': base must be > 1, got {}", s.base);
+  RELPOS_CHECK_CONFIG(s.factor >= 1.0, "position 'rope': factor must be >= 1, got {}", s.factor);
+  RELPOS_CHECK_CONFIG(s.base > 1.0, "position 'rope': base must be > 1, got {}", s.base);
   s.original_max_len = p.get_int("original_max_len", cfg.max_len > 0 ? cfg.max_len : 2048);
   s.beta_fast = p.get_double("beta_fast", 32.0);
   s.beta_slow = p.get_double("beta_slow", 1.0);

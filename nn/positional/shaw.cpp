@@ -60,7 +60,7 @@ class Shaw : public PositionEncoding {
 PositionEncodingPtr make_shaw(const PositionConfig& cfg, Generator& gen) {
   cfg.params.check_known("position 'shaw'", {"k_max"});
   int64_t k = cfg.params.get_int("k_max", 16);
-  RELPOS_CHECK(k >= 1, "position 'shaw': k_max must be >= 1, got {}", k);
+  RELPOS_CHECK_CONFIG(k >= 1, "position 'shaw': k_max must be >= 1, got {}", k);
   return std::make_shared<Shaw>(k, cfg.head_dim, cfg.init_std, gen, cfg.dtype);
 }
 

@@ -15,6 +15,7 @@ class Sinusoidal : public PositionEncoding {
  public:
   Sinusoidal(int64_t d_model, double base, DType dtype) : d_(d_model), base_(base), dtype_(dtype) {}
   std::string type() const override { return "sinusoidal"; }
+  bool is_absolute() const override { return true; }
 
   Variable embed(const Variable& x, int64_t offset) const override {  // x: [B, L, D]
     const int64_t L = x.size(1);
@@ -38,7 +39,7 @@ class Sinusoidal : public PositionEncoding {
 PositionEncodingPtr make_sinusoidal(const PositionConfig& cfg, Generator&) {
   cfg.params.check_known("position 'sinusoidal'", {"base"});
   double base = cfg.params.get_double("base", 10000.0);
-  RELPOS_CHECK(base > 1.0, "position 'sinusoidal': base must be > 1, got {}", base);
+  RELPOS_CHECK_CONFIG(base > 1.0, "position 'sinusoidal': base must be > 1, got {}", base);
   return std::make_shared<Sinusoidal>(cfg.d_model, base, cfg.dtype);
 }
 

@@ -71,8 +71,8 @@ class T5Bias : public PositionEncoding {
 PositionEncodingPtr make_t5(const PositionConfig& cfg, Generator& gen) {
   cfg.params.check_known("position 't5'", {"num_buckets", "max_distance", "scale"});
   int64_t nb = cfg.params.get_int("num_buckets", 32), md = cfg.params.get_int("max_distance", 128);
-  RELPOS_CHECK(nb >= 4 && nb % 2 == 0, "position 't5': num_buckets must be an even number >= 4, got {}", nb);
-  RELPOS_CHECK(md > nb / 2, "position 't5': max_distance ({}) must exceed num_buckets/2 ({})", md, nb / 2);
+  RELPOS_CHECK_CONFIG(nb >= 4 && nb % 2 == 0, "position 't5': num_buckets must be an even number >= 4, got {}", nb);
+  RELPOS_CHECK_CONFIG(md > nb / 2, "position 't5': max_distance ({}) must exceed num_buckets/2 ({})", md, nb / 2);
   return std::make_shared<T5Bias>(nb, md, cfg.params.get_bool("scale", false), cfg.n_heads, cfg.init_std, gen,
                                   cfg.dtype);
 }

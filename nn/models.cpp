@@ -1,0 +1,102 @@
+#include "nn/models.h"
+
+#include <fmt/format.h>
+
+#include "autograd/ops.h"
+
+namespace relpos::nn {
+
+void validate(const ModelConfig& c) {
+  RELPOS_CHECK(c.kind == "encoder" || c.kind == "decoder" || c.kind == "encoder_decoder",
+               "model.kind: '{}' is not one of encoder, decoder, encoder_decoder", c.kind);
+  RELPOS_CHECK(c.vocab > 0, "model: vocab size must be positive, got {}", c.vocab);
+  RELPOS_CHECK(c.d_model > 0 && c.n_layers > 0 && c.n_heads > 0 && c.d_ff > 0,
+               "model: d_model ({}), n_layers ({}), n_heads ({}), d_ff ({}) must be positive", c.d_model, c.n_layers,
+               c.n_heads, c.d_ff);
+  RELPOS_CHECK(c.d_model % c.n_heads == 0, "model.d_model ({}) must be divisible by model.n_heads ({})", c.d_model,
+               c.n_heads);
+  RELPOS_CHECK(c.dropout >= 0 && c.dropout < 1, "model.dropout must be in [0, 1), got {}", c.dropout);
+  RELPOS_CHECK(c.norm == "pre" || c.norm == "post", "model.norm: '{}' is not one of pre, post", c.norm);
+  RELPOS_CHECK(c.norm_type == "layernorm" || c.norm_type == "rmsnorm",
+               "model.norm_type: '{}' is not one of layernorm, rmsnorm", c.norm_type);
+  RELPOS_CHECK(c.max_len > 0, "model.max_len must be positive, got {}", c.max_len);
+  find_position_variant(c.position);  // throws with the list of names
+}
+
+TransformerStack::TransformerStack(const ModelConfig& cfg, bool causal, bool cross_attention, Generator& gen)
+    : cfg_(cfg), causal_(causal) {
+  embed_ = register_module("embed", std::make_shared<Embedding>(cfg.vocab, cfg.d_model, cfg.init_std, gen, cfg.dtype));
+  PositionConfig pc;
+  pc.type = cfg.position;
+  pc.d_model = cfg.d_model;
+  pc.n_heads = cfg.n_heads;
+  pc.head_dim = cfg.d_model / cfg.n_heads;
+  pc.max_len = cfg.max_len;
+  pc.init_std = cfg.position_std;
+  pc.params = cfg.position_params;
+  pc.dtype = cfg.dtype;
+  pos_ = make_position_encoding(pc, gen);
+  RELPOS_CHECK(causal || !pos_->causal_only(), "position encoding '{}' is causal-only; it cannot be used in an encoder",
+               cfg.position);
+  const bool shared = pos_->is_absolute() || cfg.position_shared.value_or(cfg.position != "shaw");
+  if (shared) register_module("pos", pos_);  // per-layer encodings live in layers.N.attn.pos
+  BlockConfig bc{cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.dropout, cfg.norm, cfg.norm_type, cross_attention,
+                 cfg.bias_scale};
+  for (int64_t i = 0; i < cfg.n_layers; ++i) {
+    PositionEncodingPtr p = shared ? pos_ : make_position_encoding(pc, gen);
+    layers_.push_back(register_module(fmt::format("layers.{}", i),
+                                      std::make_shared<TransformerBlock>(bc, p, !shared, gen, cfg.dtype)));
+  }
+  if (cfg.norm == "pre") norm_ = register_module("norm", std::make_shared<Norm>(cfg.norm_type, cfg.d_model, cfg.dtype));
+}
+
+Variable TransformerStack::forward(const Tensor& tokens, const Tensor& padding, int64_t offset, const Variable& memory,
+                                   const Tensor& memory_padding, DecodeState* state, Generator* gen,
+                                   std::vector<AttentionStats>* stats) const {
+  RELPOS_CHECK(tokens.dim() == 2 && tokens.dtype() == DType::I64, "model input must be int64 [B, L], got {}",
+               describe(tokens));
+  Variable x = pos_->embed(embed_->forward(tokens), offset);  // absolute encodings add here
+  if (stats) stats->assign(layers_.size(), {});
+  if (state && state->blocks.size() != layers_.size()) state->blocks.resize(layers_.size());
+  for (size_t i = 0; i < layers_.size(); ++i)
+    x = layers_[i]->forward(x, causal_, padding, offset, memory, memory_padding, state ? &state->blocks[i] : nullptr,
+                            gen, stats ? &(*stats)[i] : nullptr);
+  return norm_ ? norm_->forward(x) : x;
+}
+
+Model::Model(const ModelConfig& cfg, uint64_t seed) : cfg_(cfg) {
+  validate(cfg);
+  Generator gen(seed);
+  if (cfg.kind == "encoder_decoder") {
+    encoder_ = register_module("encoder", std::make_shared<TransformerStack>(cfg, false, false, gen));
+    decoder_ = register_module("decoder", std::make_shared<TransformerStack>(cfg, true, true, gen));
+  } else if (cfg.kind == "encoder") {
+    encoder_ = register_module("stack", std::make_shared<TransformerStack>(cfg, false, false, gen));
+  } else {
+    decoder_ = register_module("stack", std::make_shared<TransformerStack>(cfg, true, false, gen));
+  }
+  head_ = register_module("head", std::make_shared<Linear>(cfg.d_model, cfg.vocab, false, gen, cfg.dtype));
+}
+
+Variable Model::forward(const Tensor& tokens, const Tensor& padding, Generator* gen,
+                        std::vector<AttentionStats>* stats) const {
+  RELPOS_CHECK(cfg_.kind != "encoder_decoder", "Model::forward: an encoder_decoder needs forward_seq2seq");
+  const auto& stack = encoder_ ? encoder_ : decoder_;
+  return head_->forward(stack->forward(tokens, padding, 0, Variable(), Tensor(), nullptr, gen, stats));
+}
+
+Variable Model::forward_seq2seq(const Tensor& source, const Tensor& target, const Tensor& source_padding,
+                                Generator* gen, std::vector<AttentionStats>* stats) const {
+  RELPOS_CHECK(cfg_.kind == "encoder_decoder", "Model::forward_seq2seq: model kind is '{}'", cfg_.kind);
+  Variable memory = encoder_->forward(source, source_padding, 0, Variable(), Tensor(), nullptr, gen, nullptr);
+  return head_->forward(decoder_->forward(target, Tensor(), 0, memory, source_padding, nullptr, gen, stats));
+}
+
+Variable Model::decode_step(const Tensor& tokens, DecodeState& state) const {
+  RELPOS_CHECK(cfg_.kind == "decoder", "decode_step: only decoder models decode incrementally (kind '{}')", cfg_.kind);
+  Variable h = decoder_->forward(tokens, Tensor(), state.position, Variable(), Tensor(), &state, nullptr, nullptr);
+  state.position += tokens.size(1);
+  return head_->forward(h);
+}
+
+}  // namespace relpos::nn

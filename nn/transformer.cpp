@@ -1,0 +1,61 @@
+#include "nn/transformer.h"
+
+#include "autograd/ops.h"
+#include "nn/positional/registry.h"
+
+namespace relpos::nn {
+
+TransformerBlock::TransformerBlock(const BlockConfig& cfg, PositionEncodingPtr pos, bool own_pos, Generator& gen,
+                                   DType dtype)
+    : cfg_(cfg) {
+  RELPOS_CHECK(cfg.norm == "pre" || cfg.norm == "post", "block: norm must be 'pre' or 'post', got '{}'", cfg.norm);
+  AttentionConfig ac{cfg.d_model, cfg.n_heads, cfg.dropout, cfg.bias_scale};
+  attn_ = register_module("attn", std::make_shared<MultiHeadAttention>(ac, std::move(pos), own_pos, gen, dtype));
+  norm1_ = register_module("norm1", std::make_shared<Norm>(cfg.norm_type, cfg.d_model, dtype));
+  if (cfg.cross_attention) {
+    // T5 style: cross-attention carries no position information.
+    PositionConfig none;
+    none.d_model = cfg.d_model;
+    none.n_heads = cfg.n_heads;
+    none.head_dim = cfg.d_model / cfg.n_heads;
+    AttentionConfig cc{cfg.d_model, cfg.n_heads, cfg.dropout, {}};
+    cross_ = register_module("cross_attn",
+                             std::make_shared<MultiHeadAttention>(cc, make_position_encoding(none, gen), false, gen, dtype));
+    norm_c_ = register_module("norm_cross", std::make_shared<Norm>(cfg.norm_type, cfg.d_model, dtype));
+  }
+  mlp_ = register_module("mlp", std::make_shared<MLP>(cfg.d_model, cfg.d_ff, cfg.dropout, gen, dtype));
+  norm2_ = register_module("norm2", std::make_shared<Norm>(cfg.norm_type, cfg.d_model, dtype));
+}
+
+Variable TransformerBlock::forward(const Variable& x, bool causal, const Tensor& padding, int64_t offset,
+                                   const Variable& memory, const Tensor& memory_padding, BlockState* state,
+                                   Generator* gen, AttentionStats* stats) const {
+  const bool pre = cfg_.norm == "pre";
+  const bool train = is_training();
+  KVCache* cache = state ? &state->self : nullptr;
+  auto self_attn = [&](const Variable& h) {
+    return attn_->forward(h, h, causal, padding, offset, offset, cache, gen, stats);
+  };
+  Variable h = x;
+  if (pre) {
+    h = h + apply_dropout(self_attn(norm1_->forward(h)), cfg_.dropout, train, gen);
+  } else {
+    h = norm1_->forward(h + apply_dropout(self_attn(h), cfg_.dropout, train, gen));
+  }
+  if (cross_) {
+    RELPOS_CHECK(memory.defined(), "decoder block with cross-attention needs the encoder output");
+    if (pre) {
+      Variable q = norm_c_->forward(h);
+      h = h + apply_dropout(cross_->forward(q, memory, false, memory_padding, offset, 0, nullptr, gen), cfg_.dropout,
+                            train, gen);
+    } else {
+      h = norm_c_->forward(
+          h + apply_dropout(cross_->forward(h, memory, false, memory_padding, offset, 0, nullptr, gen), cfg_.dropout,
+                            train, gen));
+    }
+  }
+  if (pre) return h + apply_dropout(mlp_->forward(norm2_->forward(h), gen), cfg_.dropout, train, gen);
+  return norm2_->forward(h + apply_dropout(mlp_->forward(h, gen), cfg_.dropout, train, gen));
+}
+
+}  // namespace relpos::nn

@@ -1,0 +1,44 @@
+// nn/transformer.h — a transformer block and a stack of blocks.
+// pre-LN (default):  x = x + drop(attn(norm1(x)));  [x = x + drop(cross(norm_c(x), mem))];
+//                    x = x + drop(mlp(norm2(x)))
+// post-LN:           x = norm1(x + drop(attn(x)));  [x = norm_c(x + drop(cross(x, mem)))];
+//                    x = norm2(x + drop(mlp(x)))
+// A pre-LN stack ends with a final norm; a post-LN stack does not need one.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "nn/attention.h"
+#include "nn/layers.h"
+
+namespace relpos::nn {
+
+struct BlockConfig {
+  int64_t d_model = 128, n_heads = 4, d_ff = 512;
+  double dropout = 0.0;
+  std::string norm = "pre";         // pre | post
+  std::string norm_type = "layernorm";  // layernorm | rmsnorm
+  bool cross_attention = false;     // decoder blocks of an encoder-decoder
+  BiasScaleConfig bias_scale;
+};
+
+struct BlockState {  // per-block decoding state
+  KVCache self;
+};
+
+class TransformerBlock : public Module {
+ public:
+  TransformerBlock(const BlockConfig& cfg, PositionEncodingPtr pos, bool own_pos, Generator& gen,
+                   DType dtype = DType::F32);
+  // x: [B, L, D]; memory: [B, Lm, D] (cross-attention) with memory_padding [B, Lm].
+  Variable forward(const Variable& x, bool causal, const Tensor& padding, int64_t offset, const Variable& memory,
+                   const Tensor& memory_padding, BlockState* state, Generator* gen, AttentionStats* stats) const;
+
+ private:
+  BlockConfig cfg_;
+  std::shared_ptr<MultiHeadAttention> attn_, cross_;
+  std::shared_ptr<MLP> mlp_;
+  std::shared_ptr<Norm> norm1_, norm2_, norm_c_;
+};
+
+}  // namespace relpos::nn

@@ -1,0 +1,102 @@
+// The relpos executable: `list`, `bias` (prints what the golden tests assert), `gradcheck`,
+// exit codes. Runs the built binary (RELPOS_CLI_PATH) like a user would.
+#include <catch2/catch.hpp>
+#include <sys/wait.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+struct Run {
+  int code;
+  std::string out;
+};
+
+Run run(const std::string& args) {
+  std::string cmd = std::string(RELPOS_CLI_PATH) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+}  // namespace
+
+TEST_CASE("cli: list names every registered position encoding", "[cli]") {
+  Run r = run("list");
+  REQUIRE(r.code == 0);
+  for (const char* name : {"none", "sinusoidal", "learned", "t5", "alibi", "rope", "shaw"})
+    REQUIRE_THAT(r.out, Catch::Contains(name));
+}
+
+TEST_CASE("cli: bias --type t5 --table identity prints the golden T5 buckets", "[cli][golden]") {
+  // query at absolute position 200, keys 0..400: key j has rel = j - 200
+  const std::vector<int64_t> rel = {-200, -130, -20, -8, -1, 0, 1, 7, 8, 20, 130, 200};
+  const std::vector<int64_t> bidir = {15, 15, 10, 8, 1, 0, 17, 23, 24, 26, 31, 31};
+  const std::vector<int64_t> causal = {31, 31, 17, 8, 1, 0, 0, 0, 0, 0, 0, 0};
+  for (bool is_causal : {false, true}) {
+    Run r = run(std::string("bias --type t5 --heads 2 --lq 1 --lk 401 --q-offset 200 --table identity --json") +
+                (is_causal ? " --causal" : " --bidirectional"));
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    for (size_t i = 0; i < rel.size(); ++i) {
+      INFO((is_causal ? "causal" : "bidirectional") << " rel " << rel[i]);
+      int64_t want = (is_causal ? causal : bidir)[i];
+      REQUIRE(j["index"][0][size_t(200 + rel[i])].get<int64_t>() == want);
+      if (is_causal && rel[i] > 0)
+        REQUIRE(j["bias"][1][0][size_t(200 + rel[i])].is_null());  // masked future key
+      else
+        REQUIRE(j["bias"][1][0][size_t(200 + rel[i])].get<double>() == double(want));  // identity table
+    }
+  }
+}
+
+TEST_CASE("cli: bias --type alibi prints -m_h (i - j) with the reference slopes", "[cli][golden]") {
+  for (int heads : {8, 12}) {
+    Run r = run("bias --type alibi --heads " + std::to_string(heads) + " --lq 3 --lk 3 --causal --json");
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    for (int h = 0; h < heads; ++h) {
+      double m = h < 8 ? std::pow(2.0, -(h + 1)) : std::pow(2.0, -0.5 - (h - 8));
+      INFO(heads << " heads, head " << h);
+      REQUIRE(j["bias"][h][2][0].get<double>() == Approx(-2 * m).epsilon(1e-14));  // i - j = 2
+      REQUIRE(j["bias"][h][1][1].get<double>() == 0.0);
+      REQUIRE(j["bias"][h][0][2].is_null());
+    }
+  }
+  Run sym = run("bias --type alibi --heads 8 --lq 2 --lk 3 --json");
+  auto j = nlohmann::json::parse(sym.out);
+  REQUIRE(j["bias"][0][0][2].get<double>() == Approx(-2 * 0.5));  // -m |i - j|, i=0, j=2
+}
+
+TEST_CASE("cli: gradcheck --type all passes for every variant", "[cli][gradcheck]") {
+  Run r = run("gradcheck --type all");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  REQUIRE_THAT(r.out, Catch::Contains(" 0 failed"));
+  for (const char* name : {"none:", "sinusoidal:", "learned:", "t5:", "alibi:", "rope:", "shaw:"})
+    REQUIRE_THAT(r.out, Catch::Contains(name));
+}
+
+TEST_CASE("cli: usage and config errors exit with 2 and say what is wrong", "[cli]") {
+  Run a = run("bias --lq 3");
+  REQUIRE(a.code == 2);
+  REQUIRE_THAT(a.out, Catch::Contains("--type is required"));
+  Run b = run("bias --type t5 --param num_bucket=3");
+  REQUIRE(b.code == 2);
+  REQUIRE_THAT(b.out, Catch::Contains("did you mean 'num_buckets'"));
+  Run c = run("bias --type roap");
+  REQUIRE(c.code == 2);
+  REQUIRE_THAT(c.out, Catch::Contains("did you mean 'rope'"));
+  Run d = run("bias --type t5 --param nb");
+  REQUIRE(d.code == 2);
+  REQUIRE(run("frobnicate").code == 2);
+}

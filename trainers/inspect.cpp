@@ -1,0 +1,109 @@
+#include "trainers/inspect.h"
+
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
+#include "nn/attention.h"
+#include "nn/positional/registry.h"
+
+namespace relpos::inspect {
+
+BiasReport position_bias(const BiasRequest& req) {
+  RELPOS_CHECK(req.heads > 0 && req.lq > 0 && req.lk > 0, "bias: --heads, --lq and --lk must be positive");
+  Generator gen(req.seed);
+  nn::PositionConfig pc;
+  pc.type = req.type;
+  pc.n_heads = req.heads;
+  pc.head_dim = 8;
+  pc.d_model = 8 * req.heads;
+  pc.max_len = std::max(req.q_offset + req.lq, req.k_offset + req.lk);
+  pc.params = nn::PositionParams(req.params);
+  pc.dtype = DType::F64;
+  nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, gen);
+  if (req.identity_table)
+    for (const Variable& p : pos->parameters_in_group(nn::group::kPosition)) {
+      if (p.dim() < 1) continue;
+      Tensor rows = Tensor::arange(0, p.size(0), DType::F64);
+      Shape s(size_t(p.dim()), 1);
+      s[0] = p.size(0);
+      p.data().copy_(rows.view(s).expand(p.shape()));
+    }
+  NoGradGuard ng;
+  nn::AttnGeometry g{req.lq, req.lk, req.q_offset, req.k_offset, req.causal};
+  BiasReport r;
+  Tensor idx = pos->bias_index(g);
+  if (idx.defined()) r.index = idx.to_vector<int64_t>();
+  Variable t = pos->toeplitz_bias(g);
+  if (t.defined()) {
+    std::vector<double> tv = t.data().to_vector<double>();
+    const int64_t n = req.lq + req.lk - 1;
+    for (int64_t h = 0; h < req.heads; ++h)
+      for (int64_t i = 0; i < req.lq; ++i)
+        for (int64_t j = 0; j < req.lk; ++j) r.bias.push_back(tv[size_t(h * n + j - i + req.lq - 1)]);
+  } else if (pos->is_absolute()) {
+    r.note = "absolute encoding: added to the input embeddings, no attention bias";
+  } else if (req.type == "rope") {
+    r.note = "rotary encoding: rotates q and k, no additive bias";
+  } else if (req.type == "none") {
+    r.note = "no position information";
+  } else {
+    r.note = "content-dependent terms (score/value terms), no fixed additive bias";
+  }
+  return r;
+}
+
+namespace {
+
+std::vector<GradcheckCase> gradchecks_for(const std::string& type, const std::map<std::string, std::string>& params) {
+  std::vector<GradcheckCase> out;
+  struct Geo {
+    std::string name;
+    bool causal, cross;
+  };
+  for (const Geo& geo : {Geo{"causal self-attention", true, false}, Geo{"bidirectional self-attention", false, false},
+                         Geo{"cross-attention Lq!=Lk, offsets, padding", false, true}}) {
+    Generator gen(17);
+    nn::PositionConfig pc;
+    pc.type = type;
+    pc.d_model = 8;
+    pc.n_heads = 2;
+    pc.head_dim = 4;
+    pc.max_len = 16;
+    pc.init_std = 0.5;  // large enough that the tables matter in the check
+    pc.params = nn::PositionParams(params);
+    pc.dtype = DType::F64;
+    nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, gen);
+    if (geo.causal == false && pos->causal_only()) continue;
+    nn::AttentionConfig ac;
+    ac.d_model = 8;
+    ac.n_heads = 2;
+    ac.bias_scale = {true, true, 0.7, true};
+    nn::MultiHeadAttention attn(ac, pos, true, gen, DType::F64);
+    Variable xq(Tensor::rand({2, geo.cross ? 3 : 5, 8}, gen, DType::F64, -1, 1), true);
+    Variable xkv(Tensor::rand({2, 6, 8}, gen, DType::F64, -1, 1), true);
+    Tensor pad = Tensor::zeros({2, 6}, DType::F64);
+    pad.select(0, 1).narrow(0, 4, 2).fill_(1.0);
+    std::vector<Variable> inputs{xq};
+    if (geo.cross) inputs.push_back(xkv);
+    for (const Variable& p : attn.parameters()) inputs.push_back(p);
+    auto fn = [&](const std::vector<Variable>& in) {
+      if (geo.cross) return attn.forward(in[0], in[1], false, pad, 7, 2);
+      Variable h = pos->embed(in[0], 0);
+      return attn.forward(h, h, geo.causal, Tensor(), 0, 0);
+    };
+    out.push_back({type + ": " + geo.name, gradcheck(type + " (" + geo.name + ")", fn, inputs)});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<GradcheckCase> attention_gradchecks(const std::string& type, const std::map<std::string, std::string>& params) {
+  if (type != "all") return gradchecks_for(type, params);
+  RELPOS_CHECK(params.empty(), "gradcheck: --param only applies to a single --type");
+  std::vector<GradcheckCase> out;
+  for (const auto& v : nn::position_variants())
+    for (auto& c : gradchecks_for(v.name, {})) out.push_back(std::move(c));
+  return out;
+}
+
+}  // namespace relpos::inspect

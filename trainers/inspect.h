@@ -1,0 +1,41 @@
+// trainers/inspect.h — what `relpos list`, `relpos bias` and `relpos gradcheck` compute:
+// the additive bias a freshly built position encoding adds, and float64 gradchecks of a
+// small attention layer with each encoding (inputs, tables, slopes and bias scale alpha).
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "autograd/gradcheck.h"
+#include "nn/positional/position_encoding.h"
+
+namespace relpos::inspect {
+
+struct BiasRequest {
+  std::string type;
+  int64_t heads = 4, lq = 8, lk = 8, q_offset = 0, k_offset = 0;
+  bool causal = false;
+  std::map<std::string, std::string> params;
+  bool identity_table = false;  // fill lookup tables with their row index (shows buckets)
+  uint64_t seed = 0;
+};
+
+struct BiasReport {
+  std::vector<double> bias;     // [H][Lq][Lk] row-major, empty when the encoding adds none
+  std::vector<int64_t> index;   // [Lq][Lk], empty when it uses no lookup table
+  std::string note;             // what the encoding does instead, when it has no additive bias
+};
+
+BiasReport position_bias(const BiasRequest& req);
+
+struct GradcheckCase {
+  std::string label;
+  GradcheckReport report;
+};
+
+// Gradchecks for one variant (or every registered one when type == "all"): causal and
+// bidirectional self-attention and cross-attention with offsets and padding.
+std::vector<GradcheckCase> attention_gradchecks(const std::string& type,
+                                                const std::map<std::string, std::string>& params = {});
+
+}  // namespace relpos::inspect
