@@ -3,7 +3,7 @@
 #   scripts/install-deps.sh          build + test dependencies
 #   scripts/install-deps.sh --bench  also python3-torch (PyTorch reference for bench/ and tools/)
 set -euo pipefail
-pkgs=(cmake g++ make libopenblas-dev libyaml-cpp-dev libfmt-dev catch2 libcli11-dev nlohmann-json3-dev)
+pkgs=(cmake g++ make libopenblas-openmp-dev libyaml-cpp-dev libfmt-dev catch2 libcli11-dev nlohmann-json3-dev)
 [[ "${1:-}" == "--bench" ]] && pkgs+=(python3-torch python3-numpy)
 
 missing=()
