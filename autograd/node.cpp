@@ -44,10 +44,14 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
   }
   RELPOS_CHECK(g.shape() == v->data.shape(), "AccumulateGrad: gradient {} does not match leaf {}{}",
                shape_str(g.shape()), shape_str(v->data.shape()), v->name.empty() ? "" : " '" + v->name + "'");
+  // A leaf owns its .grad: the incoming tensor may alias another leaf's gradient (add's
+  // backward hands the same tensor to both inputs) or a view of the graph's buffers, so the
+  // first gradient is copied; later ones are added out of place, so references taken
+  // earlier keep their values. Optimizers and clipping may then modify .grad in place.
   if (!v->grad.defined())
-    v->grad = g.shares_storage(v->data) ? g.clone() : g.contiguous();
+    v->grad = g.clone();
   else
-    v->grad = k::add(v->grad, g);  // out of place: earlier references keep their values
+    v->grad = k::add(v->grad, g);
   return {};
 }
 

@@ -29,7 +29,9 @@ class Variable {
   bool defined() const { return impl_ != nullptr; }
   const Tensor& data() const { return impl_->data; }
   const Tensor& grad() const { return impl_->grad; }
-  void set_grad(const Tensor& g) const { impl_->grad = g; }
+  // A leaf owns its gradient: set_grad stores a contiguous copy (never an alias), so
+  // optimizers and clipping can update .grad in place.
+  void set_grad(const Tensor& g) const { impl_->grad = g.defined() ? g.clone() : Tensor(); }
   void zero_grad() const { impl_->grad = Tensor(); }
   bool requires_grad() const { return impl_->requires_grad; }
   Variable& set_requires_grad(bool r);

@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <unordered_set>
-#include <utility>
 
 #include "autograd/grad_mode.h"
 #include "kernels/ops.h"
@@ -51,19 +50,7 @@ double clip_grad_norm(const std::vector<Variable>& params, double max_norm) {
   const double coef = max_norm / (total + 1e-6);
   if (coef >= 1.0) return total;
   NoGradGuard no_grad;
-  // Copies are made from the unscaled values before any buffer is scaled in place.
-  std::unordered_set<const void*> storages;
-  std::vector<Tensor> in_place;
-  std::vector<std::pair<Variable, Tensor>> replaced;
-  for (const Variable& p : ps) {
-    const Tensor& g = p.grad();
-    if (g.is_contiguous() && storages.insert(g.storage().get()).second)
-      in_place.push_back(g);
-    else
-      replaced.emplace_back(p, k::unary(k::Unary::MulScalar, g, coef));
-  }
-  for (const Tensor& g : in_place) k::mul_(g, coef);
-  for (const auto& [p, g] : replaced) p.set_grad(g);
+  for (const Variable& p : ps) k::mul_(p.grad(), coef);  // each leaf owns its grad (AccumulateGrad)
   return total;
 }
 
