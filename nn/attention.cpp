@@ -43,7 +43,7 @@ Variable MultiHeadAttention::split_heads(const Variable& x) const {
 
 Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bool causal, const Tensor& key_padding,
                                      int64_t q_offset, int64_t k_offset, KVCache* cache, Generator* gen,
-                                     AttentionStats* stats) const {
+                                     AttentionStats* stats, const Tensor& position_index) const {
   RELPOS_CHECK(xq.dim() == 3 && xkv.dim() == 3 && xq.size(-1) == cfg_.d_model && xkv.size(-1) == cfg_.d_model &&
                    xq.size(0) == xkv.size(0),
                "attention: expected [B, Lq, {0}] and [B, Lk, {0}], got {1} and {2}", cfg_.d_model,
@@ -66,12 +66,13 @@ Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bo
     cache->v = v;
   }
   const int64_t Lk = k.size(2);
-  AttnGeometry geo{Lq, Lk, q_offset, k_offset, causal};
+  AttnGeometry geo{Lq, Lk, q_offset, k_offset, causal, position_index};
 
   Variable s = matmul(q, transpose(k, -1, -2));  // [B, H, Lq, Lk]
   Variable terms = pos_->score_terms(q, k, geo);
   if (terms.defined()) s = s + terms;
-  if (pos_->scale_qk()) s = s * (1.0 / std::sqrt(double(head_dim_)));
+  const double scale = pos_->score_scale(head_dim_);
+  if (scale != 1.0) s = s * scale;
   Variable bias = pos_->toeplitz_bias(geo);  // [H, Lq + Lk - 1]
   if (bias.defined()) {
     if (alpha_.defined()) bias = bias * alpha_;

@@ -52,7 +52,7 @@ class MultiHeadAttention : public Module {
   // key_padding: [B, Lk] (nonzero = padding key) or undefined.
   Variable forward(const Variable& xq, const Variable& xkv, bool causal, const Tensor& key_padding,
                    int64_t q_offset, int64_t k_offset, KVCache* cache = nullptr, Generator* gen = nullptr,
-                   AttentionStats* stats = nullptr) const;
+                   AttentionStats* stats = nullptr, const Tensor& position_index = Tensor()) const;
 
   const PositionEncodingPtr& position() const { return pos_; }
   const Variable& bias_scale() const { return alpha_; }

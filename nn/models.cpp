@@ -52,7 +52,7 @@ TransformerStack::TransformerStack(const ModelConfig& cfg, bool causal, bool cro
 
 Variable TransformerStack::forward(const Tensor& tokens, const Tensor& padding, int64_t offset, const Variable& memory,
                                    const Tensor& memory_padding, DecodeState* state, Generator* gen,
-                                   std::vector<AttentionStats>* stats) const {
+                                   std::vector<AttentionStats>* stats, const Tensor& position_index) const {
   RELPOS_CHECK(tokens.dim() == 2 && tokens.dtype() == DType::I64, "model input must be int64 [B, L], got {}",
                describe(tokens));
   Variable x = pos_->embed(embed_->forward(tokens), offset);  // absolute encodings add here
@@ -60,7 +60,7 @@ Variable TransformerStack::forward(const Tensor& tokens, const Tensor& padding, 
   if (state && state->blocks.size() != layers_.size()) state->blocks.resize(layers_.size());
   for (size_t i = 0; i < layers_.size(); ++i)
     x = layers_[i]->forward(x, causal_, padding, offset, memory, memory_padding, state ? &state->blocks[i] : nullptr,
-                            gen, stats ? &(*stats)[i] : nullptr);
+                            gen, stats ? &(*stats)[i] : nullptr, position_index);
   return norm_ ? norm_->forward(x) : x;
 }
 
@@ -79,10 +79,10 @@ Model::Model(const ModelConfig& cfg, uint64_t seed) : cfg_(cfg) {
 }
 
 Variable Model::forward(const Tensor& tokens, const Tensor& padding, Generator* gen,
-                        std::vector<AttentionStats>* stats) const {
+                        std::vector<AttentionStats>* stats, const Tensor& position_index) const {
   RELPOS_CHECK(cfg_.kind != "encoder_decoder", "Model::forward: an encoder_decoder needs forward_seq2seq");
   const auto& stack = encoder_ ? encoder_ : decoder_;
-  return head_->forward(stack->forward(tokens, padding, 0, Variable(), Tensor(), nullptr, gen, stats));
+  return head_->forward(stack->forward(tokens, padding, 0, Variable(), Tensor(), nullptr, gen, stats, position_index));
 }
 
 Variable Model::forward_seq2seq(const Tensor& source, const Tensor& target, const Tensor& source_padding,

@@ -48,7 +48,7 @@ class TransformerStack : public Module {
   // tokens: int64 [B, L] -> hidden [B, L, D]
   Variable forward(const Tensor& tokens, const Tensor& padding, int64_t offset, const Variable& memory,
                    const Tensor& memory_padding, DecodeState* state, Generator* gen,
-                   std::vector<AttentionStats>* stats) const;
+                   std::vector<AttentionStats>* stats, const Tensor& position_index = Tensor()) const;
   const PositionEncodingPtr& position() const { return pos_; }
 
  private:
@@ -66,8 +66,9 @@ class Model : public Module {
   const ModelConfig& config() const { return cfg_; }
 
   // encoder / decoder: tokens [B, L] -> logits [B, L, V]. padding [B, L] (1 = pad) optional.
+  // position_index: per-example structure for index-based encodings ([B, L, L] int64).
   Variable forward(const Tensor& tokens, const Tensor& padding = Tensor(), Generator* gen = nullptr,
-                   std::vector<AttentionStats>* stats = nullptr) const;
+                   std::vector<AttentionStats>* stats = nullptr, const Tensor& position_index = Tensor()) const;
   // encoder_decoder: source [B, Ls], target input [B, Lt] -> logits [B, Lt, V]
   Variable forward_seq2seq(const Tensor& source, const Tensor& target, const Tensor& source_padding = Tensor(),
                            Generator* gen = nullptr, std::vector<AttentionStats>* stats = nullptr) const;

@@ -29,12 +29,12 @@ TransformerBlock::TransformerBlock(const BlockConfig& cfg, PositionEncodingPtr p
 
 Variable TransformerBlock::forward(const Variable& x, bool causal, const Tensor& padding, int64_t offset,
                                    const Variable& memory, const Tensor& memory_padding, BlockState* state,
-                                   Generator* gen, AttentionStats* stats) const {
+                                   Generator* gen, AttentionStats* stats, const Tensor& position_index) const {
   const bool pre = cfg_.norm == "pre";
   const bool train = is_training();
   KVCache* cache = state ? &state->self : nullptr;
   auto self_attn = [&](const Variable& h) {
-    return attn_->forward(h, h, causal, padding, offset, offset, cache, gen, stats);
+    return attn_->forward(h, h, causal, padding, offset, offset, cache, gen, stats, position_index);
   };
   Variable h = x;
   if (pre) {

@@ -32,7 +32,8 @@ class TransformerBlock : public Module {
                    DType dtype = DType::F32);
   // x: [B, L, D]; memory: [B, Lm, D] (cross-attention) with memory_padding [B, Lm].
   Variable forward(const Variable& x, bool causal, const Tensor& padding, int64_t offset, const Variable& memory,
-                   const Tensor& memory_padding, BlockState* state, Generator* gen, AttentionStats* stats) const;
+                   const Tensor& memory_padding, BlockState* state, Generator* gen, AttentionStats* stats,
+                   const Tensor& position_index = Tensor()) const;
 
  private:
   BlockConfig cfg_;

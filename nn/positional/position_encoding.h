@@ -10,6 +10,7 @@
 // A variant overrides only the hooks it needs; absolute encodings override embed().
 // Positions are explicit, so cross-attention (Lq != Lk) and KV-cache decoding are exact.
 #pragma once
+#include <cmath>
 #include <memory>
 #include <string>
 
@@ -22,6 +23,9 @@ struct AttnGeometry {
   int64_t Lq = 0, Lk = 0;
   int64_t q_offset = 0, k_offset = 0;  // absolute position of query row 0 / key column 0
   bool causal = false;                  // decoder self-attention (else bidirectional)
+  // Optional per-example structure for index-based encodings (2D patch grids, graphs):
+  // int64 [B, Lq, Lk] or [Lq, Lk], e.g. shortest-path distances. Undefined otherwise.
+  Tensor position_index;
 };
 
 // What a variant is built from (model sizes + its own parameters).
@@ -41,8 +45,9 @@ class PositionEncoding : public Module {
   virtual bool causal_only() const { return false; }
   // Absolute encodings act once on the input (embed()); a stack never makes per-layer copies.
   virtual bool is_absolute() const { return false; }
-  // Whether attention scales q.k by 1/sqrt(head_dim) (T5 does not).
-  virtual bool scale_qk() const { return true; }
+  // The factor s in S = s * (q.k + score terms): 1/sqrt(head_dim) by default; T5 uses 1,
+  // DeBERTa 1/sqrt(head_dim * (1 + number of position terms)).
+  virtual double score_scale(int64_t head_dim) const { return 1.0 / std::sqrt(double(head_dim)); }
 
   // Absolute encodings: x [B, L, D] at positions offset.. -> x + PE.
   virtual Variable embed(const Variable& x, int64_t /*offset*/) const { return x; }

@@ -43,7 +43,7 @@ class T5Bias : public PositionEncoding {
     table_ = register_parameter("table", init::normal({num_buckets, heads}, std, gen, dt), group::kPosition);
   }
   std::string type() const override { return "t5"; }
-  bool scale_qk() const override { return scale_; }
+  double score_scale(int64_t head_dim) const override { return scale_ ? 1.0 / std::sqrt(double(head_dim)) : 1.0; }
 
   Variable toeplitz_bias(const AttnGeometry& g) const override {
     std::vector<int64_t> d = toeplitz_distances(g).to_vector<int64_t>();
