@@ -1,0 +1,332 @@
+// trainers/config.cpp — YAML -> Config. A Section reads one mapping: each getter marks its
+// key as used and checks type and range; finish() rejects the keys nobody asked for.
+#include "trainers/config.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "nn/positional/params.h"
+#include "nn/positional/registry.h"
+
+namespace relpos::train {
+
+namespace {
+
+struct Ctx {
+  std::string source;
+  std::map<std::string, std::string> overridden;  // dotted key -> "--set k=v"
+};
+
+std::string where(const Ctx& c, const YAML::Node& n, const std::string& key) {
+  auto it = c.overridden.find(key);
+  if (it != c.overridden.end()) return it->second;
+  if (n.IsDefined() && n.Mark().line >= 0)
+    return fmt::format("{}:{}:{}", c.source, n.Mark().line + 1, n.Mark().column + 1);
+  return c.source;
+}
+
+class Section {
+ public:
+  Section(const Ctx& ctx, YAML::Node node, std::string prefix) : ctx_(ctx), node_(node), prefix_(std::move(prefix)) {
+    if (node_.IsDefined() && !node_.IsNull() && !node_.IsMap())
+      fail_config("{}: '{}' must be a mapping of keys", where(ctx_, node_, prefix_), prefix_);
+  }
+  std::string key(const std::string& k) const { return prefix_.empty() ? k : prefix_ + "." + k; }
+  YAML::Node raw(const std::string& k) {
+    used_.insert(k);
+    return node_.IsMap() ? node_[k] : YAML::Node();
+  }
+  bool has(const std::string& k) const { return node_.IsMap() && node_[k].IsDefined() && !node_[k].IsNull(); }
+
+  template <typename T>
+  T get(const std::string& k, T def, const char* expect) {
+    YAML::Node n = raw(k);
+    if (!n.IsDefined() || n.IsNull()) return def;
+    if (!n.IsScalar()) fail_config("{}: {}: expected {}, got a {}", where(ctx_, n, key(k)), key(k), expect, n.IsMap() ? "mapping" : "list");
+    try {
+      if constexpr (std::is_same_v<T, bool>) {
+        std::string s = n.Scalar();
+        if (s == "true" || s == "yes" || s == "on") return true;
+        if (s == "false" || s == "no" || s == "off") return false;
+        throw YAML::BadConversion(n.Mark());
+      } else {
+        return n.as<T>();
+      }
+    } catch (const YAML::BadConversion&) {
+      fail_config("{}: {}: expected {}, got '{}'", where(ctx_, n, key(k)), key(k), expect, n.Scalar());
+    }
+  }
+  int64_t get_int(const std::string& k, int64_t def, int64_t lo, int64_t hi = INT64_MAX) {
+    int64_t v = get<int64_t>(k, def, "an integer");
+    if (v < lo || v > hi)
+      fail_config("{}: {}: {} is out of range (expected {} <= value{})", where(ctx_, raw(k), key(k)), key(k), v, lo,
+                  hi == INT64_MAX ? "" : fmt::format(" <= {}", hi));
+    return v;
+  }
+  double get_double(const std::string& k, double def, double lo, double hi, bool lo_open = false) {
+    double v = get<double>(k, def, "a number");
+    if (!(lo_open ? v > lo : v >= lo) || !(v <= hi))
+      fail_config("{}: {}: {} is out of range (expected {} {} value <= {})", where(ctx_, raw(k), key(k)), key(k), v, lo,
+                  lo_open ? "<" : "<=", hi);
+    return v;
+  }
+  std::string get_choice(const std::string& k, const std::string& def, const std::vector<std::string>& choices) {
+    std::string v = get<std::string>(k, def, "a string");
+    if (std::find(choices.begin(), choices.end(), v) == choices.end()) {
+      std::string hint = nn::did_you_mean(v, choices);
+      fail_config("{}: {}: '{}' is not one of {}{}", where(ctx_, raw(k), key(k)), key(k), v, fmt::join(choices, ", "),
+                  hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint));
+    }
+    return v;
+  }
+  std::vector<std::string> get_list(const std::string& k, std::vector<std::string> def) {
+    YAML::Node n = raw(k);
+    if (!n.IsDefined() || n.IsNull()) return def;
+    if (!n.IsSequence()) fail_config("{}: {}: expected a list of strings", where(ctx_, n, key(k)), key(k));
+    std::vector<std::string> out;
+    for (const auto& e : n) out.push_back(e.as<std::string>());
+    return out;
+  }
+  Section sub(const std::string& k) { return Section(ctx_, raw(k), key(k)); }
+  // Keys of this mapping that no getter read.
+  void finish(const std::vector<std::string>& known) {
+    if (!node_.IsMap()) return;
+    for (const auto& kv : node_) {
+      std::string k = kv.first.as<std::string>();
+      if (used_.count(k)) continue;
+      std::string hint = nn::did_you_mean(k, known);
+      fail_config("{}: unknown key '{}'{}; expected one of: {}", where(ctx_, kv.first, key(k)), key(k),
+                  hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint), fmt::join(known, ", "));
+    }
+  }
+  const YAML::Node& node() const { return node_; }
+
+ private:
+  const Ctx& ctx_;
+  YAML::Node node_;
+  std::string prefix_;
+  std::set<std::string> used_;
+};
+
+void apply_override(YAML::Node& root, const std::string& spec, Ctx& ctx) {
+  auto eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0)
+    fail_config("--set '{}': expected key=value, e.g. --set model.n_layers=4", spec);
+  std::string key = spec.substr(0, eq), value = spec.substr(eq + 1);
+  std::vector<std::string> parts;
+  std::stringstream ss(key);
+  for (std::string p; std::getline(ss, p, '.');) {
+    if (p.empty()) fail_config("--set '{}': empty component in key '{}'", spec, key);
+    parts.push_back(p);
+  }
+  YAML::Node cur = root;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    YAML::Node next = cur[parts[i]];
+    if (!next.IsDefined() || next.IsNull()) {
+      cur[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      next = cur[parts[i]];
+    } else if (!next.IsMap()) {
+      fail_config("--set '{}': '{}' is not a section", spec, parts[i]);
+    }
+    cur.reset(next);
+  }
+  YAML::Node v;
+  try {
+    v = YAML::Load(value);
+  } catch (const YAML::Exception& e) {
+    fail_config("--set '{}': value is not valid YAML: {}", spec, e.msg);
+  }
+  cur[parts.back()] = v;
+  ctx.overridden[key] = "--set " + spec;
+}
+
+nn::ModelConfig parse_model(Section s) {
+  nn::ModelConfig m;
+  m.kind = s.get_choice("kind", "decoder", {"encoder", "decoder", "encoder_decoder"});
+  m.d_model = s.get_int("d_model", 128, 1);
+  m.n_layers = s.get_int("n_layers", 2, 1);
+  m.n_heads = s.get_int("n_heads", 4, 1);
+  m.d_ff = s.get_int("d_ff", 4 * m.d_model, 1);
+  m.dropout = s.get_double("dropout", 0.0, 0.0, 0.99);
+  m.norm = s.get_choice("norm", "pre", {"pre", "post"});
+  m.norm_type = s.get_choice("norm_type", "layernorm", {"layernorm", "rmsnorm"});
+  m.max_len = s.get_int("max_len", 512, 1);
+  if (m.d_model % m.n_heads != 0)
+    fail_config("{}: model.d_model ({}) must be divisible by model.n_heads ({})",
+                where(Ctx{}, s.node()["n_heads"], "model.n_heads"), m.d_model, m.n_heads);
+  {
+    Section p = s.sub("position");
+    std::vector<std::string> names;
+    for (const auto& v : nn::position_variants()) names.push_back(v.name);
+    m.position = p.get_choice("type", "none", names);
+    if (p.has("shared")) m.position_shared = p.get<bool>("shared", true, "true or false");
+    std::map<std::string, std::string> params;
+    if (p.node().IsMap())
+      for (const auto& kv : p.node()) {
+        std::string k = kv.first.as<std::string>();
+        if (k == "type" || k == "shared") continue;
+        if (!kv.second.IsScalar()) fail_config("model.position.{}: expected a scalar value", k);
+        params[k] = kv.second.Scalar();
+        p.raw(k);
+      }
+    m.position_params = nn::PositionParams(params);
+  }
+  {
+    Section b = s.sub("bias_scale");
+    m.bias_scale.enabled = b.get<bool>("enabled", false, "true or false");
+    m.bias_scale.learnable = b.get<bool>("learnable", true, "true or false");
+    m.bias_scale.init = b.get_double("init", 1.0, -1e6, 1e6);
+    m.bias_scale.per_head = b.get<bool>("per_head", false, "true or false");
+    b.finish({"enabled", "learnable", "init", "per_head"});
+  }
+  {
+    Section i = s.sub("init");
+    m.init_std = i.get_double("std", 0.02, 0.0, 10.0, true);
+    m.position_std = i.get_double("position_std", 0.02, 0.0, 10.0);
+    i.finish({"std", "position_std"});
+  }
+  s.finish({"kind", "d_model", "n_layers", "n_heads", "d_ff", "dropout", "norm", "norm_type", "max_len", "position",
+            "bias_scale", "init"});
+  return m;
+}
+
+}  // namespace
+
+Config parse_config(const std::string& yaml_text, const std::string& source, const std::vector<std::string>& overrides) {
+  Ctx ctx{source, {}};
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    fail_config("{}:{}:{}: invalid YAML: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg);
+  }
+  if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap()) fail_config("{}: the config must be a mapping with sections model, data, optim, train, output", source);
+  for (const auto& o : overrides) apply_override(root, o, ctx);
+
+  Config c;
+  c.source = source;
+  Section top(ctx, root, "");
+  c.model = parse_model(top.sub("model"));
+  {
+    Section d = top.sub("data");
+    c.data.task = d.get_choice("task", "text", {"text", "copy", "reverse", "sort", "recall", "addition"});
+    c.data.path = d.get<std::string>("path", c.data.path, "a file path");
+    c.data.val_fraction = d.get_double("val_fraction", 0.1, 0.0, 0.9, true);
+    c.data.seq_len = d.get_int("seq_len", 128, 1);
+    c.data.batch_size = d.get_int("batch_size", 16, 1);
+    c.data.vocab_size = d.get_int("vocab_size", 16, 2);
+    c.data.min_len = d.get_int("min_len", 0, 0);
+    d.finish({"task", "path", "val_fraction", "seq_len", "batch_size", "vocab_size", "min_len"});
+    if (c.data.min_len > c.data.seq_len)
+      fail_config("{}: data.min_len ({}) must not exceed data.seq_len ({})", source, c.data.min_len, c.data.seq_len);
+  }
+  {
+    Section o = top.sub("optim");
+    c.optim.name = o.get_choice("name", "adamw", {"sgd", "adam", "adamw"});
+    c.optim.lr = o.get_double("lr", 3e-4, 0.0, 10.0, true);
+    std::vector<std::string> betas = o.get_list("betas", {});
+    if (!betas.empty()) {
+      if (betas.size() != 2) fail_config("{}: optim.betas: expected a list of two numbers", source);
+      c.optim.beta1 = std::stod(betas[0]);
+      c.optim.beta2 = std::stod(betas[1]);
+      if (!(c.optim.beta1 >= 0 && c.optim.beta1 < 1 && c.optim.beta2 >= 0 && c.optim.beta2 < 1))
+        fail_config("{}: optim.betas: each must be in [0, 1), got [{}, {}]", source, c.optim.beta1, c.optim.beta2);
+    }
+    c.optim.eps = o.get_double("eps", 1e-8, 0.0, 1.0, true);
+    c.optim.momentum = o.get_double("momentum", 0.9, 0.0, 0.999);
+    c.optim.weight_decay = o.get_double("weight_decay", 0.0, 0.0, 10.0);
+    c.optim.no_decay = o.get_list("no_decay", c.optim.no_decay);
+    for (const auto& g : c.optim.no_decay)
+      if (g != "position" && g != "norms_biases" && g != "weights")
+        fail_config("{}: optim.no_decay: '{}' is not a parameter group (position, norms_biases, weights)", source, g);
+    c.optim.schedule = o.get_choice("schedule", "cosine", {"constant", "cosine", "linear"});
+    c.optim.warmup = o.get_int("warmup", 0, 0);
+    c.optim.min_lr_ratio = o.get_double("min_lr_ratio", 0.1, 0.0, 1.0);
+    c.optim.clip_grad_norm = o.get_double("clip_grad_norm", 1.0, 0.0, 1e9);
+    o.finish({"name", "lr", "betas", "eps", "momentum", "weight_decay", "no_decay", "schedule", "warmup",
+              "min_lr_ratio", "clip_grad_norm"});
+  }
+  {
+    Section t = top.sub("train");
+    c.train.steps = t.get_int("steps", 1000, 1);
+    c.train.grad_accum = t.get_int("grad_accum", 1, 1);
+    c.train.eval_every = t.get_int("eval_every", 200, 1);
+    c.train.eval_batches = t.get_int("eval_batches", 20, 1);
+    c.train.log_every = t.get_int("log_every", 10, 1);
+    c.train.checkpoint_every = t.get_int("checkpoint_every", 0, 0);
+    c.train.keep_last = t.get_int("keep_last", 2, 0);
+    c.train.seed = uint64_t(t.get_int("seed", 1337, 0));
+    c.train.device = t.get_choice("device", "cpu", {"cpu", "cuda"});
+    c.train.threads = t.get_int("threads", 0, 0, 1024);
+    c.train.nan_policy = t.get_choice("nan_policy", "abort", {"abort", "skip"});
+    t.finish({"steps", "grad_accum", "eval_every", "eval_batches", "log_every", "checkpoint_every", "keep_last",
+              "seed", "device", "threads", "nan_policy"});
+    if (c.optim.warmup >= c.train.steps && c.optim.schedule != "constant")
+      fail_config("{}: optim.warmup ({}) must be smaller than train.steps ({})", source, c.optim.warmup, c.train.steps);
+  }
+  {
+    Section o = top.sub("output");
+    c.output_dir = o.get<std::string>("dir", "runs/default", "a directory path");
+    o.finish({"dir"});
+  }
+  top.finish({"model", "data", "optim", "train", "output"});
+
+  // Cross-field checks.
+  const bool synthetic = c.data.task != "text";
+  if (synthetic) c.model.vocab = c.data.vocab_size + 4;  // + PAD, BOS/SEP, EOS, spare (see tasks.h)
+  else c.model.vocab = 1;                                // set from the data
+  if (c.data.task == "text" && c.model.kind != "decoder")
+    fail_config("{}: data.task 'text' trains a language model: model.kind must be 'decoder', got '{}'", source,
+                c.model.kind);
+  const nn::PositionVariant& pv = nn::find_position_variant(c.model.position);
+  if (c.model.kind != "decoder" && !pv.causal_capable) (void)0;
+  {
+    // Build the encoding once with the real sizes: variant parameters are checked here.
+    nn::PositionConfig pc;
+    pc.type = c.model.position;
+    pc.d_model = c.model.d_model;
+    pc.n_heads = c.model.n_heads;
+    pc.head_dim = c.model.d_model / c.model.n_heads;
+    pc.max_len = c.model.max_len;
+    pc.params = c.model.position_params;
+    Generator g(0);
+    nn::PositionEncodingPtr pos;
+    try {
+      pos = nn::make_position_encoding(pc, g);
+    } catch (const ConfigError& e) {
+      fail_config("{}: model.position: {}", where(ctx, root["model"]["position"], "model.position"), e.what());
+    }
+    if (c.model.kind == "encoder" && pos->causal_only())
+      fail_config("{}: model.position.type '{}' only works with causal attention; an encoder is bidirectional", source,
+                  c.model.position);
+  }
+  const int64_t needed = c.data.task == "text" ? c.data.seq_len : 2 * c.data.seq_len + 2;
+  if (c.model.position == "learned" && c.model.max_len < needed)
+    fail_config("{}: model.max_len ({}) is shorter than the sequences of data.seq_len {} ({} positions); learned "
+                "absolute positions cannot extrapolate",
+                source, c.model.max_len, c.data.seq_len, needed);
+  if (c.train.device == "cuda")
+    fail_config("{}: train.device 'cuda': training on CUDA is not implemented yet (the CUDA kernels are a later "
+                "milestone); use 'cpu'", source);
+  YAML::Emitter out;
+  out << root;
+  c.yaml = out.c_str();
+  return c;
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream f(path);
+  if (!f.good()) fail_config("config file '{}' cannot be opened (does it exist?)", path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return parse_config(ss.str(), path, overrides);
+}
+
+}  // namespace relpos::train

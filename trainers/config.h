@@ -1,0 +1,68 @@
+// trainers/config.h — the YAML training config: typed sections, defaults, validation.
+// Every key, type, default and meaning is documented in docs/config.md. Loading checks
+// everything before any work: unknown keys (with "did you mean"), wrong types and
+// out-of-range values are ConfigErrors naming file:line:column, the key and what was
+// expected; `--set a.b=v` overrides go through the same checks (named "--set a.b=v").
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nn/models.h"
+
+namespace relpos::train {
+
+struct DataConfig {
+  std::string task = "text";  // text | copy | reverse | sort | recall | addition
+  std::string path = "data/tinyshakespeare.txt";
+  double val_fraction = 0.1;
+  int64_t seq_len = 128;      // text: context length; synthetic: sequence length
+  int64_t batch_size = 16;
+  int64_t vocab_size = 16;    // synthetic tasks: number of symbols
+  int64_t min_len = 0;        // synthetic tasks: lengths drawn from [min_len, seq_len] (0: = seq_len)
+};
+
+struct OptimConfig {
+  std::string name = "adamw";  // sgd | adam | adamw
+  double lr = 3e-4;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double momentum = 0.9;       // sgd
+  double weight_decay = 0.0;
+  std::vector<std::string> no_decay = {"position", "norms_biases"};
+  std::string schedule = "cosine";  // constant | cosine | linear
+  int64_t warmup = 0;
+  double min_lr_ratio = 0.1;
+  double clip_grad_norm = 1.0;  // 0 = no clipping
+};
+
+struct TrainLoopConfig {
+  int64_t steps = 1000;
+  int64_t grad_accum = 1;
+  int64_t eval_every = 200;
+  int64_t eval_batches = 20;
+  int64_t log_every = 10;
+  int64_t checkpoint_every = 0;  // 0 = only at the end
+  int64_t keep_last = 2;
+  uint64_t seed = 1337;
+  std::string device = "cpu";    // cpu | cuda
+  int64_t threads = 0;           // 0 = OMP_NUM_THREADS / all cores
+  std::string nan_policy = "abort";  // abort | skip
+};
+
+struct Config {
+  nn::ModelConfig model;
+  DataConfig data;
+  OptimConfig optim;
+  TrainLoopConfig train;
+  std::string output_dir = "runs/default";
+  std::string source;  // file name (for messages)
+  std::string yaml;    // the effective YAML (with overrides), saved with each run
+};
+
+// Parse and validate. `overrides` are "a.b=value" strings (value parsed as YAML).
+// model.vocab is left 0 for text tasks (known once the data is read).
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+Config parse_config(const std::string& yaml_text, const std::string& source,
+                    const std::vector<std::string>& overrides = {});
+
+}  // namespace relpos::train
