@@ -598,6 +598,71 @@ TEST_CASE("kernels: dropout mask statistics and reproducibility for a fixed seed
   REQUIRE(dropout(Variable(x), 0.5, false, ga).data().shares_storage(x));  // eval: identity
 }
 
+// ============================================================== autograd forwards
+
+TEST_CASE("kernels: autograd ops and operators forward the hand-computed values", "[kernels][autograd]") {
+  // A wrong forward with a matching backward would pass every gradcheck, so check values.
+  Variable x(f64({1, 2, 4, 8}, {2, 2})), y(f64({2, -1}, {2}));
+  require_values((x + 1.5).data(), {2, 2}, {2.5, 3.5, 5.5, 9.5});
+  require_values((x - 0.5).data(), {2, 2}, {0.5, 1.5, 3.5, 7.5});
+  require_values((x * 3.0).data(), {2, 2}, {3, 6, 12, 24});
+  require_values((3.0 * x).data(), {2, 2}, {3, 6, 12, 24});
+  require_values((x / 4.0).data(), {2, 2}, {0.25, 0.5, 1, 2});
+  require_values((-x).data(), {2, 2}, {-1, -2, -4, -8});
+  require_values((x + y).data(), {2, 2}, {3, 1, 6, 7});
+  require_values((x - y).data(), {2, 2}, {-1, 3, 2, 9});
+  require_values((x * y).data(), {2, 2}, {2, -2, 8, -8});
+  require_values((x / y).data(), {2, 2}, {0.5, -2, 2, -8});
+  require_values(pow(x, y).data(), {2, 2}, {1, 0.5, 16, 0.125});
+  require_values(pow(x, 0.5).data(), {2, 2}, {1, std::sqrt(2.0), 2, std::sqrt(8.0)});
+  require_values(add(x, 1.0).data(), {2, 2}, {2, 3, 5, 9});
+  require_values(mul(x, -1.0).data(), {2, 2}, {-1, -2, -4, -8});
+  require_values(neg(y).data(), {2}, {-2, 1});
+  require_values(exp(Variable(f64({0, std::log(3.0)}, {2}))).data(), {2}, {1, 3});
+  require_values(log(x).data(), {2, 2}, {0, std::log(2.0), 2 * std::log(2.0), 3 * std::log(2.0)});
+  require_values(sqrt(x).data(), {2, 2}, {1, std::sqrt(2.0), 2, std::sqrt(8.0)});
+  require_values(rsqrt(x).data(), {2, 2}, {1, 1 / std::sqrt(2.0), 0.5, 1 / std::sqrt(8.0)});
+  require_values(abs(y).data(), {2}, {2, 1});
+  require_values(relu(y).data(), {2}, {2, 0});
+  require_values(tanh(Variable(f64({std::log(2.0)}, {1}))).data(), {1}, {0.6});
+  require_values(sigmoid(Variable(f64({std::log(3.0)}, {1}))).data(), {1}, {0.75});
+  require_values(silu(Variable(f64({std::log(3.0)}, {1}))).data(), {1}, {0.75 * std::log(3.0)});
+  require_values(clamp(x, 1.5, 5.0).data(), {2, 2}, {1.5, 2, 4, 5});
+  require_values(where(i64({0, 1}, {2}), x, y).data(), {2, 2}, {2, 2, 2, 8});
+  require_values(masked_fill(x, i64({1, 0}, {2, 1}), 7.0).data(), {2, 2}, {7, 7, 4, 8});
+  // reductions
+  require_values(sum(x).data(), {}, {15});
+  require_values(sum(x, {0}, true).data(), {1, 2}, {5, 10});
+  require_values(mean(x, {-1}).data(), {2}, {1.5, 6});
+  require_values(max(x, {0}).data(), {2}, {4, 8});
+  require_values(logsumexp(Variable(f64({0, std::log(3.0)}, {1, 2})), {1}, true).data(), {1, 1}, {std::log(4.0)});
+  require_values(var(x, {1}).data(), {2}, {0.5, 8});
+  require_values(var(x, {}, false, 0).data(), {}, {(7.5625 + 3.0625 + 0.0625 + 18.0625) / 4});
+  // linear algebra, softmax, norms, loss
+  require_values(matmul(x, Variable(f64({1, 0, 1, 1}, {2, 2}))).data(), {2, 2}, {3, 2, 12, 8});
+  require_values(softmax(Variable(f64({0, std::log(3.0)}, {2})), 0).data(), {2}, {0.25, 0.75});
+  require_values(log_softmax(Variable(f64({0, std::log(3.0)}, {2})), 0).data(), {2}, {std::log(0.25), std::log(0.75)});
+  require_values(cross_entropy(Variable(f64({0, std::log(3.0), 0, 0}, {2, 2})), i64({1, -100}, {2})).data(), {},
+                 {std::log(4.0 / 3.0)});
+  // indexing and shapes
+  require_values(embedding(x, i64({1, 1, 0}, {3})).data(), {3, 2}, {4, 8, 4, 8, 1, 2});
+  require_values(index_select(x, 1, i64({1, 0}, {2})).data(), {2, 2}, {2, 1, 8, 4});
+  require_values(gather(x, 1, i64({1, 0}, {2, 1})).data(), {2, 1}, {2, 4});
+  require_values(reshape(x, {4}).data(), {4}, {1, 2, 4, 8});
+  require_values(transpose(x, 0, 1).data(), {2, 2}, {1, 4, 2, 8});
+  require_values(permute(Variable(iota({2, 1, 3})), {2, 0, 1}).data(), {3, 2, 1}, {0, 3, 1, 4, 2, 5});
+  require_values(narrow(x, 1, 1, 1).data(), {2, 1}, {2, 8});
+  require_values(select(x, 0, -1).data(), {2}, {4, 8});
+  require_values(expand(y, {2, 2}).data(), {2, 2}, {2, -1, 2, -1});
+  require_values(unsqueeze(y, 0).data(), {1, 2}, {2, -1});
+  require_values(squeeze(Variable(f64({5, 6}, {2, 1})), -1).data(), {2}, {5, 6});
+  require_values(contiguous(transpose(x, 0, 1)).data(), {2, 2}, {1, 4, 2, 8});
+  require_values(cat({x, unsqueeze(y, 0)}, 0).data(), {3, 2}, {1, 2, 4, 8, 2, -1});
+  std::vector<Variable> parts = split(Variable(iota({5})), {3, 2}, 0);
+  require_values(parts[0].data(), {3}, {0, 1, 2});
+  require_values(parts[1].data(), {2}, {3, 4});
+}
+
 // ============================================================== errors
 
 TEST_CASE("kernels: shape mismatches name both shapes", "[kernels][errors]") {
