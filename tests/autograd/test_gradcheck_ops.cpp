@@ -10,6 +10,7 @@
 #include <limits>
 #include <vector>
 
+#include "autograd/function.h"
 #include "autograd/ops.h"
 #include "tests/helpers.h"
 
@@ -57,6 +58,30 @@ Variable narrowed_leaf(Shape shape, uint64_t seed, double lo = -1.0, double hi =
 }
 
 }  // namespace
+
+// ============================================================== the harness itself
+
+TEST_CASE("gradcheck: the harness flags a wrong backward and names the worst element", "[gradcheck]") {
+  // y = x^2 with a backward that forgets the factor 2 at one element.
+  auto bad_square = [](Inputs v) {
+    Tensor x = v[0].data();
+    return make_result(k::mul(x, x), "bad_square", {v[0]}, [x](const Tensor& g) -> std::vector<Tensor> {
+      Tensor d = k::unary(k::Unary::MulScalar, x, 2.0);
+      d.narrow(0, 1, 1).narrow(1, 2, 1).fill_(0.0);  // wrong derivative at [1, 2]
+      return {k::mul(g, d)};
+    });
+  };
+  Variable x = transposed_leaf(3, 4, 999, 0.5, 1.5);
+  GradcheckReport r = gradcheck("bad_square", bad_square, {x});
+  INFO(r.str());
+  REQUIRE_FALSE(r.ok);
+  REQUIRE(r.input == 0);
+  REQUIRE(r.index == std::vector<int64_t>{1, 2});
+  REQUIRE(r.elements == 12);
+  REQUIRE(r.analytic == 0.0);
+  // The correct op passes on the same (non-contiguous) leaf.
+  require_gradcheck("square", [](Inputs v) { return mul(v[0], v[0]); }, {x});
+}
 
 // ============================================================== binary elementwise
 
@@ -282,6 +307,16 @@ TEST_CASE("gradcheck: var with corrections, several dims and keepdim", "[gradche
   require_gradcheck("var dim -1 correction 0", [](Inputs v) { return var(v[0], {-1}, false, 0); }, {x});
   require_gradcheck("var dims -1,-2 keepdim correction 2", [](Inputs v) { return var(v[0], {-1, -2}, true, 2); },
                     {x});
+}
+
+TEST_CASE("gradcheck: reductions and softmax of a 0-d input over dim 0 / -1", "[gradcheck]") {
+  Variable s = rand_var({}, 161, 0.5, 1.5);
+  require_gradcheck("sum 0-d dim 0", [](Inputs v) { return sum(v[0], {0}); }, {s});
+  require_gradcheck("mean 0-d dim -1 keepdim", [](Inputs v) { return mean(v[0], {-1}, true); }, {s});
+  require_gradcheck("max 0-d", [](Inputs v) { return max(v[0], {0}, true); }, {s});
+  require_gradcheck("logsumexp 0-d", [](Inputs v) { return logsumexp(v[0], {-1}); }, {s});
+  require_gradcheck("softmax 0-d times x", [](Inputs v) { return mul(log_softmax(v[0], 0), v[0]); }, {s});
+  require_gradcheck("sum 0-d all", [](Inputs v) { return sum(mul(v[0], v[0])); }, {s});
 }
 
 TEST_CASE("gradcheck: reductions of permuted and transposed inputs", "[gradcheck]") {

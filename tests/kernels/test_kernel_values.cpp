@@ -740,6 +740,47 @@ TEST_CASE("kernels: int64 input to a float op throws naming the dtype", "[kernel
                       Contains("float32"));
 }
 
+TEST_CASE("kernels: ops that index a dim reject 0-d tensors instead of reading past the shape", "[kernels][errors]") {
+  // A 0-d tensor has no dim to index; reductions and softmax still accept dim 0 / -1.
+  Tensor s = Tensor::scalar(2.0, DType::F64);
+  const ContainsAll zero_d({"0-d"});
+  REQUIRE_THROWS_WITH(s.size(0), zero_d);
+  REQUIRE_THROWS_WITH(s.size(-1), zero_d);
+  REQUIRE_THROWS_WITH(s.narrow(0, 0, 1), zero_d);
+  REQUIRE_THROWS_WITH(s.slice(0, 0, 1), zero_d);
+  REQUIRE_THROWS_WITH(s.select(0, 0), zero_d);
+  REQUIRE_THROWS_WITH(s.squeeze(0), zero_d);
+  REQUIRE_THROWS_WITH(s.transpose(0, -1), zero_d);
+  REQUIRE_THROWS_WITH(k::cat({s, s}, 0), zero_d);
+  REQUIRE_THROWS_WITH(k::split(s, {1}, 0), zero_d);
+  REQUIRE_THROWS_WITH(k::index_select(s, 0, i64({0}, {1})), zero_d);
+  REQUIRE_THROWS_WITH(k::gather(s, 0, Tensor::scalar(0, DType::I64)), zero_d);
+  REQUIRE_THROWS_WITH(k::index_add({}, 0, i64({0}, {1}), s), zero_d);
+  REQUIRE_THROWS_WITH(k::scatter_add({}, 0, Tensor::scalar(0, DType::I64), s), zero_d);
+  REQUIRE_THROWS_WITH(cat({Variable(s, true), Variable(s, true)}, 0), zero_d);
+  REQUIRE_THROWS_WITH(embedding(Variable(s, true), i64({0}, {1})), zero_d);
+  // still fine on 0-d: reductions and softmax over dim 0 / -1, unsqueeze, squeeze()
+  require_values(k::sum(s, {0}), {}, {2});
+  require_values(k::reduce(k::Reduce::Max, s, {-1}, true), {}, {2});
+  require_values(k::softmax(s, -1), {}, {1});
+  require_values(s.unsqueeze(0), {1}, {2});
+  require_values(s.squeeze(), {}, {2});
+  require_values(sum(Variable(s), {0}, true).data(), {}, {2});
+  require_values(mean(Variable(s), {-1}).data(), {}, {2});
+}
+
+TEST_CASE("kernels: integer division by zero throws instead of trapping", "[kernels][errors]") {
+  require_values(k::div(i64({7, -7, 9}, {3}), i64({2, 2, -3}, {3})), {3}, {3, -3, -3});  // truncates
+  REQUIRE_THROWS_WITH(k::div(i64({1, 2}, {2}), i64({1, 0}, {2})), Contains("division by zero"));
+  REQUIRE_THROWS_WITH(k::div(i64({1, 2, 3, 4}, {2, 2}), Tensor::zeros({1}, DType::I64)), Contains("division by zero"));
+  REQUIRE_THROWS_WITH(k::div(i64({std::numeric_limits<int64_t>::min()}, {1}), i64({-1}, {1})), Contains("overflow"));
+  // floating division by zero is IEEE: inf / nan, no error
+  std::vector<double> v = k::div(f64({1, -1, 0}, {3}), f64({0}, {1})).to_vector<double>();
+  REQUIRE(v[0] == kInf);
+  REQUIRE(v[1] == -kInf);
+  REQUIRE(std::isnan(v[2]));
+}
+
 TEST_CASE("kernels: cuda tensors throw without a GPU", "[kernels][errors]") {
   if (cuda::available()) {
     // With a GPU the tensor exists, but CPU-only ops refuse it by name.
