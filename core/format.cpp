@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/tensor.h"
 
 namespace relpos {
@@ -31,6 +33,9 @@ static void format_rec(const Tensor& t, const std::vector<double>& v, int64_t di
 
 std::string Tensor::str(int max_per_dim) const {
   if (!defined()) return "tensor(undefined)";
+  // Eliding keeps max_per_dim / 2 elements at each end; below 2 that would be none and
+  // format_rec would index one past the last element.
+  max_per_dim = std::max(max_per_dim, 2);
   std::vector<double> v = to_vector<double>();
   std::string body;
   format_rec(*this, v, 0, 0, max_per_dim, body);

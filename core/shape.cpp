@@ -32,6 +32,11 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
   return dim < 0 ? dim + std::max<int64_t>(ndim, 1) : dim;
 }
 
+int64_t wrap_existing_dim(int64_t dim, int64_t ndim, const char* op) {
+  RELPOS_CHECK(ndim > 0, "{}: dim {} out of range for a 0-d tensor (it has no dims)", op, dim);
+  return wrap_dim(dim, ndim, op);
+}
+
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   size_t n = std::max(a.size(), b.size());
   Shape out(n);

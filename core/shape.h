@@ -12,7 +12,11 @@ int64_t numel_of(const Shape& s);
 Shape contiguous_strides(const Shape& s);
 std::string shape_str(const Shape& s);  // "[2, 3]"
 // Wrap a possibly negative dim into [0, ndim); throws naming op and ndim when out of range.
+// A 0-d tensor accepts dim 0 and -1 (the scalar convention of reductions and softmax).
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
+// wrap_dim for ops that index the dim itself (size, narrow, select, transpose, cat, gather,
+// ...): a 0-d tensor has no dim to index, so every dim throws.
+int64_t wrap_existing_dim(int64_t dim, int64_t ndim, const char* op);
 // NumPy broadcasting; throws naming op and both shapes when incompatible.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 

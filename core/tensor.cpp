@@ -85,7 +85,7 @@ Tensor Tensor::rand(const Shape& shape, Generator& gen, DType dtype, double lo, 
 
 // ---------------------------------------------------------------- metadata
 
-int64_t Tensor::size(int64_t d) const { return shape_[wrap_dim(d, dim(), "size")]; }
+int64_t Tensor::size(int64_t d) const { return shape_[wrap_existing_dim(d, dim(), "size")]; }
 
 bool Tensor::is_contiguous() const {
   int64_t expected = 1;
@@ -186,8 +186,8 @@ Tensor Tensor::reshape(const Shape& shape) const {
 }
 
 Tensor Tensor::transpose(int64_t a, int64_t b) const {
-  a = wrap_dim(a, dim(), "transpose");
-  b = wrap_dim(b, dim(), "transpose");
+  a = wrap_existing_dim(a, dim(), "transpose");
+  b = wrap_existing_dim(b, dim(), "transpose");
   Tensor t = *this;
   std::swap(t.shape_[a], t.shape_[b]);
   std::swap(t.strides_[a], t.strides_[b]);
@@ -210,7 +210,7 @@ Tensor Tensor::permute(const std::vector<int64_t>& order) const {
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
-  d = wrap_dim(d, dim(), "narrow");
+  d = wrap_existing_dim(d, dim(), "narrow");
   RELPOS_CHECK(start >= 0 && length >= 0 && start + length <= shape_[d],
                "narrow: range [{}, {}) out of bounds for dim {} of size {} (shape {})", start,
                start + length, d, shape_[d], shape_str(shape_));
@@ -221,7 +221,7 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
 }
 
 Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
-  d = wrap_dim(d, dim(), "slice");
+  d = wrap_existing_dim(d, dim(), "slice");
   RELPOS_CHECK(step > 0, "slice: step must be positive, got {}", step);
   int64_t n = shape_[d];
   if (start < 0) start += n;
@@ -236,7 +236,7 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
-  d = wrap_dim(d, dim(), "select");
+  d = wrap_existing_dim(d, dim(), "select");
   if (index < 0) index += shape_[d];
   RELPOS_CHECK(index >= 0 && index < shape_[d], "select: index {} out of range for dim {} of size {}",
                index, d, shape_[d]);
@@ -272,7 +272,7 @@ Tensor Tensor::unsqueeze(int64_t d) const {
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
-  d = wrap_dim(d, dim(), "squeeze");
+  d = wrap_existing_dim(d, dim(), "squeeze");
   RELPOS_CHECK(shape_[d] == 1, "squeeze: dim {} has size {} (shape {}), expected 1", d, shape_[d],
                shape_str(shape_));
   Tensor t = *this;

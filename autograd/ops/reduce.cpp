@@ -10,10 +10,11 @@ namespace relpos {
 
 namespace {
 
-// Shape of the reduction output with keepdim=true.
+// Shape of the reduction output with keepdim=true (a 0-d input, whose dim 0 / -1 the
+// kernel accepts, stays 0-d).
 Shape keepdim_shape(const Shape& in, const std::vector<int64_t>& dims) {
   Shape s = in;
-  if (dims.empty()) {
+  if (dims.empty() || in.empty()) {
     std::fill(s.begin(), s.end(), 1);
     return s;
   }

@@ -1,7 +1,10 @@
 // kernels/cpu/elementwise.cpp — unary, binary (broadcasting) and ternary (where) loops on
 // the CPU, built on core/strided.h. Output is always a fresh contiguous tensor.
+#include <atomic>
 #include <cmath>
+#include <limits>
 #include <numbers>
+#include <type_traits>
 
 #include "core/strided.h"
 #include "kernels/dispatch.h"
@@ -134,7 +137,22 @@ Tensor binary(Binary op, const Tensor& a, const Tensor& b) {
       case Binary::Add: return broadcast_apply<T>(a, b, "add", [](T x, T y) { return x + y; });
       case Binary::Sub: return broadcast_apply<T>(a, b, "sub", [](T x, T y) { return x - y; });
       case Binary::Mul: return broadcast_apply<T>(a, b, "mul", [](T x, T y) { return x * y; });
-      case Binary::Div: return broadcast_apply<T>(a, b, "div", [](T x, T y) { return x / y; });
+      case Binary::Div:
+        if constexpr (std::is_integral_v<T>) {
+          // Integer x / 0 and INT64_MIN / -1 trap (SIGFPE): flag them and throw instead.
+          std::atomic<bool> bad{false};
+          Tensor out = broadcast_apply<T>(a, b, "div", [&bad](T x, T y) {
+            if (y == 0 || (y == -1 && x == std::numeric_limits<T>::min())) {
+              bad.store(true, std::memory_order_relaxed);
+              return T(0);
+            }
+            return T(x / y);
+          });
+          RELPOS_CHECK(!bad.load(), "div: integer division by zero or overflow in {} / {}", describe(a),
+                       describe(b));
+          return out;
+        }
+        return broadcast_apply<T>(a, b, "div", [](T x, T y) { return x / y; });
       default: return broadcast_apply<T>(a, b, "binary op", [op](T x, T y) { return binary_value(op, x, y); });
     }
   });

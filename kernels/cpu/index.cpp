@@ -71,7 +71,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& idx) {
   check_index_tensor(idx, "index_select");
   require_cpu("index_select", x, idx);
   RELPOS_CHECK(idx.dim() == 1, "index_select: index must be 1-d, got {}", shape_str(idx.shape()));
-  dim = wrap_dim(dim, x.dim(), "index_select");
+  dim = wrap_existing_dim(dim, x.dim(), "index_select");
   std::vector<int64_t> ids = checked_indices(idx, x.size(dim), "index_select");
   std::vector<Tensor> parts;
   Shape out_shape = x.shape();
@@ -85,7 +85,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& idx) {
 Tensor index_add(const Shape& shape, int64_t dim, const Tensor& idx, const Tensor& src) {
   check_index_tensor(idx, "index_add");
   require_cpu("index_add", src, idx);
-  dim = wrap_dim(dim, int64_t(shape.size()), "index_add");
+  dim = wrap_existing_dim(dim, int64_t(shape.size()), "index_add");
   std::vector<int64_t> ids = checked_indices(idx, shape[dim], "index_add");
   RELPOS_CHECK(src.size(dim) == int64_t(ids.size()), "index_add: source {} has {} entries along dim {}, index has {}",
                shape_str(src.shape()), src.size(dim), dim, ids.size());
@@ -134,7 +134,7 @@ void check_gather_shapes(const Shape& xs, const Tensor& idx, int64_t dim, const 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& idx) {
   check_index_tensor(idx, "gather");
   require_cpu("gather", x, idx);
-  dim = wrap_dim(dim, x.dim(), "gather");
+  dim = wrap_existing_dim(dim, x.dim(), "gather");
   check_gather_shapes(x.shape(), idx, dim, "gather");
   Tensor out = Tensor::empty(idx.shape(), x.dtype());
   visit_float(x.dtype(), "gather", [&]<typename T>() {
@@ -148,7 +148,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& idx) {
 Tensor scatter_add(const Shape& shape, int64_t dim, const Tensor& idx, const Tensor& src) {
   check_index_tensor(idx, "scatter_add");
   require_cpu("scatter_add", src, idx);
-  dim = wrap_dim(dim, int64_t(shape.size()), "scatter_add");
+  dim = wrap_existing_dim(dim, int64_t(shape.size()), "scatter_add");
   check_gather_shapes(shape, idx, dim, "scatter_add");
   RELPOS_CHECK(src.shape() == idx.shape(), "scatter_add: source {} must match index {}",
                shape_str(src.shape()), shape_str(idx.shape()));
@@ -167,7 +167,7 @@ Tensor scatter_add(const Shape& shape, int64_t dim, const Tensor& idx, const Ten
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
   RELPOS_CHECK(!xs.empty(), "cat: needs at least one tensor");
   const Tensor& x0 = xs[0];
-  dim = wrap_dim(dim, x0.dim(), "cat");
+  dim = wrap_existing_dim(dim, x0.dim(), "cat");
   Shape out_shape = x0.shape();
   out_shape[dim] = 0;
   for (size_t i = 0; i < xs.size(); ++i) {
@@ -191,7 +191,7 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
 }
 
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim) {
-  dim = wrap_dim(dim, x.dim(), "split");
+  dim = wrap_existing_dim(dim, x.dim(), "split");
   int64_t total = 0;
   for (int64_t s : sizes) total += s;
   RELPOS_CHECK(total == x.size(dim), "split: sizes add up to {}, dim {} of {} has {}", total, dim,
