@@ -43,12 +43,21 @@ class Tensor {
   int64_t size(int64_t d) const;  // negative d counts from the end
   int64_t numel() const { return numel_of(shape_); }
   DType dtype() const { return dtype_; }
-  Device device() const { return storage_->device(); }
+  Device device() const {
+    RELPOS_CHECK(defined(), "device(): tensor is undefined");
+    return storage_->device();
+  }
   bool is_contiguous() const;
   const StoragePtr& storage() const { return storage_; }
   bool shares_storage(const Tensor& o) const { return storage_ == o.storage_; }
-  uint64_t version() const { return storage_->version(); }
-  void bump_version() const { storage_->bump_version(); }
+  uint64_t version() const {
+    RELPOS_CHECK(defined(), "version(): tensor is undefined");
+    return storage_->version();
+  }
+  void bump_version() const {
+    RELPOS_CHECK(defined(), "bump_version(): tensor is undefined");
+    storage_->bump_version();
+  }
 
   // Pointer to element 0 (storage base + offset); T must match dtype.
   template <typename T> T* data() const;

@@ -285,8 +285,12 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
   if (c.data.task == "text" && c.model.kind != "decoder")
     fail_config("{}: data.task 'text' trains a language model: model.kind must be 'decoder', got '{}'", source,
                 c.model.kind);
-  const nn::PositionVariant& pv = nn::find_position_variant(c.model.position);
-  if (c.model.kind != "decoder" && !pv.causal_capable) (void)0;
+  if (c.model.kind == "encoder" && (c.data.task == "recall" || c.data.task == "addition"))
+    fail_config("{}: data.task '{}' has an output of another length than its input; an encoder labels each input "
+                "token: use model.kind decoder or encoder_decoder", source, c.data.task);
+  if (c.data.task == "addition" && c.data.vocab_size < 11)
+    fail_config("{}: data.task 'addition' needs data.vocab_size >= 11 (10 digits and '+'), got {}", source,
+                c.data.vocab_size);
   {
     // Build the encoding once with the real sizes: variant parameters are checked here.
     nn::PositionConfig pc;

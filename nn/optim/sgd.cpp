@@ -34,6 +34,28 @@ void SGD::step() {
   }
 }
 
+std::vector<std::pair<std::string, Tensor>> SGD::state_dict() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (size_t i = 0; i < momentum_.size(); ++i)
+    if (momentum_[i].defined()) out.emplace_back(std::to_string(i) + ".momentum_buffer", momentum_[i].clone());
+  return out;
+}
+
+void SGD::load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state) {
+  std::vector<Tensor> loaded(params_.size());
+  for (const auto& [key, t] : state) {
+    size_t dot = key.find('.');
+    RELPOS_CHECK(dot != std::string::npos && key.substr(dot) == ".momentum_buffer",
+                 "SGD state: unexpected key '{}'", key);
+    size_t i = std::stoul(key.substr(0, dot));
+    RELPOS_CHECK(i < params_.size(), "SGD state: '{}' refers to parameter {} of {}", key, i, params_.size());
+    RELPOS_CHECK(t.shape() == params_[i].shape() && t.dtype() == params_[i].dtype(),
+                 "SGD state: '{}' is {}, parameter is {}", key, describe(t), describe(params_[i].data()));
+    loaded[i] = t.clone();
+  }
+  momentum_ = std::move(loaded);
+}
+
 void SGD::zero_grad() {
   for (const Variable& p : params_) p.zero_grad();
 }

@@ -19,6 +19,10 @@ class SGD {
   void step();       // parameters without a grad are skipped
   void zero_grad();  // drops every parameter's grad
   SGDOptions& options() { return opt_; }
+  void set_lr(double lr) { opt_.lr = lr; }
+  // Momentum buffers by parameter index ("<i>.momentum_buffer"), for checkpoints.
+  std::vector<std::pair<std::string, Tensor>> state_dict() const;
+  void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state);
 
  private:
   std::vector<Variable> params_;

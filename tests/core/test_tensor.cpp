@@ -173,3 +173,13 @@ TEST_CASE("formatting prints values, shape, dtype and device", "[core]") {
   REQUIRE(fmt::format("{}", Tensor::scalar(2.0, DType::F64)) ==
           "tensor(2, shape=[], dtype=float64, device=cpu)");
 }
+
+TEST_CASE("an undefined tensor throws instead of crashing", "[core]") {
+  Tensor t;
+  REQUIRE_FALSE(t.defined());
+  REQUIRE_THROWS_WITH(t.device(), Contains("undefined"));
+  REQUIRE_THROWS_WITH(t.item(), Contains("undefined") || Contains("elements"));
+  REQUIRE_THROWS_WITH(t.to_vector<float>(), Contains("undefined"));
+  REQUIRE_THROWS_WITH(t.fill_(1.0), Contains("undefined"));
+  REQUIRE_THROWS_WITH(t.version(), Contains("undefined"));
+}

@@ -1,0 +1,47 @@
+// trainers/data.h — datasets behind one interface: character-level text and the synthetic
+// tasks (tasks.cpp). A Batch holds int64 tensors; targets use ignore_index (-100) where no
+// loss is taken (prompt tokens, padding).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/rng.h"
+#include "core/tensor.h"
+#include "trainers/config.h"
+
+namespace relpos::train {
+
+inline constexpr int64_t kIgnore = -100;
+
+struct Batch {
+  Tensor input;      // [B, L]  decoder/encoder input, or encoder-decoder source
+  Tensor target;     // [B, L'] labels (kIgnore = no loss)
+  Tensor dec_input;  // [B, L'] encoder-decoder decoder input (BOS + target), else undefined
+  Tensor padding;    // [B, L]  1 = padding (encoder inputs / sources), or undefined
+};
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual int64_t vocab_size() const = 0;
+  // A training batch drawn with gen (the data position is gen's state).
+  virtual Batch train_batch(Generator& gen) const = 0;
+  // The i-th validation batch, deterministic; seq_len may differ from training's
+  // (length extrapolation).
+  virtual Batch val_batch(int64_t i, int64_t seq_len) const = 0;
+  // Tokens <-> text, for sampling (text) and for showing examples (synthetic).
+  virtual std::vector<int64_t> encode(const std::string& text) const = 0;
+  virtual std::string decode(const std::vector<int64_t>& ids) const = 0;
+  // Vocabulary to save with a run (text: the characters), empty for synthetic tasks.
+  virtual std::vector<std::string> vocabulary() const { return {}; }
+};
+
+// Builds the dataset of cfg.data. For text, `vocab` (from a checkpoint) fixes the
+// vocabulary; otherwise it is made from the file.
+std::unique_ptr<Dataset> make_dataset(const Config& cfg, const std::vector<std::string>& vocab = {});
+
+// UTF-8 -> code points; throws naming the file and byte offset of invalid input.
+std::vector<std::string> utf8_chars(const std::string& bytes, const std::string& source);
+
+}  // namespace relpos::train

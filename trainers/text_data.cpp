@@ -1,0 +1,125 @@
+// trainers/text_data.cpp — character-level language modelling on a UTF-8 text file.
+// Vocabulary: the distinct characters (code points) of the file, sorted; saved with each
+// run so a checkpoint decodes the same way. Split: the first (1 - val_fraction) of the
+// characters train, the rest validate. A training batch is B random windows of seq_len + 1
+// characters (input = window[:-1], target = window[1:]); validation batch i uses windows
+// drawn from a generator seeded with i, so it is the same every time.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <map>
+
+#include "trainers/data.h"
+
+namespace relpos::train {
+
+std::vector<std::string> utf8_chars(const std::string& s, const std::string& source) {
+  std::vector<std::string> out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    RELPOS_CHECK(n > 0 && i + n <= s.size(), "data file '{}': invalid UTF-8 at byte {}", source, i);
+    for (size_t k = 1; k < n; ++k)
+      RELPOS_CHECK((static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80, "data file '{}': invalid UTF-8 at byte {}",
+                   source, i);
+    out.push_back(s.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
+namespace {
+
+class TextDataset : public Dataset {
+ public:
+  TextDataset(const Config& cfg, const std::vector<std::string>& vocab) : cfg_(cfg.data) {
+    std::ifstream f(cfg_.path, std::ios::binary);
+    RELPOS_CHECK(f.good(), "data file '{}' cannot be opened (does it exist?)", cfg_.path);
+    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    RELPOS_CHECK(!bytes.empty(), "data file '{}' is empty", cfg_.path);
+    std::vector<std::string> chars = utf8_chars(bytes, cfg_.path);
+    if (vocab.empty()) {
+      vocab_ = chars;
+      std::sort(vocab_.begin(), vocab_.end());
+      vocab_.erase(std::unique(vocab_.begin(), vocab_.end()), vocab_.end());
+    } else {
+      vocab_ = vocab;
+    }
+    for (size_t i = 0; i < vocab_.size(); ++i) index_[vocab_[i]] = int64_t(i);
+    ids_.reserve(chars.size());
+    for (size_t i = 0; i < chars.size(); ++i) {
+      auto it = index_.find(chars[i]);
+      RELPOS_CHECK(it != index_.end(), "data file '{}': character '{}' at position {} is not in the run's vocabulary",
+                   cfg_.path, chars[i], i);
+      ids_.push_back(it->second);
+    }
+    n_train_ = int64_t(double(ids_.size()) * (1.0 - cfg_.val_fraction));
+    const int64_t need = cfg_.seq_len + 2;
+    RELPOS_CHECK(n_train_ >= need && int64_t(ids_.size()) - n_train_ >= need,
+                 "data file '{}' has {} characters: too short for seq_len {} with a {:.0f}% validation split (each "
+                 "split needs at least {})",
+                 cfg_.path, ids_.size(), cfg_.seq_len, cfg_.val_fraction * 100, need);
+  }
+
+  int64_t vocab_size() const override { return int64_t(vocab_.size()); }
+  std::vector<std::string> vocabulary() const override { return vocab_; }
+
+  Batch train_batch(Generator& gen) const override { return windows(0, n_train_, cfg_.seq_len, gen); }
+
+  Batch val_batch(int64_t i, int64_t seq_len) const override {
+    Generator g(0x5EED0000ULL + uint64_t(i));
+    const int64_t lo = n_train_, hi = int64_t(ids_.size());
+    RELPOS_CHECK(hi - lo >= seq_len + 2, "validation split has {} characters, too few for seq_len {}", hi - lo, seq_len);
+    return windows(lo, hi, seq_len, g);
+  }
+
+  std::vector<int64_t> encode(const std::string& text) const override {
+    std::vector<int64_t> out;
+    for (const auto& c : utf8_chars(text, "prompt")) {
+      auto it = index_.find(c);
+      RELPOS_CHECK(it != index_.end(), "prompt character '{}' is not in the training vocabulary", c);
+      out.push_back(it->second);
+    }
+    return out;
+  }
+
+  std::string decode(const std::vector<int64_t>& ids) const override {
+    std::string s;
+    for (int64_t i : ids) s += (i >= 0 && i < int64_t(vocab_.size())) ? vocab_[size_t(i)] : "?";
+    return s;
+  }
+
+ private:
+  Batch windows(int64_t lo, int64_t hi, int64_t L, Generator& g) const {
+    const int64_t B = cfg_.batch_size;
+    std::vector<int64_t> x(size_t(B * L)), y(size_t(B * L));
+    for (int64_t b = 0; b < B; ++b) {
+      int64_t s = lo + int64_t(g.next_u64() % uint64_t(hi - lo - L - 1));
+      for (int64_t t = 0; t < L; ++t) {
+        x[size_t(b * L + t)] = ids_[size_t(s + t)];
+        y[size_t(b * L + t)] = ids_[size_t(s + t + 1)];
+      }
+    }
+    return {Tensor::from_vector(x, {B, L}), Tensor::from_vector(y, {B, L}), Tensor(), Tensor()};
+  }
+
+  DataConfig cfg_;
+  std::vector<std::string> vocab_;
+  std::map<std::string, int64_t> index_;
+  std::vector<int64_t> ids_;
+  int64_t n_train_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Dataset> make_synthetic_dataset(const Config& cfg);
+
+std::unique_ptr<Dataset> make_dataset(const Config& cfg, const std::vector<std::string>& vocab) {
+  if (cfg.data.task == "text") return std::make_unique<TextDataset>(cfg, vocab);
+  return make_synthetic_dataset(cfg);
+}
+
+}  // namespace relpos::train

@@ -1,0 +1,71 @@
+// trainers/trainer.h — the training loop behind `relpos train`, and what `relpos eval` and
+// `relpos sample` need to reopen a run.
+//
+// A run directory (output.dir) holds config.yaml (the effective config), metrics.jsonl and
+// metrics.csv, and checkpoints/step_NNNNNNNN/ {model.safetensors, optimizer.safetensors,
+// trainer_state.json}. trainer_state.json has the step, both RNG states (data order and
+// dropout), the skipped-step count, the vocabulary and the config, so `--resume` continues
+// bit-exactly: the same losses as an uninterrupted run (same thread count).
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nn/models.h"
+#include "trainers/config.h"
+#include "trainers/data.h"
+
+namespace relpos::train {
+
+struct TrainResult {
+  std::string run_dir;
+  int64_t steps_done = 0;       // last completed step
+  int64_t skipped_steps = 0;    // non-finite steps skipped (nan_policy: skip)
+  double final_train_loss = 0;  // mean over the last log window
+  double final_val_loss = 0;
+  double seconds = 0;
+  std::vector<double> losses;   // training loss of every step run in this process
+};
+
+struct TrainOptions {
+  std::optional<std::string> resume;  // run dir (latest checkpoint) or a checkpoint dir
+  bool progress_bar = false;          // live bar on a terminal, else log lines
+  std::function<void(const std::string&)> log;  // progress / log lines (may be empty)
+  // Test hook: called after backward, before the non-finite check (inject a NaN gradient).
+  std::function<void(int64_t step, nn::Model&)> after_backward;
+};
+
+TrainResult train(const Config& cfg, const TrainOptions& opt = {});
+
+struct EvalResult {
+  int64_t seq_len = 0;
+  double loss = 0, perplexity = 0, accuracy = 0;  // accuracy: argmax over non-ignored targets
+  int64_t tokens = 0;
+};
+
+// A trained model reopened from its run directory (latest checkpoint) or a checkpoint dir.
+struct LoadedRun {
+  Config cfg;
+  std::unique_ptr<nn::Model> model;
+  std::unique_ptr<Dataset> data;
+  int64_t step = 0;
+  std::string checkpoint;
+};
+LoadedRun load_run(const std::string& dir);
+
+// Validation metrics over cfg.train.eval_batches batches at seq_len (0: the training length).
+EvalResult evaluate(const nn::Model& model, const Dataset& data, const Config& cfg, int64_t seq_len = 0);
+
+struct SampleOptions {
+  std::string prompt;
+  int64_t tokens = 200;
+  double temperature = 1.0;  // 0: greedy
+  uint64_t seed = 0;
+};
+// Decoder models only; decodes with the KV cache.
+std::string sample(const LoadedRun& run, const SampleOptions& opt);
+
+}  // namespace relpos::train
