@@ -185,7 +185,7 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
     f << cfg.yaml << "\n";
     RELPOS_CHECK(f.good(), "cannot write {}/config.yaml", run_dir);
   }
-  MetricsWriter metrics(run_dir, start);
+  MetricsWriter metrics(run_dir, MetricsOptions{start});  // a resumed run drops rows after its checkpoint
   say(fmt::format("model: {} with {} position encoding, {} parameters; data: {} (vocab {}); {} steps", cfg.model.kind,
                   cfg.model.position, model.num_parameters(), cfg.data.task == "text" ? cfg.data.path : cfg.data.task,
                   data->vocab_size(), cfg.train.steps));
@@ -254,7 +254,7 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
         say(fmt::format("step {}: non-finite {} ({}); update skipped ({} so far)", step,
                         bad == "(loss)" ? "loss" : "gradient", bad == "(loss)" ? fmt::format("{}", train_loss) : bad,
                         skipped));
-        metrics.write({{"step", step}, {"loss", train_loss}, {"skipped", true}, {"skipped_steps", skipped}});
+        metrics.log(step, {{"loss", train_loss}, {"skipped", true}, {"skipped_steps", skipped}});
         continue;
       }
       // abort: keep the last good state (parameters are still those after step - 1)
@@ -278,8 +278,7 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
     if (log_step || eval_step) {
       const double secs = std::chrono::duration<double>(Clock::now() - window_t0).count();
       const double tok_s = secs > 0 ? double(window_tokens) / secs : 0.0;
-      nlohmann::json m = {{"step", step},
-                          {"loss", window_loss / double(std::max<int64_t>(window_n, 1))},
+      nlohmann::ordered_json m = {{"loss", window_loss / double(std::max<int64_t>(window_n, 1))},
                           {"lr", lr},
                           {"grad_norm", norm},
                           {"clipped", cfg.optim.clip_grad_norm > 0 && norm > cfg.optim.clip_grad_norm},
@@ -307,7 +306,7 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
         m["val_accuracy"] = ev.accuracy;
         res.final_val_loss = ev.loss;
       }
-      metrics.write(m);
+      metrics.log(step, m);
       const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
       const double eta = elapsed / double(step - start) * double(cfg.train.steps - step);
       if (topt.progress_bar) {
