@@ -26,7 +26,8 @@ const std::vector<PositionVariant>& position_variants() {
       {"alibi", "ALiBi linear distance bias with reference slopes (Press 2022)", true, make_alibi},
       {"rope", "rotary embedding of q and k; half/interleaved, linear/NTK/YaRN scaling (Su 2021)", true, make_rope},
       {"shaw", "relative key and value embeddings clipped at k_max (Shaw 2018)", true, make_shaw},
-      {"transformer_xl", "(q+u).k + (q+v).W_r R[qi-kj], sinusoidal R, u/v shared, W_r per layer; causal (Dai 2019)", true, make_transformer_xl},
+      {"transformer_xl", "(q+u).k + (q+v).W_r R[qi-kj]: sinusoidal R, shared u/v, W_r per layer; causal (Dai 2019)",
+       true, make_transformer_xl},
   };
   return v;
 }
