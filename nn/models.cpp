@@ -1,5 +1,7 @@
 #include "nn/models.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "autograd/ops.h"
@@ -35,17 +37,23 @@ TransformerStack::TransformerStack(const ModelConfig& cfg, bool causal, bool cro
   pc.init_std = cfg.position_std;
   pc.params = cfg.position_params;
   pc.dtype = cfg.dtype;
+  const bool share = cfg.position_shared.value_or(cfg.position != "shaw");
+  pc.shared_across_layers = share;
   pos_ = make_position_encoding(pc, gen);
   RELPOS_CHECK(causal || !pos_->causal_only(), "position encoding '{}' is causal-only; it cannot be used in an encoder",
                cfg.position);
-  const bool shared = pos_->is_absolute() || cfg.position_shared.value_or(cfg.position != "shaw");
+  const bool shared = pos_->is_absolute() || share;
+  pc.shared_across_layers = false;
   if (shared) register_module("pos", pos_);  // per-layer encodings live in layers.N.attn.pos
   BlockConfig bc{cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.dropout, cfg.norm, cfg.norm_type, cross_attention,
                  cfg.bias_scale};
   for (int64_t i = 0; i < cfg.n_layers; ++i) {
-    PositionEncodingPtr p = shared ? pos_ : make_position_encoding(pc, gen);
+    // Shared: the instance itself, or its per-layer part (Transformer-XL's W_r) if it has one.
+    PositionEncodingPtr p = shared ? pos_->make_layer(gen) : make_position_encoding(pc, gen);
+    const bool own = p != nullptr;
+    if (!p) p = pos_;
     layers_.push_back(register_module(fmt::format("layers.{}", i),
-                                      std::make_shared<TransformerBlock>(bc, p, !shared, gen, cfg.dtype)));
+                                      std::make_shared<TransformerBlock>(bc, p, own, gen, cfg.dtype)));
   }
   if (cfg.norm == "pre") norm_ = register_module("norm", std::make_shared<Norm>(cfg.norm_type, cfg.d_model, cfg.dtype));
 }
@@ -61,6 +69,39 @@ Variable TransformerStack::forward(const Tensor& tokens, const Tensor& padding, 
   for (size_t i = 0; i < layers_.size(); ++i)
     x = layers_[i]->forward(x, causal_, padding, offset, memory, memory_padding, state ? &state->blocks[i] : nullptr,
                             gen, stats ? &(*stats)[i] : nullptr, position_index);
+  return norm_ ? norm_->forward(x) : x;
+}
+
+Variable TransformerStack::forward_with_memory(const Tensor& tokens, SegmentMemory& mem, Generator* gen,
+                                               std::vector<AttentionStats>* stats) const {
+  RELPOS_CHECK(causal_, "segment memory needs a causal (decoder) stack");
+  RELPOS_CHECK(!pos_->is_absolute(),
+               "segment memory needs a relative position encoding; '{}' adds absolute positions to the input, "
+               "which would place the memory at inconsistent positions",
+               cfg_.position);
+  RELPOS_CHECK(tokens.dim() == 2 && tokens.dtype() == DType::I64, "model input must be int64 [B, L], got {}",
+               describe(tokens));
+  RELPOS_CHECK(mem.mem_len >= 0, "segment memory: mem_len must be >= 0, got {}", mem.mem_len);
+  RELPOS_CHECK(mem.layers.empty() || (mem.layers.size() == layers_.size() && mem.layers[0].size(0) == tokens.size(0)),
+               "segment memory holds {} layers of batch {}, the model has {} layers and the batch is {}",
+               mem.layers.size(), mem.layers.empty() ? 0 : mem.layers[0].size(0), layers_.size(), tokens.size(0));
+  const int64_t M = mem.length(), L = tokens.size(1);
+  Variable x = embed_->forward(tokens);
+  if (stats) stats->assign(layers_.size(), {});
+  std::vector<Tensor> next(layers_.size());
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    BlockState st;
+    if (M > 0) st.memory = mem.layers[i];
+    // The new memory: the last mem_len positions of [memory; layer input], detached.
+    const int64_t keep = std::min(mem.mem_len, M + L);
+    if (keep > 0) {
+      Tensor all = M > 0 ? k::cat({mem.layers[i], x.data()}, 1) : x.data();
+      next[i] = all.narrow(1, M + L - keep, keep).clone();
+    }
+    x = layers_[i]->forward(x, causal_, Tensor(), M, Variable(), Tensor(), &st, gen, stats ? &(*stats)[i] : nullptr);
+  }
+  if (mem.mem_len > 0) mem.layers = std::move(next);
+  else mem.layers.clear();
   return norm_ ? norm_->forward(x) : x;
 }
 
@@ -90,6 +131,13 @@ Variable Model::forward_seq2seq(const Tensor& source, const Tensor& target, cons
   RELPOS_CHECK(cfg_.kind == "encoder_decoder", "Model::forward_seq2seq: model kind is '{}'", cfg_.kind);
   Variable memory = encoder_->forward(source, source_padding, 0, Variable(), Tensor(), nullptr, gen, nullptr);
   return head_->forward(decoder_->forward(target, Tensor(), 0, memory, source_padding, nullptr, gen, stats));
+}
+
+Variable Model::forward_with_memory(const Tensor& tokens, SegmentMemory& mem, Generator* gen,
+                                   std::vector<AttentionStats>* stats) const {
+  RELPOS_CHECK(cfg_.kind == "decoder", "forward_with_memory: only decoder models keep segment memory (kind '{}')",
+               cfg_.kind);
+  return head_->forward(decoder_->forward_with_memory(tokens, mem, gen, stats));
 }
 
 Variable Model::decode_step(const Tensor& tokens, DecodeState& state) const {

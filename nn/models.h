@@ -4,8 +4,11 @@
 //   encoder_decoder  T5 style: encoder over the source; decoder blocks add cross-attention
 //                    (no position information in cross-attention) -> [B, Lt, V]
 // Position encodings: one instance per stack shared by all its layers (T5 default), or one
-// per layer (`position_shared = false`; Shaw's default). The encoder and the decoder of an
-// encoder-decoder have their own (bidirectional vs causal) encodings.
+// per layer (`position_shared = false`; Shaw's default). An encoding with both shared and
+// per-layer parameters (Transformer-XL: u, v shared, W_r per layer) keeps its shared part at
+// "pos.*" and gives each layer its own part (make_layer) at "layers.N.attn.pos.*". The encoder
+// and the decoder of an encoder-decoder have their own (bidirectional vs causal) encodings.
+// A decoder can also run segment by segment with Transformer-XL memory (forward_with_memory).
 // Parameter names: "embed.weight", "pos.*" (shared encoding), "layers.N.attn.q_proj.weight",
 // "layers.N.attn.pos.*" (per-layer encoding), "layers.N.mlp.fc1.weight", "norm.ln.weight",
 // "head.weight"; an encoder-decoder prefixes "encoder." and "decoder." (head at top level).
@@ -42,6 +45,20 @@ struct DecodeState {
   int64_t position = 0;  // tokens decoded so far
 };
 
+// Transformer-XL segment-level recurrence (decoder). Per layer, the hidden states that entered
+// that layer over the last (up to) mem_len positions, detached (no gradient flows into them or
+// into the computation that made them). A segment of L tokens is placed at positions M..M+L-1
+// with the memory at 0..M-1 (M = length()); afterwards the memory keeps, per layer, the last
+// mem_len positions of [memory; this segment's layer input] (TXL's _update_mems, ext_len 0).
+// mem_len 0 keeps nothing (every segment is evaluated alone).
+struct SegmentMemory {
+  explicit SegmentMemory(int64_t mem_len = 0) : mem_len(mem_len) {}
+  int64_t mem_len;
+  std::vector<Tensor> layers;  // per layer: [B, M, D]; empty before the first segment
+  int64_t length() const { return layers.empty() ? 0 : layers.front().size(1); }
+  void reset() { layers.clear(); }
+};
+
 class TransformerStack : public Module {
  public:
   TransformerStack(const ModelConfig& cfg, bool causal, bool cross_attention, Generator& gen);
@@ -49,6 +66,10 @@ class TransformerStack : public Module {
   Variable forward(const Tensor& tokens, const Tensor& padding, int64_t offset, const Variable& memory,
                    const Tensor& memory_padding, DecodeState* state, Generator* gen,
                    std::vector<AttentionStats>* stats, const Tensor& position_index = Tensor()) const;
+  // Causal stacks: the segment tokens [B, L] attend to mem as well (see SegmentMemory), which
+  // is then updated. -> hidden [B, L, D]
+  Variable forward_with_memory(const Tensor& tokens, SegmentMemory& mem, Generator* gen,
+                               std::vector<AttentionStats>* stats) const;
   const PositionEncodingPtr& position() const { return pos_; }
 
  private:
@@ -74,6 +95,10 @@ class Model : public Module {
                            Generator* gen = nullptr, std::vector<AttentionStats>* stats = nullptr) const;
   // decoder: feed the next tokens [B, n] at state.position; returns logits [B, n, V].
   Variable decode_step(const Tensor& tokens, DecodeState& state) const;
+  // decoder: one segment [B, L] with Transformer-XL memory of the previous segments; returns
+  // logits [B, L, V] and updates mem. Needs a relative (non-absolute) position encoding.
+  Variable forward_with_memory(const Tensor& tokens, SegmentMemory& mem, Generator* gen = nullptr,
+                               std::vector<AttentionStats>* stats = nullptr) const;
 
  private:
   ModelConfig cfg_;

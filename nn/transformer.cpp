@@ -33,8 +33,21 @@ Variable TransformerBlock::forward(const Variable& x, bool causal, const Tensor&
   const bool pre = cfg_.norm == "pre";
   const bool train = is_training();
   KVCache* cache = state ? &state->self : nullptr;
+  const Tensor mem = state ? state->memory : Tensor();
+  // h: this segment's attention input (after norm1 in pre-LN). Memory goes through the same
+  // norm, so its keys/values are those the layer would compute for the positions themselves.
   auto self_attn = [&](const Variable& h) {
-    return attn_->forward(h, h, causal, padding, offset, offset, cache, gen, stats, position_index);
+    if (!mem.defined()) return attn_->forward(h, h, causal, padding, offset, offset, cache, gen, stats, position_index);
+    RELPOS_CHECK(cache->length() == 0, "block: segment memory cannot be combined with a KV cache");
+    RELPOS_CHECK(mem.dim() == 3 && mem.size(0) == h.size(0) && mem.size(2) == h.size(2),
+                 "block: segment memory must be [B, M, D] = [{}, M, {}], got {}", h.size(0), h.size(2),
+                 shape_str(mem.shape()));
+    const int64_t M = mem.size(1);
+    Variable m(mem);  // no gradient into the memory
+    Variable kv = cat({pre ? norm1_->forward(m) : m, h}, 1);
+    Tensor kp;
+    if (padding.defined()) kp = k::cat({Tensor::zeros({h.size(0), M}, padding.dtype()), padding}, 1);
+    return attn_->forward(h, kv, causal, kp, offset, offset - M, nullptr, gen, stats, position_index);
   };
   Variable h = x;
   if (pre) {

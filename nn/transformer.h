@@ -24,6 +24,10 @@ struct BlockConfig {
 
 struct BlockState {  // per-block decoding state
   KVCache self;
+  // Transformer-XL segment memory: [B, M, D], the hidden states that entered this block over
+  // the previous M positions, without gradient. When set, self-attention also attends to them
+  // as keys/values at positions offset - M .. offset - 1 (not combined with the KV cache).
+  Tensor memory;
 };
 
 class TransformerBlock : public Module {

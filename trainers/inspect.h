@@ -34,7 +34,8 @@ struct GradcheckCase {
 };
 
 // Gradchecks for one variant (or every registered one when type == "all"): causal and
-// bidirectional self-attention and cross-attention with offsets and padding.
+// bidirectional self-attention and cross-attention with offsets and padding (causal-only
+// variants: no bidirectional case, and the cross geometry runs with the causal mask).
 std::vector<GradcheckCase> attention_gradchecks(const std::string& type,
                                                 const std::map<std::string, std::string>& params = {});
 

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "core/rng.h"
 #include "nn/module.h"
 #include "nn/positional/params.h"
 
@@ -36,6 +37,10 @@ struct PositionConfig {
   double init_std = 0.02;   // std of every learnable position table
   PositionParams params;
   DType dtype = DType::F32;
+  // Set by a stack that shares one instance across its layers. An encoding whose parameters
+  // are partly shared and partly per layer (Transformer-XL: u, v shared, W_r per layer) then
+  // builds only the shared part and hands each layer its own part through make_layer().
+  bool shared_across_layers = false;
 };
 
 class PositionEncoding : public Module {
@@ -63,6 +68,10 @@ class PositionEncoding : public Module {
   virtual Variable value_terms(const Variable&, const AttnGeometry&) const { return {}; }
   // For inspection (`relpos bias`): the lookup index [Lq, Lk] of table-based variants.
   virtual Tensor bias_index(const AttnGeometry&) const { return {}; }
+  // Per-layer part of an instance built with shared_across_layers: the encoding one layer
+  // uses (registered at layers.N.attn.pos), holding that layer's own parameters and this
+  // instance's shared ones (registered only here). nullptr (default): layers use this instance.
+  virtual std::shared_ptr<PositionEncoding> make_layer(Generator&) const { return nullptr; }
 };
 
 using PositionEncodingPtr = std::shared_ptr<PositionEncoding>;

@@ -15,6 +15,7 @@ PositionEncodingPtr make_t5(const PositionConfig&, Generator&);
 PositionEncodingPtr make_alibi(const PositionConfig&, Generator&);
 PositionEncodingPtr make_rope(const PositionConfig&, Generator&);
 PositionEncodingPtr make_shaw(const PositionConfig&, Generator&);
+PositionEncodingPtr make_transformer_xl(const PositionConfig&, Generator&);
 
 const std::vector<PositionVariant>& position_variants() {
   static const std::vector<PositionVariant> v = {
@@ -25,6 +26,8 @@ const std::vector<PositionVariant>& position_variants() {
       {"alibi", "ALiBi linear distance bias with reference slopes (Press 2022)", true, make_alibi},
       {"rope", "rotary embedding of q and k; half/interleaved, linear/NTK/YaRN scaling (Su 2021)", true, make_rope},
       {"shaw", "relative key and value embeddings clipped at k_max (Shaw 2018)", true, make_shaw},
+      {"transformer_xl", "(q+u).k + (q+v).W_r R[qi-kj]: sinusoidal R, shared u/v, W_r per layer; causal (Dai 2019)",
+       true, make_transformer_xl},
   };
   return v;
 }

@@ -33,7 +33,7 @@ Run run(const std::string& args) {
 TEST_CASE("cli: list names every registered position encoding", "[cli]") {
   Run r = run("list");
   REQUIRE(r.code == 0);
-  for (const char* name : {"none", "sinusoidal", "learned", "t5", "alibi", "rope", "shaw"})
+  for (const char* name : {"none", "sinusoidal", "learned", "t5", "alibi", "rope", "shaw", "transformer_xl"})
     REQUIRE_THAT(r.out, Catch::Contains(name));
 }
 
@@ -82,7 +82,7 @@ TEST_CASE("cli: gradcheck --type all passes for every variant", "[cli][gradcheck
   INFO(r.out);
   REQUIRE(r.code == 0);
   REQUIRE_THAT(r.out, Catch::Contains(" 0 failed"));
-  for (const char* name : {"none:", "sinusoidal:", "learned:", "t5:", "alibi:", "rope:", "shaw:"})
+  for (const char* name : {"none:", "sinusoidal:", "learned:", "t5:", "alibi:", "rope:", "shaw:", "transformer_xl:"})
     REQUIRE_THAT(r.out, Catch::Contains(name));
 }
 
