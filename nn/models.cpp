@@ -38,7 +38,7 @@ TransformerStack::TransformerStack(const ModelConfig& cfg, bool causal, bool cro
   pos_ = make_position_encoding(pc, gen);
   RELPOS_CHECK(causal || !pos_->causal_only(), "position encoding '{}' is causal-only; it cannot be used in an encoder",
                cfg.position);
-  const bool shared = pos_->is_absolute() || cfg.position_shared.value_or(cfg.position != "shaw");
+  const bool shared = pos_->is_absolute() || cfg.position_shared.value_or(!find_position_variant(cfg.position).per_layer);
   if (shared) register_module("pos", pos_);  // per-layer encodings live in layers.N.attn.pos
   BlockConfig bc{cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.dropout, cfg.norm, cfg.norm_type, cross_attention,
                  cfg.bias_scale};
