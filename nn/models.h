@@ -5,7 +5,7 @@
 //                    (no position information in cross-attention) -> [B, Lt, V]
 // Position encodings: one instance per stack shared by all its layers (T5 default), or one
 // per layer (`position_shared = false`; the default of variants marked per_layer in the
-// registry: shaw, kerple_log, kerple_power, fire, cope). The encoder and the decoder of an
+// registry: shaw, fire, cope). The encoder and the decoder of an
 // encoder-decoder have their own (bidirectional vs causal) encodings.
 // Parameter names: "embed.weight", "pos.*" (shared encoding), "layers.N.attn.q_proj.weight",
 // "layers.N.attn.pos.*" (per-layer encoding), "layers.N.mlp.fc1.weight", "norm.ln.weight",
@@ -31,7 +31,7 @@ struct ModelConfig {
   int64_t max_len = 256;
   std::string position = "none";
   PositionParams position_params;
-  std::optional<bool> position_shared;  // default: the registry's per_layer (shaw, kerple, fire, cope)
+  std::optional<bool> position_shared;  // default: the registry's per_layer (shaw, fire, cope)
   BiasScaleConfig bias_scale;
   double init_std = 0.02;           // embeddings
   double position_std = 0.02;       // position tables

@@ -11,6 +11,8 @@
 // the domain and the map is smooth. The stored parameters are u ("r1_raw", "r2_raw": [H, 1]).
 // Init as the official code: r1 ~ U(0, 2), r2 ~ U(0, 1) per head (clamped to >= 0.01 like its
 // first forward), or the fixed values r1_init / r2_init for every head.
+// One instance per stack shared by its layers (the reference builds one ParallelKerpleLog in
+// GPT2ModelPipe and hands it to every layer); model.position_shared=false makes it per layer.
 // Parameters: r1_init, r2_init (default: the random reference init).
 #include <algorithm>
 #include <cmath>

@@ -11,6 +11,7 @@
 // open interval (0, 2) — 2 is approached, never reached. Stored: "r1_raw", "r2_raw" ([H, 1]).
 // Init as the official code: r1 ~ U(0, 1), r2 ~ U(0, 2) per head, clamped to [0.01, 1.99]
 // (1.99 keeps u2 finite), or the fixed values r1_init / r2_init for every head.
+// Shared by the layers of a stack by default, as in the reference (one module for all layers).
 // Parameters: r1_init, r2_init (default: the random reference init).
 #include <algorithm>
 #include <cmath>
