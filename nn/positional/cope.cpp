@@ -66,7 +66,7 @@ class CoPE : public PositionEncoding {
     const Shape shape = p.shape();
     Tensor lo_idx = Tensor::from_vector(lo, shape), hi_idx = Tensor::from_vector(hi, shape);
     Variable w = p - Variable(Tensor::from_vector(flo, shape).to(dt));  // p - floor(p)
-    Variable z = matmul(q, transpose(table_, 0, 1));                     // [B, H, Lq, npos]
+    Variable z = matmul(q, transpose(table_, 0, 1));                    // [B, H, Lq, npos]
     Variable z_lo = gather(z, -1, lo_idx), z_hi = gather(z, -1, hi_idx);
     return (z_lo + w * (z_hi - z_lo)) * (1.0 / s);
   }

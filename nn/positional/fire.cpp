@@ -34,8 +34,8 @@ class Fire : public PositionEncoding {
   Fire(int64_t heads, int64_t head_dim, int64_t width, double init_c, double init_L, double eps, Generator& gen,
        DType dt)
       : heads_(heads), head_dim_(head_dim), init_L_(init_L), eps_(eps), dtype_(dt) {
-    mlp_ = register_module("mlp", std::make_shared<PositionMlp>(std::vector<int64_t>{1, width, heads},
-                                                                PositionMlp::Act::Relu, gen, dt));
+    mlp_ = register_module(
+        "mlp", std::make_shared<PositionMlp>(std::vector<int64_t>{1, width, heads}, PositionMlp::Act::Relu, gen, dt));
     c_ = register_parameter("c", Tensor::full({1, 1}, init_c, dt), group::kPosition);
     l_mult_ = register_parameter("L_multiplier", Tensor::full({1, 1}, 1.0, dt), group::kPosition);
   }
@@ -50,7 +50,7 @@ class Fire : public PositionEncoding {
     }
     Variable relv(Tensor::from_vector(rel, {g.Lq, g.Lk}).to(dtype_));
     Variable qv(Tensor::from_vector(qpos, {g.Lq, 1}).to(dtype_));
-    Variable num = log(add(abs(c_ * relv), 1.0));            // psi(qi - kj): [Lq, Lk]
+    Variable num = log(add(abs(c_ * relv), 1.0));             // psi(qi - kj): [Lq, Lk]
     Variable threshold = abs(l_mult_ * init_L_);              // [1, 1]
     Variable norm = where(gt(qv, threshold), qv, threshold);  // max(qi, L): [Lq, 1]
     Variable den = add(log(add(abs(c_ * norm), 1.0)), eps_);  // psi(max(qi, L)) + eps

@@ -30,7 +30,8 @@ class Sandwich : public PositionEncoding {
     std::vector<double> out(size_t(heads_ * n));
     for (int64_t t = 0; t < n; ++t) {
       double s = 0;
-      for (int64_t p = 1; p <= dim_ / 2; ++p) s += std::cos(d[size_t(t)] * std::pow(10000.0, -2.0 * double(p) / double(dim_)));
+      for (int64_t p = 1; p <= dim_ / 2; ++p)
+        s += std::cos(d[size_t(t)] * std::pow(10000.0, -2.0 * double(p) / double(dim_)));
       s -= double(dim_) / 2.0;
       for (int64_t h = 0; h < heads_; ++h) out[size_t(h * n + t)] = s / (double(h + 1) * 8.0 / double(heads_));
     }

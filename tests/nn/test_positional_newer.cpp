@@ -86,7 +86,8 @@ double sigmoid(double u) { return 1.0 / (1.0 + std::exp(-u)); }
 
 // ---------------------------------------------------------------- gradchecks
 
-TEST_CASE("newer encodings: gradcheck through attention, self-attention causal and bidirectional", "[nn][gradcheck][newrpe]") {
+TEST_CASE("newer encodings: gradcheck through attention, self-attention causal and bidirectional",
+          "[nn][gradcheck][newrpe]") {
   for (const Variant& v : variants())
     for (bool causal : {true, false}) {
       if (!causal && causal_only(v)) continue;
@@ -101,7 +102,8 @@ TEST_CASE("newer encodings: gradcheck through attention, self-attention causal a
     }
 }
 
-TEST_CASE("newer encodings: gradcheck with Lq != Lk and offsets (cross-attention, or a causal chunk)", "[nn][gradcheck][newrpe]") {
+TEST_CASE("newer encodings: gradcheck with Lq != Lk and offsets (cross-attention, or a causal chunk)",
+          "[nn][gradcheck][newrpe]") {
   for (const Variant& v : variants()) {
     auto s = make_attention(v.type, v.params, 2, 8, true);
     Variable xq = test::rand_var({2, 3, 8}, 21);
@@ -123,7 +125,8 @@ TEST_CASE("newer encodings: gradcheck with Lq != Lk and offsets (cross-attention
 
 // ---------------------------------------------------------------- KV cache
 
-TEST_CASE("newer encodings: decoding with a KV cache (1 and 3 tokens a step) equals the full causal pass", "[nn][kvcache][newrpe]") {
+TEST_CASE("newer encodings: decoding with a KV cache (1 and 3 tokens a step) equals the full causal pass",
+          "[nn][kvcache][newrpe]") {
   for (const Variant& v : variants())
     for (int64_t chunk : {1, 3}) {
       auto s = make_attention(v.type, v.params, 2, 8, true);
@@ -141,7 +144,8 @@ TEST_CASE("newer encodings: decoding with a KV cache (1 and 3 tokens a step) equ
     }
 }
 
-TEST_CASE("newer encodings: model decode_step equals the full forward; per-layer defaults", "[nn][models][kvcache][newrpe]") {
+TEST_CASE("newer encodings: model decode_step equals the full forward; per-layer defaults",
+          "[nn][models][kvcache][newrpe]") {
   for (std::string pos : {"kerple_log", "kerple_power", "fire", "sandwich", "dynamic_bias", "xpos", "cope"}) {
     nn::ModelConfig c;
     c.kind = "decoder";
@@ -216,7 +220,8 @@ TEST_CASE("kerple_log golden: r1 = r2 = 1 gives -log(1 + |d|) (reference table)"
   }
 }
 
-TEST_CASE("kerple_log golden: reference init ranges and the softplus map at chosen distances", "[positional][golden][newrpe]") {
+TEST_CASE("kerple_log golden: reference init ranges and the softplus map at chosen distances",
+          "[positional][golden][newrpe]") {
   auto pos = make_pos("kerple_log", {}, 4, 4, 77);
   auto u1 = param(*pos, "r1_raw").data().to_vector<double>(), u2 = param(*pos, "r2_raw").data().to_vector<double>();
   REQUIRE(u1.size() == 4);
@@ -236,7 +241,8 @@ TEST_CASE("kerple_log golden: reference init ranges and the softplus map at chos
   REQUIRE_THROWS_WITH(make_pos("kerple_log", {{"r1_init", "-1"}}, 2, 4), Contains("r1_init must be > 0"));
 }
 
-TEST_CASE("kerple_power golden: r1 = r2 = 1 is ALiBi with slope 1; r2 in (0, 2) via 2 sigmoid", "[positional][golden][newrpe]") {
+TEST_CASE("kerple_power golden: r1 = r2 = 1 is ALiBi with slope 1; r2 in (0, 2) via 2 sigmoid",
+          "[positional][golden][newrpe]") {
   auto pos = make_pos("kerple_power", {{"r1_init", "1"}, {"r2_init", "1"}}, 2, 4);
   nn::AttnGeometry g{1, 9, 4, 0, false};
   for (int64_t d = 0; d <= 4; ++d) {
@@ -252,7 +258,8 @@ TEST_CASE("kerple_power golden: r1 = r2 = 1 is ALiBi with slope 1; r2 in (0, 2) 
     const double r1 = softplus(u1[size_t(h)]), r2 = 2 * sigmoid(u2[size_t(h)]);
     REQUIRE((r1 > 0 && r1 <= 1.0));
     REQUIRE((r2 > 0 && r2 < 2.0));
-    for (int64_t d : {1, 3, 4}) REQUIRE(toeplitz_at(*rnd, g, 0, 4 + d, h) == Approx(-r1 * std::pow(d, r2)).epsilon(1e-12));
+    for (int64_t d : {1, 3, 4})
+      REQUIRE(toeplitz_at(*rnd, g, 0, 4 + d, h) == Approx(-r1 * std::pow(d, r2)).epsilon(1e-12));
   }
   REQUIRE_THROWS_WITH(make_pos("kerple_power", {{"r2_init", "2"}}, 2, 4), Contains("r2_init must be in (0, 2)"));
 }
@@ -280,7 +287,8 @@ TEST_CASE("sandwich golden: (sum_p cos(d / 10000^(2p/d')) - d'/2) / ((h+1) 8 / H
 
 // ---------------------------------------------------------------- golden: FIRE
 
-TEST_CASE("fire golden: normalised distances of the reference (identity MLP), not Toeplitz", "[positional][golden][newrpe]") {
+TEST_CASE("fire golden: normalised distances of the reference (identity MLP), not Toeplitz",
+          "[positional][golden][newrpe]") {
   // MLP 1 -> 4 -> H with hidden unit 0 = relu(x) and head h = (h + 1) * unit 0: bias = (h+1) x
   auto pos = make_pos("fire", {{"width", "4"}}, 2, 4);
   param(*pos, "mlp.0.weight").data().fill_(0.0);
@@ -314,13 +322,16 @@ TEST_CASE("fire golden: normalised distances of the reference (identity MLP), no
   REQUIRE(bias(3, 0, 0) == Approx(std::log(1.3) / (std::log(26.6) + 1e-6)).epsilon(1e-12));
 }
 
-TEST_CASE("fire: the attention logit receives exactly the MLP output (score term pre-divided by the scale)", "[positional][newrpe]") {
+TEST_CASE("fire: the attention logit receives exactly the MLP output (score term pre-divided by the scale)",
+          "[positional][newrpe]") {
   auto s = make_attention("fire", {{"width", "8"}, {"init_L", "3.5"}}, 2, 8);
   auto pos = s.attn->position();
   // compute the random MLP by hand at qi = 4, kj = 1 (causal): x = psi(3) / psi(max(3.5, 4))
   const double c = 0.1, x = std::log(1 + c * 3) / (std::log(1 + c * 4) + 1e-6);
-  auto w1 = param(*pos, "mlp.0.weight").data().to_vector<double>(), b1 = param(*pos, "mlp.0.bias").data().to_vector<double>();
-  auto w2 = param(*pos, "mlp.1.weight").data().to_vector<double>(), b2 = param(*pos, "mlp.1.bias").data().to_vector<double>();
+  auto w1 = param(*pos, "mlp.0.weight").data().to_vector<double>(),
+       b1 = param(*pos, "mlp.0.bias").data().to_vector<double>();
+  auto w2 = param(*pos, "mlp.1.weight").data().to_vector<double>(),
+       b2 = param(*pos, "mlp.1.bias").data().to_vector<double>();
   nn::AttnGeometry g{1, 1, 4, 1, true};
   Variable q(Tensor::zeros({1, 2, 1, 4}, DType::F64)), k(Tensor::zeros({1, 2, 1, 4}, DType::F64));
   auto t = pos->score_terms(q, k, g).data().to_vector<double>();
@@ -333,9 +344,11 @@ TEST_CASE("fire: the attention logit receives exactly the MLP output (score term
 
 // ---------------------------------------------------------------- golden: dynamic bias
 
-TEST_CASE("dynamic_bias golden: SiLU MLP of qi - kj (x-transformers sign), optional sign*log", "[positional][golden][newrpe]") {
+TEST_CASE("dynamic_bias golden: SiLU MLP of qi - kj (x-transformers sign), optional sign*log",
+          "[positional][golden][newrpe]") {
   for (bool logd : {false, true}) {
-    auto pos = make_pos("dynamic_bias", {{"depth", "2"}, {"width", "3"}, {"log_distance", logd ? "true" : "false"}}, 2, 4);
+    auto pos =
+        make_pos("dynamic_bias", {{"depth", "2"}, {"width", "3"}, {"log_distance", logd ? "true" : "false"}}, 2, 4);
     std::vector<std::vector<double>> W, B;
     for (int l = 0; l < 3; ++l) {
       W.push_back(param(*pos, "mlp." + std::to_string(l) + ".weight").data().to_vector<double>());
@@ -380,7 +393,8 @@ TEST_CASE("xpos golden: rotation and zeta^(+-pos/scale_base) per pair, closed fo
     auto kr = pos->rotate_key(xv, m).data().to_vector<double>();
     const double theta[2] = {1.0, 0.01}, zeta[2] = {0.4 / 1.4, 0.9 / 1.4};
     for (int p = 0; p < 2; ++p) {
-      const size_t ia = style == "half" ? size_t(p) : size_t(2 * p), ib = style == "half" ? size_t(p + 2) : size_t(2 * p + 1);
+      const size_t ia = style == "half" ? size_t(p) : size_t(2 * p),
+                   ib = style == "half" ? size_t(p + 2) : size_t(2 * p + 1);
       const double a = x[ia], b = x[ib], ang = m * theta[p];
       const double ra = a * std::cos(ang) - b * std::sin(ang), rb = a * std::sin(ang) + b * std::cos(ang);
       const double up = std::pow(zeta[p], m / 16.0), down = std::pow(zeta[p], -m / 16.0);
@@ -404,11 +418,13 @@ TEST_CASE("xpos: q.k is shift invariant and decays with m - n (causal setting)",
       auto qv = q.data().to_vector<double>(), kv = kk.data().to_vector<double>();
       double s = 0;
       for (int p = 0; p < 4; ++p) {
-        const size_t ia = style == "half" ? size_t(p) : size_t(2 * p), ib = style == "half" ? size_t(p + 4) : size_t(2 * p + 1);
+        const size_t ia = style == "half" ? size_t(p) : size_t(2 * p),
+                     ib = style == "half" ? size_t(p + 4) : size_t(2 * p + 1);
         const double a = qv[ia], b = qv[ib], c = kv[ia], d = kv[ib];
         const double phi = double(delta) * std::pow(10000.0, -2.0 * p / 8.0);
         const double zeta = (2.0 * p / 8.0 + 0.4) / 1.4;
-        s += std::pow(zeta, double(delta) / 512.0) * ((a * c + b * d) * std::cos(phi) + (a * d - b * c) * std::sin(phi));
+        s +=
+            std::pow(zeta, double(delta) / 512.0) * ((a * c + b * d) * std::cos(phi) + (a * d - b * c) * std::sin(phi));
       }
       return s;
     };
@@ -430,7 +446,8 @@ TEST_CASE("xpos: q.k is shift invariant and decays with m - n (causal setting)",
 
 // ---------------------------------------------------------------- golden: CoPE
 
-TEST_CASE("cope golden: gates [0.9, 0.1, 0.8, 0.99] give p = [2.79, 1.89, 1.79, 0.99] (reference example)", "[positional][golden][newrpe]") {
+TEST_CASE("cope golden: gates [0.9, 0.1, 0.8, 0.99] give p = [2.79, 1.89, 1.79, 0.99] (reference example)",
+          "[positional][golden][newrpe]") {
   for (int64_t npos : {16, 3}) {
     auto pos = make_pos("cope", {{"npos_max", std::to_string(npos)}}, 1, 1);
     Variable table = param(*pos, "table");  // e[r] = r, q = 1: z[r] = r, so the term is p itself
@@ -459,7 +476,11 @@ TEST_CASE("cope golden: interpolated q.e(p) from gated counts, future keys gated
   const double s = 0.5;  // 1/sqrt(4)
   for (int64_t h = 0; h < H; ++h)
     for (int64_t i = 0; i < Lq; ++i) {
-      auto dot = [&](const double* a, const double* b) { double r = 0; for (int64_t c = 0; c < d; ++c) r += a[c] * b[c]; return r; };
+      auto dot = [&](const double* a, const double* b) {
+        double r = 0;
+        for (int64_t c = 0; c < d; ++c) r += a[c] * b[c];
+        return r;
+      };
       const double* qi = &qv[size_t((h * Lq + i) * d)];
       std::vector<double> gate(size_t(Lk), 0.0);
       for (int64_t j = 0; j < Lk; ++j)
