@@ -52,7 +52,7 @@ Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bo
                pos_->type());
   const int64_t B = xq.size(0), Lq = xq.size(1);
   Variable q = pos_->rotate(split_heads(q_proj_->forward(xq)), q_offset);  // [B, H, Lq, dh]
-  Variable k = pos_->rotate(split_heads(k_proj_->forward(xkv)), k_offset);  // [B, H, Lk_new, dh]
+  Variable k = pos_->rotate_key(split_heads(k_proj_->forward(xkv)), k_offset);  // [B, H, Lk_new, dh]
   Variable v = split_heads(v_proj_->forward(xkv));
   if (cache) {
     RELPOS_CHECK(k_offset == cache->length(), "attention: KV cache holds {} positions but k_offset is {}",

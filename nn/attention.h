@@ -1,6 +1,6 @@
 // nn/attention.h — multi-head attention with a pluggable position encoding.
 //   xq: [B, Lq, D], xkv: [B, Lk, D] (self-attention: the same tensor)
-//   q, k, v = proj(x) -> [B, H, L, dh];  q, k = pos.rotate(q, q_offset), pos.rotate(k, k_offset)
+//   q, k, v = proj(x) -> [B, H, L, dh];  q, k = pos.rotate(q, q_offset), pos.rotate_key(k, k_offset)
 //   S = s * (q k^T + pos.score_terms(q, k))      s = 1/sqrt(dh) unless the encoding says not
 //   S = S + alpha * pos.toeplitz_bias()          Toeplitz form, no [H, Lq, Lk] bias tensor
 //   S = masked_fill(S, causal | key padding, -inf);  P = softmax(S);  P = dropout(P)

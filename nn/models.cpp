@@ -37,7 +37,7 @@ TransformerStack::TransformerStack(const ModelConfig& cfg, bool causal, bool cro
   pc.init_std = cfg.position_std;
   pc.params = cfg.position_params;
   pc.dtype = cfg.dtype;
-  const bool share = cfg.position_shared.value_or(cfg.position != "shaw");
+  const bool share = cfg.position_shared.value_or(!find_position_variant(cfg.position).per_layer);
   pc.shared_across_layers = share;
   pos_ = make_position_encoding(pc, gen);
   RELPOS_CHECK(causal || !pos_->causal_only(), "position encoding '{}' is causal-only; it cannot be used in an encoder",

@@ -4,7 +4,8 @@
 //   encoder_decoder  T5 style: encoder over the source; decoder blocks add cross-attention
 //                    (no position information in cross-attention) -> [B, Lt, V]
 // Position encodings: one instance per stack shared by all its layers (T5 default), or one
-// per layer (`position_shared = false`; Shaw's default). An encoding with both shared and
+// per layer (`position_shared = false`; the default of variants marked per_layer in the
+// registry: shaw, fire, cope). An encoding with both shared and
 // per-layer parameters (Transformer-XL: u, v shared, W_r per layer) keeps its shared part at
 // "pos.*" and gives each layer its own part (make_layer) at "layers.N.attn.pos.*". The encoder
 // and the decoder of an encoder-decoder have their own (bidirectional vs causal) encodings.
@@ -33,7 +34,7 @@ struct ModelConfig {
   int64_t max_len = 256;
   std::string position = "none";
   PositionParams position_params;
-  std::optional<bool> position_shared;  // default: false for shaw, true otherwise
+  std::optional<bool> position_shared;  // default: the registry's per_layer (shaw, fire, cope)
   BiasScaleConfig bias_scale;
   double init_std = 0.02;           // embeddings
   double position_std = 0.02;       // position tables

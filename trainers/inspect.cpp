@@ -1,5 +1,7 @@
 #include "trainers/inspect.h"
 
+#include <algorithm>
+
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "nn/attention.h"
@@ -28,20 +30,36 @@ BiasReport position_bias(const BiasRequest& req) {
       p.data().copy_(rows.view(s).expand(p.shape()));
     }
   NoGradGuard ng;
-  nn::AttnGeometry g{req.lq, req.lk, req.q_offset, req.k_offset, req.causal};
+  // A causal-only encoding (xpos, cope) is shown in its causal form.
+  nn::AttnGeometry g{req.lq, req.lk, req.q_offset, req.k_offset, req.causal || pos->causal_only()};
   BiasReport r;
   Tensor idx = pos->bias_index(g);
   if (idx.defined()) r.index = idx.to_vector<int64_t>();
   Variable t = pos->toeplitz_bias(g);
+  // Score terms at q = k = 0 are their content-independent part: a position-only bias that is
+  // not Toeplitz (FIRE, normalised by the query position), in logit units after scaling.
+  Variable st;
+  if (!t.defined() && !pos->is_absolute()) {
+    Variable q(Tensor::zeros({1, req.heads, req.lq, pc.head_dim}, DType::F64));
+    Variable k(Tensor::zeros({1, req.heads, req.lk, pc.head_dim}, DType::F64));
+    st = pos->score_terms(q, k, g);
+    if (st.defined()) {
+      st = st * pos->score_scale(pc.head_dim);
+      const auto v = st.data().to_vector<double>();
+      if (std::all_of(v.begin(), v.end(), [](double x) { return x == 0.0; })) st = Variable();
+    }
+  }
   if (t.defined()) {
     std::vector<double> tv = t.data().to_vector<double>();
     const int64_t n = req.lq + req.lk - 1;
     for (int64_t h = 0; h < req.heads; ++h)
       for (int64_t i = 0; i < req.lq; ++i)
         for (int64_t j = 0; j < req.lk; ++j) r.bias.push_back(tv[size_t(h * n + j - i + req.lq - 1)]);
+  } else if (st.defined()) {
+    r.bias = st.data().expand({1, req.heads, req.lq, req.lk}).contiguous().to_vector<double>();
   } else if (pos->is_absolute()) {
     r.note = "absolute encoding: added to the input embeddings, no attention bias";
-  } else if (req.type == "rope") {
+  } else if (req.type == "rope" || req.type == "xpos") {
     r.note = "rotary encoding: rotates q and k, no additive bias";
   } else if (req.type == "none") {
     r.note = "no position information";

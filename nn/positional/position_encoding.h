@@ -2,7 +2,7 @@
 // Attention computes, per head h, query i and key j at absolute positions
 // qi = q_offset + i, kj = k_offset + j:
 //
-//   S[h,i,j] = scale * (<rot(q_i), rot(k_j)> + score_term[h,i,j])      rotate(), score_terms()
+//   S[h,i,j] = scale * (<rot(q_i), rot_k(k_j)> + score_term[h,i,j])    rotate(), rotate_key(), score_terms()
 //            + alpha_h * bias[h, kj - qi]                                 toeplitz_bias()
 //   mask -> softmax -> dropout -> P
 //   O_i = sum_j P_ij v_j + value_term_i                                   value_terms()
@@ -58,6 +58,9 @@ class PositionEncoding : public Module {
   virtual Variable embed(const Variable& x, int64_t /*offset*/) const { return x; }
   // Rotary encodings: x [B, H, L, dh] at positions offset.. -> rotated x (applied to q and k).
   virtual Variable rotate(const Variable& x, int64_t /*offset*/) const { return x; }
+  // The key side of rotate(); the same map unless q and k are treated differently (xPos
+  // scales q by zeta^(m/s) and k by zeta^(-n/s)).
+  virtual Variable rotate_key(const Variable& x, int64_t offset) const { return rotate(x, offset); }
   // Content-position score terms: q [B, H, Lq, dh], k [B, H, Lk, dh] -> [B, H, Lq, Lk]
   // (undefined = none). Added before the 1/sqrt(d) scaling.
   virtual Variable score_terms(const Variable&, const Variable&, const AttnGeometry&) const { return {}; }
@@ -72,6 +75,10 @@ class PositionEncoding : public Module {
   // uses (registered at layers.N.attn.pos), holding that layer's own parameters and this
   // instance's shared ones (registered only here). nullptr (default): layers use this instance.
   virtual std::shared_ptr<PositionEncoding> make_layer(Generator&) const { return nullptr; }
+  // Evaluation-time change of a fixed (non-learned) setting without retraining, e.g. RoPE
+  // context scaling (scaling=linear|ntk|yarn, factor=...). Keys already in a KV cache keep
+  // what they were computed with. The default throws "not supported by <type>".
+  virtual void set_eval_scaling(const PositionParams& params);
 };
 
 using PositionEncodingPtr = std::shared_ptr<PositionEncoding>;

@@ -16,6 +16,13 @@ PositionEncodingPtr make_alibi(const PositionConfig&, Generator&);
 PositionEncodingPtr make_rope(const PositionConfig&, Generator&);
 PositionEncodingPtr make_shaw(const PositionConfig&, Generator&);
 PositionEncodingPtr make_transformer_xl(const PositionConfig&, Generator&);
+PositionEncodingPtr make_kerple_log(const PositionConfig&, Generator&);
+PositionEncodingPtr make_kerple_power(const PositionConfig&, Generator&);
+PositionEncodingPtr make_fire(const PositionConfig&, Generator&);
+PositionEncodingPtr make_sandwich(const PositionConfig&, Generator&);
+PositionEncodingPtr make_dynamic_bias(const PositionConfig&, Generator&);
+PositionEncodingPtr make_xpos(const PositionConfig&, Generator&);
+PositionEncodingPtr make_cope(const PositionConfig&, Generator&);
 
 const std::vector<PositionVariant>& position_variants() {
   static const std::vector<PositionVariant> v = {
@@ -25,9 +32,16 @@ const std::vector<PositionVariant>& position_variants() {
       {"t5", "T5 bucketed relative bias, table [num_buckets, H] (Raffel 2020)", true, make_t5},
       {"alibi", "ALiBi linear distance bias with reference slopes (Press 2022)", true, make_alibi},
       {"rope", "rotary embedding of q and k; half/interleaved, linear/NTK/YaRN scaling (Su 2021)", true, make_rope},
-      {"shaw", "relative key and value embeddings clipped at k_max (Shaw 2018)", true, make_shaw},
+      {"shaw", "relative key and value embeddings clipped at k_max (Shaw 2018)", true, make_shaw, true},
       {"transformer_xl", "(q+u).k + (q+v).W_r R[qi-kj]: sinusoidal R, shared u/v, W_r per layer; causal (Dai 2019)",
        true, make_transformer_xl},
+      {"kerple_log", "KERPLE log kernel -r1 log(1 + r2 |i-j|), learnable r1, r2 > 0 per head (Chi 2022)", true, make_kerple_log},
+      {"kerple_power", "KERPLE power kernel -r1 |i-j|^r2, r1 > 0, 0 < r2 < 2 per head (Chi 2022)", true, make_kerple_power},
+      {"fire", "FIRE: MLP of log-distance normalised by the query position, learnable c, L (Li 2023)", true, make_fire, true},
+      {"sandwich", "Sandwich: parameter-free sum of cosines of the distance, per-head ratio (Chi 2023)", true, make_sandwich},
+      {"dynamic_bias", "MLP over the (optionally log) signed distance, per head (x-transformers DPB)", true, make_dynamic_bias},
+      {"xpos", "xPos: RoPE with exponential decay zeta^((m-n)/scale_base); causal only (Sun 2022)", true, make_xpos},
+      {"cope", "CoPE: gated contextual positions, interpolated embeddings; causal only (Golovneva 2024)", true, make_cope, true},
   };
   return v;
 }
@@ -48,6 +62,12 @@ PositionEncodingPtr make_position_encoding(const PositionConfig& cfg, Generator&
                "position encoding '{}': model sizes must be set (d_model {}, n_heads {}, head_dim {})", cfg.type,
                cfg.d_model, cfg.n_heads, cfg.head_dim);
   return find_position_variant(cfg.type).make(cfg, gen);
+}
+
+void PositionEncoding::set_eval_scaling(const PositionParams& params) {
+  std::vector<std::string> keys;
+  for (const auto& kv : params.items()) keys.push_back(kv.first);
+  fail_config("evaluation-time scaling ({}) is not supported by position encoding '{}'", fmt::join(keys, ", "), type());
 }
 
 Tensor toeplitz_distances(const AttnGeometry& g) {

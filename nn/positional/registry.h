@@ -15,6 +15,7 @@ struct PositionVariant {
   std::string description;  // one line, for `relpos list`
   bool causal_capable = true;
   std::function<PositionEncodingPtr(const PositionConfig&, Generator&)> make;
+  bool per_layer = false;  // default of model.position_shared: one instance per layer (else per stack)
 };
 
 const std::vector<PositionVariant>& position_variants();

@@ -17,6 +17,9 @@
 // Parameters: base (10000), fraction (1.0), style (half|interleaved), scaling
 // (none|linear|ntk|yarn), factor (1.0), original_max_len (model max_len), beta_fast (32),
 // beta_slow (1).
+// set_eval_scaling({scaling, factor, original_max_len, beta_fast, beta_slow}) switches the
+// scaling of an existing (trained) instance for evaluation; keys not given keep their value.
+// factor 1 leaves every frequency unchanged. Keys already in a KV cache keep their rotation.
 #include <cmath>
 #include <numbers>
 
@@ -60,6 +63,7 @@ class Rope : public PositionEncoding {
  public:
   Rope(RopeSettings s, int64_t head_dim) : s_(std::move(s)), head_dim_(head_dim), f_(rope_frequencies(s_)) {}
   std::string type() const override { return "rope"; }
+  void set_eval_scaling(const PositionParams& p) override;
 
   // x: [B, H, L, dh] at positions offset .. offset + L - 1
   Variable rotate(const Variable& x, int64_t offset) const override {
@@ -96,6 +100,26 @@ class Rope : public PositionEncoding {
   int64_t head_dim_;
   RopeFrequencies f_;
 };
+
+// The scaling keys (shared by make_rope and set_eval_scaling); absent keys keep s's value.
+void read_scaling(const PositionParams& p, RopeSettings& s) {
+  s.scaling = p.get_choice("scaling", s.scaling, {"none", "linear", "ntk", "yarn"});
+  s.factor = p.get_double("factor", s.factor);
+  RELPOS_CHECK_CONFIG(s.factor >= 1.0, "position 'rope': factor must be >= 1, got {}", s.factor);
+  s.original_max_len = p.get_int("original_max_len", s.original_max_len);
+  RELPOS_CHECK_CONFIG(s.original_max_len > 0, "position 'rope': original_max_len must be positive, got {}",
+                      s.original_max_len);
+  s.beta_fast = p.get_double("beta_fast", s.beta_fast);
+  s.beta_slow = p.get_double("beta_slow", s.beta_slow);
+}
+
+void Rope::set_eval_scaling(const PositionParams& p) {
+  p.check_known("position 'rope' eval scaling", {"scaling", "factor", "original_max_len", "beta_fast", "beta_slow"});
+  RopeSettings s = s_;
+  read_scaling(p, s);
+  f_ = rope_frequencies(s);
+  s_ = std::move(s);
+}
 }  // namespace
 
 PositionEncodingPtr make_rope(const PositionConfig& cfg, Generator&) {
@@ -110,13 +134,9 @@ PositionEncodingPtr make_rope(const PositionConfig& cfg, Generator&) {
   RELPOS_CHECK_CONFIG(s.rot_dim >= 2, "position 'rope': fraction {} of head_dim {} leaves no rotary pair", fraction,
                cfg.head_dim);
   s.style = p.get_choice("style", "half", {"half", "interleaved"});
-  s.scaling = p.get_choice("scaling", "none", {"none", "linear", "ntk", "yarn"});
-  s.factor = p.get_double("factor", 1.0);
-  RELPOS_CHECK_CONFIG(s.factor >= 1.0, "position 'rope': factor must be >= 1, got {}", s.factor);
   RELPOS_CHECK_CONFIG(s.base > 1.0, "position 'rope': base must be > 1, got {}", s.base);
-  s.original_max_len = p.get_int("original_max_len", cfg.max_len > 0 ? cfg.max_len : 2048);
-  s.beta_fast = p.get_double("beta_fast", 32.0);
-  s.beta_slow = p.get_double("beta_slow", 1.0);
+  s.original_max_len = cfg.max_len > 0 ? cfg.max_len : 2048;  // defaults; read_scaling overrides
+  read_scaling(p, s);
   return std::make_shared<Rope>(s, cfg.head_dim);
 }
 

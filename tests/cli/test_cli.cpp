@@ -33,7 +33,8 @@ Run run(const std::string& args) {
 TEST_CASE("cli: list names every registered position encoding", "[cli]") {
   Run r = run("list");
   REQUIRE(r.code == 0);
-  for (const char* name : {"none", "sinusoidal", "learned", "t5", "alibi", "rope", "shaw", "transformer_xl"})
+  for (const char* name : {"none", "sinusoidal", "learned", "t5", "alibi", "rope", "shaw", "kerple_log", "kerple_power",
+                           "fire", "sandwich", "dynamic_bias", "xpos", "cope", "transformer_xl"})
     REQUIRE_THAT(r.out, Catch::Contains(name));
 }
 
@@ -77,13 +78,51 @@ TEST_CASE("cli: bias --type alibi prints -m_h (i - j) with the reference slopes"
   REQUIRE(j["bias"][0][0][2].get<double>() == Approx(-2 * 0.5));  // -m |i - j|, i=0, j=2
 }
 
+TEST_CASE("cli: bias for the newer variants (KERPLE, Sandwich, FIRE, causal-only notes)", "[cli][golden]") {
+  // KERPLE log with r1 = r2 = 1: -log(1 + |i - j|)
+  Run a = run("bias --type kerple_log --heads 2 --lq 3 --lk 3 --param r1_init=1 --param r2_init=1 --json");
+  REQUIRE(a.code == 0);
+  auto ja = nlohmann::json::parse(a.out);
+  REQUIRE(ja["bias"][1][2][0].get<double>() == Approx(-std::log(3.0)).epsilon(1e-14));
+  REQUIRE(ja["bias"][0][0][2].get<double>() == Approx(-std::log(3.0)).epsilon(1e-14));
+  // KERPLE power with r1 = 1, r2 = 1: ALiBi with slope 1
+  Run b = run("bias --type kerple_power --heads 1 --lq 3 --lk 3 --causal --param r1_init=1 --param r2_init=1 --json");
+  REQUIRE(b.code == 0);
+  auto jb = nlohmann::json::parse(b.out);
+  REQUIRE(jb["bias"][0][2][0].get<double>() == Approx(-2.0).epsilon(1e-14));
+  REQUIRE(jb["bias"][0][0][2].is_null());
+  // Sandwich (head_dim 8 in `relpos bias`): distance 0 is 0, others negative
+  Run c = run("bias --type sandwich --heads 2 --lq 2 --lk 2 --json");
+  REQUIRE(c.code == 0);
+  auto jc = nlohmann::json::parse(c.out);
+  REQUIRE(jc["bias"][0][0][0].get<double>() == 0.0);
+  REQUIRE(jc["bias"][0][1][0].get<double>() < 0.0);
+  // FIRE: a dense bias that depends on the query position (not Toeplitz)
+  Run d = run("bias --type fire --heads 1 --lq 4 --lk 4 --param init_L=1.5 --json");
+  REQUIRE(d.code == 0);
+  auto jd = nlohmann::json::parse(d.out);
+  REQUIRE(jd["bias"][0][2][1].get<double>() != jd["bias"][0][3][2].get<double>());
+  for (const char* t : {"dynamic_bias", "xpos", "cope"}) {
+    Run e = run(std::string("bias --type ") + t + " --heads 2 --lq 3 --lk 3 --causal");
+    INFO(t << ": " << e.out);
+    REQUIRE(e.code == 0);
+  }
+  REQUIRE_THAT(run("bias --type xpos --causal").out, Catch::Contains("rotary encoding"));
+  REQUIRE_THAT(run("bias --type cope --causal").out, Catch::Contains("content-dependent"));
+}
+
 TEST_CASE("cli: gradcheck --type all passes for every variant", "[cli][gradcheck]") {
   Run r = run("gradcheck --type all");
   INFO(r.out);
   REQUIRE(r.code == 0);
   REQUIRE_THAT(r.out, Catch::Contains(" 0 failed"));
-  for (const char* name : {"none:", "sinusoidal:", "learned:", "t5:", "alibi:", "rope:", "shaw:", "transformer_xl:"})
+  for (const char* name : {"none:", "sinusoidal:", "learned:", "t5:", "alibi:", "rope:", "shaw:", "kerple_log:",
+                           "kerple_power:", "fire:", "sandwich:", "dynamic_bias:", "xpos:", "cope:", "transformer_xl:"})
     REQUIRE_THAT(r.out, Catch::Contains(name));
+  // causal-only variants are checked in their causal form only; the others in all three
+  REQUIRE_THAT(r.out, Catch::Contains("xpos: causal self-attention"));
+  REQUIRE_THAT(r.out, !Catch::Contains("xpos: bidirectional"));
+  REQUIRE_THAT(r.out, Catch::Contains("fire: cross-attention"));
 }
 
 TEST_CASE("cli: usage and config errors exit with 2 and say what is wrong", "[cli]") {

@@ -26,6 +26,11 @@ const std::vector<Variant>& variants() {
       {"rope", {{"style", "interleaved"}, {"fraction", "0.5"}}},
       {"rope", {{"scaling", "yarn"}, {"factor", "4"}, {"original_max_len", "8"}}},
       {"shaw", {{"k_max", "2"}}},
+      {"kerple_log", {}},
+      {"kerple_power", {}},
+      {"fire", {{"width", "8"}, {"init_L", "3.5"}}},
+      {"sandwich", {}},
+      {"dynamic_bias", {{"log_distance", "true"}}},
   };
   return v;
 }

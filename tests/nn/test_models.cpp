@@ -81,7 +81,7 @@ TEST_CASE("models: the shared T5 table collects gradient from every layer", "[nn
 }
 
 TEST_CASE("models: decoder decode_step token by token equals the full forward", "[nn][models][kvcache]") {
-  for (std::string pos : {"none", "sinusoidal", "learned", "t5", "alibi", "rope", "shaw"}) {
+  for (std::string pos : {"none", "sinusoidal", "learned", "t5", "alibi", "rope", "shaw", "kerple_log", "fire", "cope"}) {
     nn::Model m(tiny("decoder", pos));
     m.eval();
     Tensor x = tokens(2, 7, 3);
