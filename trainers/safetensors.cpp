@@ -246,6 +246,9 @@ NamedTensors read_safetensors(const std::string& path, std::map<std::string, std
   std::string text(size_t(n), '\0');
   if (!in.read(text.data(), std::streamsize(n))) bad(path, "the file ended inside the header");
   if (text[0] != '{') bad(path, "the header does not start with '{' (not a JSON object)");
+  // nlohmann's lexer takes a NUL byte for the end of input; JSON never holds a raw NUL.
+  if (size_t z = text.find('\0'); z != std::string::npos)
+    bad(path, fmt::format("the header is not valid JSON: a NUL byte at header offset {}", z));
 
   // Parse, recording duplicate keys in any object (nlohmann would keep the last silently).
   std::vector<std::set<std::string>> open_objects;
