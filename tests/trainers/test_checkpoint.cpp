@@ -155,6 +155,20 @@ TEST_CASE("safetensors: golden bytes of the reference implementation's test vect
   require_same(read_safetensors(dir.file("ref.safetensors")), {{"attn.0", t}});
 }
 
+TEST_CASE("safetensors: reads a file written by an independent Python writer", "[checkpoint]") {
+  // tests/fixtures/safetensors_python.safetensors comes from tools/safetensors_py.py: the
+  // reference writer's layout (descending alignment, then name) and json.dumps spacing.
+  std::map<std::string, std::string> md;
+  NamedTensors got = read_safetensors(RELPOS_SOURCE_DIR "/tests/fixtures/safetensors_python.safetensors", &md);
+  NamedTensors want = {{"ids", Tensor::from_vector<int64_t>({-1, 0, int64_t(1) << 40}, {3})},
+                       {"pi", Tensor::scalar(3.141592653589793, DType::F64)},
+                       {"e", Tensor::zeros({0}, DType::F32)},
+                       {"w", Tensor::from_vector<float>({0.5f, -1.5f, 3.25f, 0.001f}, {2, 2})}};
+  require_same(got, want);  // in data order
+  REQUIRE(md == std::map<std::string, std::string>{{"framework", "python-struct"},
+                                                   {"note", "written by tools/safetensors_py.py"}});
+}
+
 // ------------------------------------------------------------------ safetensors: round trips
 
 TEST_CASE("safetensors: round trip of F32/F64/I64, 0-d, empty and strided tensors with metadata",
