@@ -1,5 +1,9 @@
 // cli/main.cpp — the relpos executable.
-//   relpos demo [--steps N] [--data PATH] ...          train the char-MLP demo (main job for now)
+//   relpos train CONFIG [--set k=v ...] [--resume DIR]  train from a YAML config
+//   relpos eval RUN_DIR [--seq-len N ...] [--json]      validation loss/perplexity/accuracy
+//   relpos sample RUN_DIR [--prompt T] [--tokens N]     generate with the KV cache (decoders)
+//   relpos validate CONFIG [--set k=v ...]             check a config without training
+//   relpos demo [--steps N] [--data PATH] ...          the char-MLP demo
 //   relpos list                                        registered position encodings
 //   relpos bias --type NAME --heads H --lq N --lk M    the bias a fresh encoding adds [H][Lq][Lk]
 //   relpos gradcheck [--type NAME|all]                 float64 gradcheck of attention + encoding
@@ -8,6 +12,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <unistd.h>
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -18,6 +24,7 @@
 #include "nn/positional/registry.h"
 #include "trainers/demo.h"
 #include "trainers/inspect.h"
+#include "trainers/trainer.h"
 
 namespace {
 
@@ -138,6 +145,37 @@ int main(int argc, char** argv) {
 
   auto* info_cmd = app.add_subcommand("info", "print build and device information");
 
+  std::string train_config, resume_dir;
+  std::vector<std::string> sets;
+  auto* train_cmd = app.add_subcommand("train", "train a model from a YAML config");
+  train_cmd->add_option("config", train_config, "YAML config file")->required();
+  train_cmd->add_option("--set", sets, "override a config value, e.g. --set model.n_layers=4 (repeatable)");
+  train_cmd->add_option("--resume", resume_dir, "continue from a run directory (latest checkpoint) or a checkpoint");
+
+  std::string validate_config;
+  auto* validate_cmd = app.add_subcommand("validate", "check a config (and its --set overrides) without training");
+  validate_cmd->add_option("config", validate_config, "YAML config file")->required();
+  validate_cmd->add_option("--set", sets, "override a config value (repeatable)");
+
+  std::string eval_dir;
+  std::vector<int64_t> eval_lens;
+  bool eval_json = false;
+  auto* eval_cmd = app.add_subcommand("eval", "evaluate a trained run on its validation data");
+  eval_cmd->add_option("run_dir", eval_dir, "run directory or checkpoint directory")->required();
+  eval_cmd->add_option("--seq-len", eval_lens, "evaluate at these sequence lengths (default: the training length)")
+      ->check(CLI::PositiveNumber);
+  eval_cmd->add_flag("--json", eval_json, "print JSON");
+
+  std::string sample_dir;
+  relpos::train::SampleOptions sample_opt;
+  auto* sample_cmd = app.add_subcommand("sample", "generate from a trained decoder (KV cache)");
+  sample_cmd->add_option("run_dir", sample_dir, "run directory or checkpoint directory")->required();
+  sample_cmd->add_option("--prompt", sample_opt.prompt, "text to continue");
+  sample_cmd->add_option("--tokens", sample_opt.tokens, "tokens to generate")->check(CLI::PositiveNumber)->capture_default_str();
+  sample_cmd->add_option("--temperature", sample_opt.temperature, "sampling temperature (0 = greedy)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  sample_cmd->add_option("--seed", sample_opt.seed, "sampling seed")->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -148,6 +186,58 @@ int main(int argc, char** argv) {
     if (*info_cmd) {
       fmt::print("relpos 0.1.0\nthreads: {}\ncuda: {}\ncuda devices: {}\n", relpos::k::num_threads(),
                  relpos::cuda::built_with_cuda() ? "built" : "not built", relpos::cuda::device_count());
+      return 0;
+    }
+    if (*validate_cmd) {
+      relpos::train::Config c = relpos::train::load_config(validate_config, sets);
+      fmt::print("{}: ok ({} {} with {} position encoding, task {}, {} steps)\n", validate_config, c.model.kind,
+                 fmt::format("d_model {} x {} layers", c.model.d_model, c.model.n_layers), c.model.position, c.data.task,
+                 c.train.steps);
+      return 0;
+    }
+    if (*train_cmd) {
+      relpos::train::Config c = relpos::train::load_config(train_config, sets);
+      relpos::train::TrainOptions to;
+      if (!resume_dir.empty()) to.resume = resume_dir;
+      to.progress_bar = isatty(fileno(stdout));
+      to.log = [](const std::string& s) {
+        fmt::print("{}", s);
+        if (s.empty() || (s.back() != '\n' && s.front() != '\r')) fmt::print("\n");
+        std::fflush(stdout);
+      };
+      relpos::train::TrainResult r = relpos::train::train(c, to);
+      fmt::print("done: {} steps in {:.1f} s; final train loss {:.4f}, val loss {:.4f}{}; run in {}\n", r.steps_done,
+                 r.seconds, r.final_train_loss, r.final_val_loss,
+                 r.skipped_steps ? fmt::format(" ({} steps skipped)", r.skipped_steps) : "", r.run_dir);
+      if (c.model.kind == "decoder" && c.data.task == "text") {
+        relpos::train::LoadedRun run = relpos::train::load_run(r.run_dir);
+        relpos::train::SampleOptions so;
+        so.prompt = "\n";
+        so.tokens = 200;
+        so.temperature = 0.8;
+        fmt::print("sample:\n{}\n", relpos::train::sample(run, so));
+      }
+      return 0;
+    }
+    if (*eval_cmd) {
+      relpos::train::LoadedRun run = relpos::train::load_run(eval_dir);
+      if (eval_lens.empty()) eval_lens.push_back(run.cfg.data.seq_len);
+      nlohmann::json j = nlohmann::json::array();
+      for (int64_t L : eval_lens) {
+        auto e = relpos::train::evaluate(*run.model, *run.data, run.cfg, L);
+        if (eval_json)
+          j.push_back({{"seq_len", L}, {"loss", e.loss}, {"perplexity", e.perplexity}, {"accuracy", e.accuracy},
+                       {"tokens", e.tokens}, {"step", run.step}});
+        else
+          fmt::print("seq_len {:>5}: loss {:.4f}  perplexity {:.3f}  accuracy {:.4f}  ({} tokens, step {})\n", L,
+                     e.loss, e.perplexity, e.accuracy, e.tokens, run.step);
+      }
+      if (eval_json) fmt::print("{}\n", j.dump());
+      return 0;
+    }
+    if (*sample_cmd) {
+      relpos::train::LoadedRun run = relpos::train::load_run(sample_dir);
+      fmt::print("{}\n", relpos::train::sample(run, sample_opt));
       return 0;
     }
     if (*list_cmd) {

@@ -1,0 +1,42 @@
+// trainers/file_io.h — the small POSIX file layer under checkpoints and metrics: a write-only
+// file whose bytes reach the disk (fsync) before it is closed, directory fsync (so a rename
+// or a new entry survives a power loss), and atomic replacement of a whole file through a
+// sibling temporary. Every error is a relpos::Error naming the path and the system's reason.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace relpos {
+
+// A file opened for writing (created, truncated, mode 0644). write() loops over partial
+// writes and EINTR; close_synced() fsyncs and closes and reports either failure. A file
+// destroyed without close_synced() (an exception unwinding) is closed without a sync.
+class OutputFile {
+ public:
+  explicit OutputFile(std::string path);
+  ~OutputFile();
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  void write(const void* data, size_t n);
+  void write(std::string_view s) { write(s.data(), s.size()); }
+  void close_synced();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+// fsync a directory, so entries created, renamed or removed in it are durable.
+void fsync_directory(const std::string& dir);
+
+// Replace `path` by `contents` atomically: write "<path>.tmp", fsync, rename over `path`,
+// fsync the parent directory. A reader sees the old or the new file, never a mix.
+void replace_file_atomically(const std::string& path, std::string_view contents);
+
+// The whole file as bytes; errors name the path (what = "metrics file", ...).
+std::string read_whole_file(const std::string& path, std::string_view what);
+
+}  // namespace relpos
