@@ -12,7 +12,8 @@ namespace relpos {
 
 class Storage {
  public:
-  Storage(size_t nbytes, Device device);  // zero-initialised
+  // CPU memory comes from the caching allocator, uninitialised unless `zero`.
+  Storage(size_t nbytes, Device device, bool zero = false);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;

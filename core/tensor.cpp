@@ -21,15 +21,15 @@ Tensor::Tensor(StoragePtr storage, Shape shape, Shape strides, int64_t offset, D
 
 // ---------------------------------------------------------------- factories
 
-Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+static Tensor allocate(const Shape& shape, DType dtype, Device device, bool zero) {
   for (int64_t d : shape) RELPOS_CHECK(d >= 0, "negative dimension in shape {}", shape_str(shape));
-  auto st = std::make_shared<Storage>(size_t(numel_of(shape)) * dtype_size(dtype), device);
+  auto st = std::make_shared<Storage>(size_t(numel_of(shape)) * dtype_size(dtype), device, zero);
   return Tensor(std::move(st), shape, contiguous_strides(shape), 0, dtype);
 }
 
-Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
-  return empty(shape, dtype, device);  // Storage is zero-initialised
-}
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) { return allocate(shape, dtype, device, false); }
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) { return allocate(shape, dtype, device, true); }
 
 Tensor Tensor::ones(const Shape& shape, DType dtype, Device device) {
   return full(shape, 1.0, dtype, device);

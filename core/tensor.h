@@ -20,7 +20,7 @@ class Tensor {
   Tensor(StoragePtr storage, Shape shape, Shape strides, int64_t offset, DType dtype);
 
   // ---- factories ----
-  static Tensor empty(const Shape& shape, DType dtype = DType::F32, Device device = Device::CPU);
+  static Tensor empty(const Shape& shape, DType dtype = DType::F32, Device device = Device::CPU);  // uninitialised
   static Tensor zeros(const Shape& shape, DType dtype = DType::F32, Device device = Device::CPU);
   static Tensor ones(const Shape& shape, DType dtype = DType::F32, Device device = Device::CPU);
   static Tensor full(const Shape& shape, double value, DType dtype = DType::F32,

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <unordered_set>
 
 #include "trainers/data.h"
 
@@ -42,9 +43,9 @@ class TextDataset : public Dataset {
     RELPOS_CHECK(!bytes.empty(), "data file '{}' is empty", cfg_.path);
     std::vector<std::string> chars = utf8_chars(bytes, cfg_.path);
     if (vocab.empty()) {
-      vocab_ = chars;
+      std::unordered_set<std::string> distinct(chars.begin(), chars.end());
+      vocab_.assign(distinct.begin(), distinct.end());
       std::sort(vocab_.begin(), vocab_.end());
-      vocab_.erase(std::unique(vocab_.begin(), vocab_.end()), vocab_.end());
     } else {
       vocab_ = vocab;
     }

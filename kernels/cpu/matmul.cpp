@@ -61,9 +61,9 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   Shape out_shape = batch;
   out_shape.push_back(M);
   out_shape.push_back(N);
+  if (K == 0) return Tensor::zeros(out_shape, a_in.dtype());  // empty sum
   Tensor out = Tensor::empty(out_shape, a_in.dtype());
   if (out.numel() == 0) return out;
-  if (K == 0) return out;  // zeros
 
   Tensor a = a_in, b = b_in;
   MatLayout la{}, lb{};

@@ -124,8 +124,8 @@ NormGrads norm_backward(bool center, const Tensor& gy_in, const Tensor& x_in, co
 NormOut layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
   check_norm_args("layer_norm", x, weight, bias);
   Tensor xc = x.contiguous();
-  NormOut o{Tensor::empty(x.shape(), x.dtype()), Tensor::empty(row_shape(x), x.dtype()),
-            Tensor::empty(row_shape(x), x.dtype())};
+  NormOut o{Tensor::empty(x.shape(), x.dtype()), Tensor::zeros(row_shape(x), x.dtype()),
+            Tensor::zeros(row_shape(x), x.dtype())};
   visit_float(x.dtype(), "layer_norm", [&]<typename T>() { norm_forward<T>(true, xc, weight, bias, eps, o); });
   return o;
 }
@@ -133,7 +133,7 @@ NormOut layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, do
 NormOut rms_norm(const Tensor& x, const Tensor& weight, double eps) {
   check_norm_args("rms_norm", x, weight, Tensor());
   Tensor xc = x.contiguous();
-  NormOut o{Tensor::empty(x.shape(), x.dtype()), Tensor(), Tensor::empty(row_shape(x), x.dtype())};
+  NormOut o{Tensor::empty(x.shape(), x.dtype()), Tensor(), Tensor::zeros(row_shape(x), x.dtype())};
   visit_float(x.dtype(), "rms_norm", [&]<typename T>() { norm_forward<T>(false, xc, weight, Tensor(), eps, o); });
   return o;
 }

@@ -1,0 +1,91 @@
+#include "core/allocator.h"
+
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "core/error.h"
+
+namespace relpos::cpu_allocator {
+
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kCache = false;
+#else
+constexpr bool kCache = true;
+#endif
+constexpr size_t kMaxCached = size_t(1) << 31;  // 2 GiB
+
+size_t bucket(size_t n) {
+  if (n <= 4096) return (n + 63) / 64 * 64;
+  return (n + 4095) / 4096 * 4096;
+}
+
+struct Cache {
+  std::mutex mu;
+  std::unordered_map<size_t, std::vector<void*>> free;
+  size_t bytes = 0;
+  ~Cache() {
+    for (auto& [sz, v] : free)
+      for (void* p : v) std::free(p);
+  }
+};
+
+Cache& cache() {
+  static Cache c;
+  return c;
+}
+
+}  // namespace
+
+void* allocate(size_t nbytes) {
+  const size_t sz = bucket(nbytes == 0 ? 1 : nbytes);
+  if (kCache) {
+    Cache& c = cache();
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto it = c.free.find(sz);
+    if (it != c.free.end() && !it->second.empty()) {
+      void* p = it->second.back();
+      it->second.pop_back();
+      c.bytes -= sz;
+      return p;
+    }
+  }
+  void* p = std::aligned_alloc(64, sz);
+  RELPOS_CHECK(p != nullptr, "out of memory allocating {} bytes", nbytes);
+  return p;
+}
+
+void release(void* p, size_t nbytes) {
+  if (!p) return;
+  const size_t sz = bucket(nbytes == 0 ? 1 : nbytes);
+  if (kCache) {
+    Cache& c = cache();
+    std::lock_guard<std::mutex> lock(c.mu);
+    if (c.bytes + sz <= kMaxCached) {
+      c.free[sz].push_back(p);
+      c.bytes += sz;
+      return;
+    }
+  }
+  std::free(p);
+}
+
+void empty_cache() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  for (auto& [sz, v] : c.free)
+    for (void* p : v) std::free(p);
+  c.free.clear();
+  c.bytes = 0;
+}
+
+size_t cached_bytes() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.bytes;
+}
+
+}  // namespace relpos::cpu_allocator
