@@ -12,7 +12,9 @@
 // compact JSON (no whitespace) with "__metadata__" first (omitted when metadata is empty),
 // then the tensors in the order given, each with its keys in the order dtype, shape,
 // data_offsets. Non-contiguous or CUDA tensors are written as contiguous cpu copies. Names
-// must be non-empty, unique, valid UTF-8 and not "__metadata__". The file is fsynced.
+// must be non-empty, unique, valid UTF-8 and not "__metadata__". Everything is checked
+// before a byte is written; the bytes go to "<path>.tmp", which is fsynced and renamed over
+// <path> (so a failed write never leaves a partial file at <path>).
 //
 // Reader: returns the tensors (fresh contiguous cpu tensors) in the order of their data in
 // the file: sorted by data_offsets (begin, then end; ties — empty tensors at one offset —
