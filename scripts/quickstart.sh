@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The main job: install dependencies, build, and train the bundled default on CPU.
-# Extra arguments go to `relpos demo` (e.g. --steps 500).
+# The main job: install dependencies, build, and train the bundled default config on CPU.
+#   scripts/quickstart.sh                      -> relpos train configs/quickstart.yaml
+#   scripts/quickstart.sh configs/decoder_t5.yaml --set train.steps=200
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
-exec ./build/relpos demo "$@"
+config=configs/quickstart.yaml
+if [[ $# -gt 0 && "$1" != --* ]]; then config=$1; shift; fi
+exec ./build/relpos train "$config" "$@"
