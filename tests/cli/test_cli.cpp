@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <filesystem>
 #include <string>
 
 namespace {
@@ -138,4 +139,44 @@ TEST_CASE("cli: usage and config errors exit with 2 and say what is wrong", "[cl
   Run d = run("bias --type t5 --param nb");
   REQUIRE(d.code == 2);
   REQUIRE(run("frobnicate").code == 2);
+}
+
+TEST_CASE("cli: validate, train, eval, sample and resume work end to end", "[cli][trainer]") {
+  const std::string cfg = std::string(RELPOS_SOURCE_DIR) + "/configs/encoder_decoder_reverse.yaml";
+  const std::string dir = "/tmp/relpos_cli_e2e";
+  std::filesystem::remove_all(dir);
+  Run v = run("validate " + cfg);
+  REQUIRE(v.code == 0);
+  REQUIRE_THAT(v.out, Catch::Contains("ok"));
+  const std::string sets = " --set train.steps=12 --set optim.warmup=2 --set train.eval_every=6 --set "
+                           "train.checkpoint_every=6 --set output.dir=" + dir;
+  Run t = run("--threads 1 train " + cfg + sets);
+  INFO(t.out);
+  REQUIRE(t.code == 0);
+  REQUIRE_THAT(t.out, Catch::Contains("done: 12 steps"));
+  Run e = run("eval " + dir + " --seq-len 4 --seq-len 12 --json");
+  REQUIRE(e.code == 0);
+  auto j = nlohmann::json::parse(e.out);
+  REQUIRE(j.size() == 2);
+  REQUIRE(j[1]["seq_len"] == 12);
+  REQUIRE(j[0]["step"] == 12);
+  // resume from the step-6 checkpoint of the same run: nothing left to do at step 12
+  Run r = run("train " + cfg + sets + " --resume " + dir);
+  REQUIRE(r.code == 2);
+  REQUIRE_THAT(r.out, Catch::Contains("nothing to do"));
+  Run s = run("sample " + dir);
+  REQUIRE(s.code == 2);  // an encoder-decoder does not sample
+  REQUIRE_THAT(s.out, Catch::Contains("only decoder models"));
+}
+
+TEST_CASE("cli: train and validate report config errors with exit code 2", "[cli]") {
+  Run a = run("validate /nonexistent.yaml");
+  REQUIRE(a.code == 2);
+  REQUIRE_THAT(a.out, Catch::Contains("/nonexistent.yaml"));
+  Run b = run("train " + std::string(RELPOS_SOURCE_DIR) + "/configs/quickstart.yaml --set model.n_layrs=3");
+  REQUIRE(b.code == 2);
+  REQUIRE_THAT(b.out, Catch::Contains("--set model.n_layrs=3") && Catch::Contains("did you mean 'n_layers'"));
+  Run c = run("eval /nonexistent/run");
+  REQUIRE(c.code == 1);
+  REQUIRE_THAT(c.out, Catch::Contains("/nonexistent/run"));
 }
