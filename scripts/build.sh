@@ -11,5 +11,6 @@ if [[ "${RELPOS_SANITIZE:-0}" == 1 ]]; then
   dir=${RELPOS_BUILD_DIR:-build-asan}
   args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRELPOS_SANITIZE=ON -DRELPOS_CUDA=OFF -DRELPOS_WERROR="${RELPOS_WERROR:-OFF}")
 fi
-cmake -S . -B "$dir" "${args[@]}" > "$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
+mkdir -p "$dir"
+cmake -S . -B "$dir" "${args[@]}" > "$dir/configure.log" 2>&1 || { cat "$dir/configure.log"; exit 1; }
 cmake --build "$dir" -j "$(nproc)"
