@@ -34,7 +34,9 @@ struct GradcheckCase {
 };
 
 // Gradchecks for one variant (or every registered one when type == "all"): causal and
-// bidirectional self-attention and cross-attention with offsets and padding.
+// bidirectional self-attention and cross-attention with offsets and padding. Encoder-only
+// variants skip the causal case; relative_2d (grid 3x4) and deberta (4 buckets, max 8) get
+// small default parameters that --param overrides; graph_spd runs on a built-in graph.
 std::vector<GradcheckCase> attention_gradchecks(const std::string& type,
                                                 const std::map<std::string, std::string>& params = {});
 
