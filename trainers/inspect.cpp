@@ -62,7 +62,8 @@ namespace {
 
 // Gradcheck parameters for variants whose defaults do not fit the 5- and 6-token cases below
 // (required parameters, or tables too large to probe element by element); --param overrides.
-std::map<std::string, std::string> gradcheck_params(const std::string& type, std::map<std::string, std::string> params) {
+std::map<std::string, std::string> gradcheck_params(const std::string& type,
+                                                    std::map<std::string, std::string> params) {
   std::map<std::string, std::string> d;
   if (type == "relative_2d") d = {{"grid_h", "3"}, {"grid_w", "4"}};  // 12 patches: positions up to 9
   if (type == "deberta") d = {{"position_buckets", "4"}, {"max_relative_positions", "8"}};  // log buckets at |rel| > 2

@@ -42,8 +42,9 @@ Tensor shortest_path_distances(const std::vector<std::vector<std::vector<int64_t
     RELPOS_CHECK(n <= L, "shortest_path_distances: example {} has {} nodes, more than L = {}", b, n, L);
     for (int64_t u = 0; u < n; ++u)
       for (int64_t v : adj[size_t(u)])
-        RELPOS_CHECK(v >= 0 && v < n, "shortest_path_distances: example {}, node {} lists neighbour {} (nodes are 0..{})",
-                     b, u, v, n - 1);
+        RELPOS_CHECK(v >= 0 && v < n,
+                     "shortest_path_distances: example {}, node {} lists neighbour {} (nodes are 0..{})", b, u, v,
+                     n - 1);
     int64_t* d = out.data() + b * L * L;
     for (int64_t s = 0; s < n; ++s) {  // BFS from every source
       int64_t* row = d + s * L;

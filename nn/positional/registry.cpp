@@ -28,9 +28,12 @@ const std::vector<PositionVariant>& position_variants() {
       {"alibi", "ALiBi linear distance bias with reference slopes (Press 2022)", true, make_alibi},
       {"rope", "rotary embedding of q and k; half/interleaved, linear/NTK/YaRN scaling (Su 2021)", true, make_rope},
       {"shaw", "relative key and value embeddings clipped at k_max (Shaw 2018)", true, make_shaw},
-      {"relative_2d", "Swin 2D relative bias over a grid_h x grid_w patch grid, table [(2Wh-1)(2Ww-1), H] (Liu 2021)", false, make_relative_2d},
-      {"graph_spd", "Graphormer spatial bias table[min(spd, max_dist)] from a [B, L, L] distance index (Ying 2021)", false, make_graph_spd},
-      {"deberta", "DeBERTa-v2 disentangled c2p + p2c terms, log buckets, shared LayerNorm'd table (He 2021)", true, make_deberta},
+      {"relative_2d", "Swin 2D relative bias on a grid_h x grid_w patch grid, table [(2Wh-1)(2Ww-1), H] (Liu 2021)",
+       false, make_relative_2d},
+      {"graph_spd", "Graphormer spatial bias table[min(spd, max_dist)] from a [B, L, L] distance index (Ying 2021)",
+       false, make_graph_spd},
+      {"deberta", "DeBERTa-v2 disentangled c2p + p2c terms, log buckets, shared LayerNorm'd table (He 2021)", true,
+       make_deberta},
   };
   return v;
 }

@@ -344,8 +344,9 @@ Tensor naive_deberta(const Tensor& q, const Tensor& k, const nn::AttnGeometry& g
     for (int64_t c = 0; c < D; ++c) mean += table.at({r, c}) / double(D);
     for (int64_t c = 0; c < D; ++c) var += (table.at({r, c}) - mean) * (table.at({r, c}) - mean) / double(D);
     for (int64_t c = 0; c < D; ++c)
-      P[size_t(r)][size_t(c)] = lnw.defined() ? (table.at({r, c}) - mean) / std::sqrt(var + eps) * lnw.at({c}) + lnb.at({c})
-                                              : table.at({r, c});
+      P[size_t(r)][size_t(c)] = lnw.defined()
+                                    ? (table.at({r, c}) - mean) / std::sqrt(var + eps) * lnw.at({c}) + lnb.at({c})
+                                    : table.at({r, c});
   }
   auto proj = [&](const nn::Linear& l, int64_t r, int64_t o) {
     double acc = l.bias().data().at({o});
@@ -430,8 +431,9 @@ TEST_CASE("deberta: float64 gradcheck through attention, every parameter", "[pos
       p["pos_att_type"] = att;
       attention_gradchecks("deberta", p, true, Tensor(), Tensor(), 7, 2);
     }
-  attention_gradchecks("deberta", {{"position_buckets", "0"}, {"max_relative_positions", "3"}, {"norm_rel_ebd", "none"}},
-                       true, Tensor(), Tensor(), 7, 2);
+  attention_gradchecks("deberta",
+                       {{"position_buckets", "0"}, {"max_relative_positions", "3"}, {"norm_rel_ebd", "none"}}, true,
+                       Tensor(), Tensor(), 7, 2);
 }
 
 TEST_CASE("deberta: token-by-token decoding with a KV cache equals the full causal pass", "[positional][kvcache]") {
