@@ -241,7 +241,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*list_cmd) {
-      for (const auto& v : relpos::nn::position_variants()) fmt::print("{:<15} {}\n", v.name, v.description);
+      for (const auto& v : relpos::nn::position_variants())
+        fmt::print("{:<15} {}{}\n", v.name, v.description, v.causal_capable ? "" : " [encoder only]");
       return 0;
     }
     if (*bias_cmd) {

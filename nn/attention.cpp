@@ -67,6 +67,8 @@ Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bo
   }
   const int64_t Lk = k.size(2);
   AttnGeometry geo{Lq, Lk, q_offset, k_offset, causal, position_index};
+  geo.q_proj = [this](const Variable& x) { return q_proj_->forward(x); };
+  geo.k_proj = [this](const Variable& x) { return k_proj_->forward(x); };
 
   Variable s = matmul(q, transpose(k, -1, -2));  // [B, H, Lq, Lk]
   Variable terms = pos_->score_terms(q, k, geo);
@@ -77,6 +79,18 @@ Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bo
   if (bias.defined()) {
     if (alpha_.defined()) bias = bias * alpha_;
     s = add_toeplitz_bias(s, bias);
+  }
+  Variable sbias = pos_->score_bias(geo);  // [H, Lq, Lk] or [B, H, Lq, Lk]
+  if (sbias.defined()) {
+    const int64_t H = cfg_.n_heads;
+    RELPOS_CHECK((sbias.dim() == 3 && sbias.size(0) == H && sbias.size(1) == Lq && sbias.size(2) == Lk) ||
+                     (sbias.dim() == 4 && sbias.size(0) == B && sbias.size(1) == H && sbias.size(2) == Lq &&
+                      sbias.size(3) == Lk),
+                 "attention: position encoding '{}' returned a score bias {}, expected [H, Lq, Lk] = [{}, {}, {}] "
+                 "or [B, H, Lq, Lk] = [{}, {}, {}, {}]",
+                 pos_->type(), shape_str(sbias.shape()), H, Lq, Lk, B, H, Lq, Lk);
+    if (alpha_.defined()) sbias = sbias * reshape(alpha_, {alpha_.size(0), 1, 1});
+    s = s + sbias;
   }
   Tensor mask;  // [Lq, Lk] or [B, 1, Lq, Lk], 1 = masked
   if (causal) mask = causal_mask(Lq, Lk, q_offset, k_offset, s.dtype());

@@ -3,6 +3,7 @@
 //   q, k, v = proj(x) -> [B, H, L, dh];  q, k = pos.rotate(q, q_offset), pos.rotate_key(k, k_offset)
 //   S = s * (q k^T + pos.score_terms(q, k))      s = 1/sqrt(dh) unless the encoding says not
 //   S = S + alpha * pos.toeplitz_bias()          Toeplitz form, no [H, Lq, Lk] bias tensor
+//   S = S + alpha * pos.score_bias()             index-based biases: [H, Lq, Lk] or [B, H, Lq, Lk]
 //   S = masked_fill(S, causal | key padding, -inf);  P = softmax(S);  P = dropout(P)
 //   O = P v + pos.value_terms(P);  out = o_proj(merge_heads(O))
 // Masked keys get probability exactly 0 and bias gradient exactly 0.

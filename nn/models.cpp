@@ -42,6 +42,10 @@ TransformerStack::TransformerStack(const ModelConfig& cfg, bool causal, bool cro
   pos_ = make_position_encoding(pc, gen);
   RELPOS_CHECK(causal || !pos_->causal_only(), "position encoding '{}' is causal-only; it cannot be used in an encoder",
                cfg.position);
+  RELPOS_CHECK(!causal || find_position_variant(cfg.position).causal_capable,
+               "position encoding '{}' is encoder-only; it cannot be used in a decoder (causal self-attention); "
+               "use model.kind encoder",
+               cfg.position);
   const bool shared = pos_->is_absolute() || share;
   pc.shared_across_layers = false;
   if (shared) register_module("pos", pos_);  // per-layer encodings live in layers.N.attn.pos

@@ -5,6 +5,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "nn/attention.h"
+#include "nn/positional/graph_spd.h"
 #include "nn/positional/registry.h"
 
 namespace relpos::inspect {
@@ -39,7 +40,8 @@ BiasReport position_bias(const BiasRequest& req) {
   // Score terms at q = k = 0 are their content-independent part: a position-only bias that is
   // not Toeplitz (FIRE, normalised by the query position), in logit units after scaling.
   Variable st;
-  if (!t.defined() && !pos->is_absolute()) {
+  // (DeBERTa's terms need the layer's projections and graph_spd needs a graph: skipped.)
+  if (!t.defined() && !pos->is_absolute() && req.type != "deberta" && req.type != "graph_spd") {
     Variable q(Tensor::zeros({1, req.heads, req.lq, pc.head_dim}, DType::F64));
     Variable k(Tensor::zeros({1, req.heads, req.lk, pc.head_dim}, DType::F64));
     st = pos->score_terms(q, k, g);
@@ -55,6 +57,12 @@ BiasReport position_bias(const BiasRequest& req) {
     for (int64_t h = 0; h < req.heads; ++h)
       for (int64_t i = 0; i < req.lq; ++i)
         for (int64_t j = 0; j < req.lk; ++j) r.bias.push_back(tv[size_t(h * n + j - i + req.lq - 1)]);
+  } else if (req.type == "graph_spd") {
+    r.note = "graph encoding: bias[b, h, i, j] = table[min(spd[b, i, j], max_dist), h] (unreachable: row max_dist + 1) "
+             "needs per-example shortest-path distances (position_index [B, L, L]); `relpos bias` has no graph";
+  } else if (Variable sb = pos->score_bias(g); sb.defined()) {
+    RELPOS_CHECK(sb.dim() == 3, "bias: '{}' returned a per-example score bias {}", req.type, shape_str(sb.shape()));
+    r.bias = sb.data().contiguous().to_vector<double>();  // [H, Lq, Lk]
   } else if (st.defined()) {
     r.bias = st.data().expand({1, req.heads, req.lq, req.lk}).contiguous().to_vector<double>();
   } else if (pos->is_absolute()) {
@@ -71,7 +79,30 @@ BiasReport position_bias(const BiasRequest& req) {
 
 namespace {
 
-std::vector<GradcheckCase> gradchecks_for(const std::string& type, const std::map<std::string, std::string>& params) {
+// Gradcheck parameters for variants whose defaults do not fit the 5- and 6-token cases below
+// (required parameters, or tables too large to probe element by element); --param overrides.
+std::map<std::string, std::string> gradcheck_params(const std::string& type,
+                                                    std::map<std::string, std::string> params) {
+  std::map<std::string, std::string> d;
+  if (type == "relative_2d") d = {{"grid_h", "3"}, {"grid_w", "4"}};  // 12 patches: positions up to 9
+  if (type == "deberta") d = {{"position_buckets", "4"}, {"max_relative_positions", "8"}};  // log buckets at |rel| > 2
+  params.insert(d.begin(), d.end());  // keeps the caller's values
+  return params;
+}
+
+// Shortest-path distances [2, 10, 10] of two small graphs, each with unreachable pairs:
+// example 0: path 0-1-2, edge 3-4, path 5-6-7-8, node 9 isolated; example 1: star 0-{1..6},
+// edge 7-8, node 9 isolated. The gradchecks slice the rows and columns of their positions.
+Tensor demo_spd() {
+  using Adj = std::vector<std::vector<int64_t>>;
+  Adj a = {{1}, {0, 2}, {1}, {4}, {3}, {6}, {5, 7}, {6, 8}, {7}, {}};
+  Adj b = {{1, 2, 3, 4, 5, 6}, {0}, {0}, {0}, {0}, {0}, {0}, {8}, {7}, {}};
+  return nn::shortest_path_distances({a, b}, 10);
+}
+
+std::vector<GradcheckCase> gradchecks_for(const std::string& type, const std::map<std::string, std::string>& user) {
+  const std::map<std::string, std::string> params = gradcheck_params(type, user);
+  const bool causal_capable = nn::find_position_variant(type).causal_capable;
   std::vector<GradcheckCase> out;
   struct Geo {
     std::string name;
@@ -91,9 +122,11 @@ std::vector<GradcheckCase> gradchecks_for(const std::string& type, const std::ma
     pc.dtype = DType::F64;
     nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, gen);
     // Causal-only variants skip the bidirectional case and run the cross geometry causally
-    // (queries 7..9 after keys 2..7: the Transformer-XL memory layout).
+    // (queries 7..9 after keys 2..7: the Transformer-XL memory layout); encoder-only
+    // variants skip the causal case.
     const bool causal = geo.causal || (geo.cross && pos->causal_only());
     if (!causal && pos->causal_only()) continue;
+    if (causal && !causal_capable) continue;
     nn::AttentionConfig ac;
     ac.d_model = 8;
     ac.n_heads = 2;
@@ -106,10 +139,13 @@ std::vector<GradcheckCase> gradchecks_for(const std::string& type, const std::ma
     std::vector<Variable> inputs{xq};
     if (geo.cross) inputs.push_back(xkv);
     for (const Variable& p : attn.parameters()) inputs.push_back(p);
+    Tensor index;  // graph_spd: the distances between the positions of this case
+    if (type == "graph_spd")
+      index = geo.cross ? demo_spd().narrow(1, 7, 3).narrow(2, 2, 6) : demo_spd().narrow(1, 0, 5).narrow(2, 0, 5);
     auto fn = [&](const std::vector<Variable>& in) {
-      if (geo.cross) return attn.forward(in[0], in[1], causal, pad, 7, 2);
+      if (geo.cross) return attn.forward(in[0], in[1], causal, pad, 7, 2, nullptr, nullptr, nullptr, index);
       Variable h = pos->embed(in[0], 0);
-      return attn.forward(h, h, causal, Tensor(), 0, 0);
+      return attn.forward(h, h, causal, Tensor(), 0, 0, nullptr, nullptr, nullptr, index);
     };
     const std::string name = geo.name + (causal && !geo.causal ? ", causal" : "");
     out.push_back({type + ": " + name, gradcheck(type + " (" + name + ")", fn, inputs)});

@@ -34,8 +34,11 @@ struct GradcheckCase {
 };
 
 // Gradchecks for one variant (or every registered one when type == "all"): causal and
-// bidirectional self-attention and cross-attention with offsets and padding (causal-only
-// variants: no bidirectional case, and the cross geometry runs with the causal mask).
+// bidirectional self-attention and cross-attention with offsets and padding. Causal-only
+// variants have no bidirectional case (their cross geometry runs with the causal mask);
+// encoder-only variants skip the causal case; relative_2d (grid 3x4) and deberta (4
+// buckets, max 8) get small default parameters that --param overrides; graph_spd runs on a
+// built-in graph.
 std::vector<GradcheckCase> attention_gradchecks(const std::string& type,
                                                 const std::map<std::string, std::string>& params = {});
 

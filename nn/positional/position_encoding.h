@@ -4,13 +4,23 @@
 //
 //   S[h,i,j] = scale * (<rot(q_i), rot_k(k_j)> + score_term[h,i,j])    rotate(), rotate_key(), score_terms()
 //            + alpha_h * bias[h, kj - qi]                                 toeplitz_bias()
+//            + alpha_h * bias[(b,) h, i, j]                               score_bias()
 //   mask -> softmax -> dropout -> P
 //   O_i = sum_j P_ij v_j + value_term_i                                   value_terms()
 //
 // A variant overrides only the hooks it needs; absolute encodings override embed().
 // Positions are explicit, so cross-attention (Lq != Lk) and KV-cache decoding are exact.
+//
+// score_bias() is the hook for additive biases that are NOT a function of kj - qi alone
+// (Swin 2D patch offsets, graph shortest-path distances): a materialised [H, Lq, Lk] or
+// per-example [B, H, Lq, Lk] bias, added exactly where the Toeplitz bias is (after the
+// scaling, times alpha when the bias scale is enabled, before the masks). Prefer
+// toeplitz_bias() whenever the bias depends on the distance only: it never builds [H, Lq, Lk].
+// AttnGeometry::q_proj / k_proj expose the layer's own content projections, for encodings
+// that project position embeddings with the attention weights (DeBERTa share_att_key).
 #pragma once
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -27,6 +37,9 @@ struct AttnGeometry {
   // Optional per-example structure for index-based encodings (2D patch grids, graphs):
   // int64 [B, Lq, Lk] or [Lq, Lk], e.g. shortest-path distances. Undefined otherwise.
   Tensor position_index;
+  // The attention layer's query / key projections x [.., D] -> [.., D] (weights and bias), set
+  // by MultiHeadAttention; empty when the geometry is built elsewhere (inspection).
+  std::function<Variable(const Variable&)> q_proj, k_proj;
 };
 
 // What a variant is built from (model sizes + its own parameters).
@@ -67,9 +80,13 @@ class PositionEncoding : public Module {
   // Distance-only additive bias in Toeplitz form: [H, Lq + Lk - 1], entry t is the bias for
   // kj - qi = (k_offset - q_offset) + t - (Lq - 1) (undefined = none). Added after scaling.
   virtual Variable toeplitz_bias(const AttnGeometry&) const { return {}; }
+  // Non-Toeplitz additive bias: [H, Lq, Lk] or [B, H, Lq, Lk] (undefined = none). Added after
+  // scaling, times alpha if enabled, together with the Toeplitz bias, before the masks.
+  virtual Variable score_bias(const AttnGeometry&) const { return {}; }
   // Value terms: p [B, H, Lq, Lk] -> [B, H, Lq, dh] added to P @ V (undefined = none).
   virtual Variable value_terms(const Variable&, const AttnGeometry&) const { return {}; }
-  // For inspection (`relpos bias`): the lookup index [Lq, Lk] of table-based variants.
+  // For inspection (`relpos bias`): the lookup index [Lq, Lk] of table-based variants
+  // (index-driven ones such as graph_spd: shaped like position_index, undefined without it).
   virtual Tensor bias_index(const AttnGeometry&) const { return {}; }
   // Per-layer part of an instance built with shared_across_layers: the encoding one layer
   // uses (registered at layers.N.attn.pos), holding that layer's own parameters and this

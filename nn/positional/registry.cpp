@@ -23,6 +23,9 @@ PositionEncodingPtr make_sandwich(const PositionConfig&, Generator&);
 PositionEncodingPtr make_dynamic_bias(const PositionConfig&, Generator&);
 PositionEncodingPtr make_xpos(const PositionConfig&, Generator&);
 PositionEncodingPtr make_cope(const PositionConfig&, Generator&);
+PositionEncodingPtr make_relative_2d(const PositionConfig&, Generator&);
+PositionEncodingPtr make_graph_spd(const PositionConfig&, Generator&);
+PositionEncodingPtr make_deberta(const PositionConfig&, Generator&);
 
 const std::vector<PositionVariant>& position_variants() {
   static const std::vector<PositionVariant> v = {
@@ -42,6 +45,12 @@ const std::vector<PositionVariant>& position_variants() {
       {"dynamic_bias", "MLP over the (optionally log) signed distance, per head (x-transformers DPB)", true, make_dynamic_bias},
       {"xpos", "xPos: RoPE with exponential decay zeta^((m-n)/scale_base); causal only (Sun 2022)", true, make_xpos},
       {"cope", "CoPE: gated contextual positions, interpolated embeddings; causal only (Golovneva 2024)", true, make_cope, true},
+      {"relative_2d", "Swin 2D relative bias on a grid_h x grid_w patch grid, table [(2Wh-1)(2Ww-1), H] (Liu 2021)",
+       false, make_relative_2d},
+      {"graph_spd", "Graphormer spatial bias table[min(spd, max_dist)] from a [B, L, L] distance index (Ying 2021)",
+       false, make_graph_spd},
+      {"deberta", "DeBERTa-v2 disentangled c2p + p2c terms, log buckets, shared LayerNorm'd table (He 2021)", true,
+       make_deberta},
   };
   return v;
 }

@@ -35,8 +35,48 @@ TEST_CASE("cli: list names every registered position encoding", "[cli]") {
   Run r = run("list");
   REQUIRE(r.code == 0);
   for (const char* name : {"none", "sinusoidal", "learned", "t5", "alibi", "rope", "shaw", "kerple_log", "kerple_power",
-                           "fire", "sandwich", "dynamic_bias", "xpos", "cope", "transformer_xl"})
+                           "fire", "sandwich", "dynamic_bias", "xpos", "cope", "transformer_xl", "relative_2d", "graph_spd",
+                           "deberta"})
     REQUIRE_THAT(r.out, Catch::Contains(name));
+  REQUIRE_THAT(r.out, Catch::Contains("[encoder only]"));
+}
+
+TEST_CASE("cli: bias --type relative_2d prints the Swin index of a 2x3 window and its bias", "[cli][golden]") {
+  // index = (dh + 1) * 5 + (dw + 2) per (query, key) patch pair, d = query - key (see
+  // tests/nn/test_positional_index.cpp for the hand derivation)
+  const std::vector<std::vector<int64_t>> want = {{7, 6, 5, 2, 1, 0},     {8, 7, 6, 3, 2, 1},     {9, 8, 7, 4, 3, 2},
+                                                  {12, 11, 10, 7, 6, 5}, {13, 12, 11, 8, 7, 6}, {14, 13, 12, 9, 8, 7}};
+  Run r = run("bias --type relative_2d --param grid_h=2 --param grid_w=3 --lq 6 --lk 6 --heads 2 --table identity --json");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["index"].get<std::vector<std::vector<int64_t>>>() == want);
+  for (int h = 0; h < 2; ++h)
+    for (size_t i = 0; i < 6; ++i)
+      for (size_t k = 0; k < 6; ++k) REQUIRE(j["bias"][h][i][k].get<double>() == double(want[i][k]));  // identity table
+  Run text = run("bias --type relative_2d --param grid_h=2 --param grid_w=3 --lq 6 --lk 6");
+  REQUIRE(text.code == 0);
+  REQUIRE_THAT(text.out, Catch::Contains("index [Lq][Lk]:") && Catch::Contains("7 6 5 2 1 0") &&
+                             Catch::Contains("head 3:"));
+  Run causal = run("bias --type relative_2d --param grid_h=2 --param grid_w=3 --lq 6 --lk 6 --causal");
+  REQUIRE(causal.code == 1);
+  REQUIRE_THAT(causal.out, Catch::Contains("encoder-only"));
+  Run missing = run("bias --type relative_2d --lq 6 --lk 6");
+  REQUIRE(missing.code == 2);
+  REQUIRE_THAT(missing.out, Catch::Contains("grid_h and grid_w") && Catch::Contains("required"));
+}
+
+TEST_CASE("cli: bias --type graph_spd says it needs a graph, deberta prints its c2p index", "[cli]") {
+  Run g = run("bias --type graph_spd --lq 3 --lk 3");
+  REQUIRE(g.code == 0);
+  REQUIRE_THAT(g.out, Catch::Contains("needs per-example shortest-path distances"));
+  Run d = run("bias --type deberta --lq 2 --lk 3 --json");
+  REQUIRE(d.code == 0);
+  auto j = nlohmann::json::parse(d.out);
+  // rows clamp(bucket(q - k) + 256): q - k = 0, -1, -2 / 1, 0, -1
+  REQUIRE(j["index"].get<std::vector<std::vector<int64_t>>>() ==
+          std::vector<std::vector<int64_t>>{{256, 255, 254}, {257, 256, 255}});
+  REQUIRE(j["note"].get<std::string>().find("content-dependent") != std::string::npos);
 }
 
 TEST_CASE("cli: bias --type t5 --table identity prints the golden T5 buckets", "[cli][golden]") {
@@ -118,7 +158,8 @@ TEST_CASE("cli: gradcheck --type all passes for every variant", "[cli][gradcheck
   REQUIRE(r.code == 0);
   REQUIRE_THAT(r.out, Catch::Contains(" 0 failed"));
   for (const char* name : {"none:", "sinusoidal:", "learned:", "t5:", "alibi:", "rope:", "shaw:", "kerple_log:",
-                           "kerple_power:", "fire:", "sandwich:", "dynamic_bias:", "xpos:", "cope:", "transformer_xl:"})
+                           "kerple_power:", "fire:", "sandwich:", "dynamic_bias:", "xpos:", "cope:", "transformer_xl:", "relative_2d:",
+                           "graph_spd:", "deberta:"})
     REQUIRE_THAT(r.out, Catch::Contains(name));
   // causal-only variants are checked in their causal form only; the others in all three
   REQUIRE_THAT(r.out, Catch::Contains("xpos: causal self-attention"));

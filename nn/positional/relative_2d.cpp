@@ -1,0 +1,92 @@
+// nn/positional/relative_2d.cpp — Swin 2D relative position bias (Liu et al. 2021, Swin
+// Transformer v1; reference microsoft/Swin-Transformer models/swin_transformer.py,
+// WindowAttention.__init__ / forward).
+//   Tokens are the patches of a Wh x Ww grid in row-major order (meshgrid 'ij' + flatten):
+//   token p sits at (h, w) = (p / Ww, p % Ww).
+//   dh = h_q - h_k, dw = w_q - w_k                       (query minus key per axis, Swin's
+//                                                          coords[:, :, None] - coords[:, None, :])
+//   index[i, j] = (dh + Wh - 1) * (2 Ww - 1) + (dw + Ww - 1)      in [0, (2Wh-1)(2Ww-1))
+//   bias[h, i, j] = table[index[i, j], h],  table: [(2Wh-1)(2Ww-1), H]
+// S = q.k / sqrt(d) + alpha * bias (added after scaling, as Swin adds it to (q * d^-0.5) k^T),
+// then masks and softmax. Window (2, 3): index row 0 is 7 6 5 2 1 0 (see the tests).
+// Positions: token p of the grid is the absolute position q_offset + i (k_offset + j), so a
+// query or key subset of the window is exact; every position must lie inside the grid.
+// Optional: geometry.position_index (int64 [Lq, Lk] or [B, Lq, Lk]) replaces the computed
+// index, e.g. for windows with their own patch layout; values must be table rows.
+// Encoder only: Swin attends bidirectionally within a window; causal attention is rejected.
+// Init: normal(init_std) like every relpos table (Swin: zeros, then trunc_normal std .02).
+// Parameters: grid_h, grid_w (required, >= 1).
+#include "autograd/ops.h"
+#include "core/rng.h"
+#include "nn/init.h"
+#include "nn/positional/position_encoding.h"
+
+namespace relpos::nn {
+
+namespace {
+class Relative2D : public PositionEncoding {
+ public:
+  Relative2D(int64_t gh, int64_t gw, int64_t heads, double std, Generator& gen, DType dt) : gh_(gh), gw_(gw) {
+    table_ = register_parameter("table", init::normal({(2 * gh - 1) * (2 * gw - 1), heads}, std, gen, dt),
+                                group::kPosition);
+  }
+  std::string type() const override { return "relative_2d"; }
+
+  Tensor bias_index(const AttnGeometry& g) const override {  // [Lq, Lk]
+    const int64_t n = gh_ * gw_;
+    RELPOS_CHECK(g.q_offset >= 0 && g.k_offset >= 0 && g.q_offset + g.Lq <= n && g.k_offset + g.Lk <= n,
+                 "position encoding 'relative_2d': the {}x{} grid holds {} tokens, but queries are at positions "
+                 "{}..{} and keys at {}..{}",
+                 gh_, gw_, n, g.q_offset, g.q_offset + g.Lq - 1, g.k_offset, g.k_offset + g.Lk - 1);
+    std::vector<int64_t> idx(size_t(g.Lq * g.Lk));
+    for (int64_t i = 0; i < g.Lq; ++i)
+      for (int64_t j = 0; j < g.Lk; ++j) {
+        const int64_t p = g.q_offset + i, r = g.k_offset + j;
+        const int64_t dh = p / gw_ - r / gw_, dw = p % gw_ - r % gw_;
+        idx[size_t(i * g.Lk + j)] = (dh + gh_ - 1) * (2 * gw_ - 1) + (dw + gw_ - 1);
+      }
+    return Tensor::from_vector(idx, {g.Lq, g.Lk});
+  }
+
+  Variable score_bias(const AttnGeometry& g) const override {
+    RELPOS_CHECK(!g.causal,
+                 "position encoding 'relative_2d' is encoder-only (Swin attends bidirectionally within a window); "
+                 "it cannot be used with causal attention");
+    Tensor idx = g.position_index.defined() ? checked_index(g) : bias_index(g);
+    Variable b = embedding(table_, idx);  // [(B,) Lq, Lk, H]
+    return idx.dim() == 2 ? permute(b, {2, 0, 1}) : permute(b, {0, 3, 1, 2});
+  }
+
+ private:
+  Tensor checked_index(const AttnGeometry& g) const {
+    const Tensor& t = g.position_index;
+    RELPOS_CHECK(t.dtype() == DType::I64 && (t.dim() == 2 || t.dim() == 3) && t.size(-2) == g.Lq &&
+                     t.size(-1) == g.Lk,
+                 "position encoding 'relative_2d': position_index must be int64 [Lq, Lk] = [{}, {}] or [B, {}, {}], "
+                 "got {}",
+                 g.Lq, g.Lk, g.Lq, g.Lk, describe(t));
+    const int64_t rows = table_.size(0);
+    for (int64_t v : t.to_vector<int64_t>())
+      RELPOS_CHECK(v >= 0 && v < rows,
+                   "position encoding 'relative_2d': position_index value {} is outside the table rows 0..{} of the "
+                   "{}x{} grid",
+                   v, rows - 1, gh_, gw_);
+    return t;
+  }
+  int64_t gh_, gw_;
+  Variable table_;
+};
+}  // namespace
+
+PositionEncodingPtr make_relative_2d(const PositionConfig& cfg, Generator& gen) {
+  cfg.params.check_known("position 'relative_2d'", {"grid_h", "grid_w"});
+  RELPOS_CHECK_CONFIG(cfg.params.has("grid_h") && cfg.params.has("grid_w"),
+                      "position 'relative_2d': parameters grid_h and grid_w (the Wh x Ww patch grid) are required, "
+                      "e.g. --param grid_h=2 --param grid_w=3");
+  const int64_t gh = cfg.params.get_int("grid_h", 0), gw = cfg.params.get_int("grid_w", 0);
+  RELPOS_CHECK_CONFIG(gh >= 1 && gw >= 1, "position 'relative_2d': grid_h ({}) and grid_w ({}) must be >= 1", gh,
+                      gw);
+  return std::make_shared<Relative2D>(gh, gw, cfg.n_heads, cfg.init_std, gen, cfg.dtype);
+}
+
+}  // namespace relpos::nn
