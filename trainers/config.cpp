@@ -216,14 +216,20 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
   c.model = parse_model(top.sub("model"));
   {
     Section d = top.sub("data");
-    c.data.task = d.get_choice("task", "text", {"text", "copy", "reverse", "sort", "recall", "addition"});
+    c.data.task = d.get_choice("task", "text",
+                               {"text", "copy", "reverse", "sort", "recall", "addition", "patch_grid", "graph"});
     c.data.path = d.get<std::string>("path", c.data.path, "a file path");
     c.data.val_fraction = d.get_double("val_fraction", 0.1, 0.0, 0.9, true);
     c.data.seq_len = d.get_int("seq_len", 128, 1);
     c.data.batch_size = d.get_int("batch_size", 16, 1);
     c.data.vocab_size = d.get_int("vocab_size", 16, 2);
     c.data.min_len = d.get_int("min_len", 0, 0);
-    d.finish({"task", "path", "val_fraction", "seq_len", "batch_size", "vocab_size", "min_len"});
+    c.data.grid_h = d.get_int("grid_h", 4, 1, 64);
+    c.data.grid_w = d.get_int("grid_w", 4, 1, 64);
+    c.data.edge_prob = d.get_double("edge_prob", 0.2, 0.0, 1.0);
+    d.finish({"task", "path", "val_fraction", "seq_len", "batch_size", "vocab_size", "min_len", "grid_h", "grid_w",
+              "edge_prob"});
+    if (c.data.task == "patch_grid") c.data.seq_len = c.data.grid_h * c.data.grid_w;
     if (c.data.min_len > c.data.seq_len)
       fail_config("{}: data.min_len ({}) must not exceed data.seq_len ({})", source, c.data.min_len, c.data.seq_len);
   }
@@ -285,6 +291,21 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
   if (c.data.task == "text" && c.model.kind != "decoder")
     fail_config("{}: data.task 'text' trains a language model: model.kind must be 'decoder', got '{}'", source,
                 c.model.kind);
+  if (!nn::find_position_variant(c.model.position).causal_capable && c.model.kind != "encoder")
+    fail_config("{}: model.position.type '{}' is encoder-only (bidirectional attention); model.kind '{}' has causal "
+                "self-attention", source, c.model.position, c.model.kind);
+  if ((c.data.task == "patch_grid" || c.data.task == "graph") && c.model.kind != "encoder")
+    fail_config("{}: data.task '{}' labels every input token: model.kind must be 'encoder', got '{}'", source,
+                c.data.task, c.model.kind);
+  if (c.model.position == "graph_spd" && c.data.task != "graph")
+    fail_config("{}: model.position.type 'graph_spd' needs graph inputs (shortest-path distances): use data.task "
+                "'graph'", source);
+  if (c.model.position == "relative_2d" && c.data.task == "patch_grid" &&
+      (c.model.position_params.get_int("grid_h", -1) != c.data.grid_h ||
+       c.model.position_params.get_int("grid_w", -1) != c.data.grid_w))
+    fail_config("{}: model.position grid_h/grid_w ({} x {}) must match data.grid_h/grid_w ({} x {})", source,
+                c.model.position_params.get_int("grid_h", -1), c.model.position_params.get_int("grid_w", -1),
+                c.data.grid_h, c.data.grid_w);
   if (c.model.kind == "encoder" && (c.data.task == "recall" || c.data.task == "addition"))
     fail_config("{}: data.task '{}' has an output of another length than its input; an encoder labels each input "
                 "token: use model.kind decoder or encoder_decoder", source, c.data.task);

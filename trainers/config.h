@@ -13,13 +13,15 @@
 namespace relpos::train {
 
 struct DataConfig {
-  std::string task = "text";  // text | copy | reverse | sort | recall | addition
+  std::string task = "text";  // text | copy | reverse | sort | recall | addition | patch_grid | graph
   std::string path = "data/tinyshakespeare.txt";
   double val_fraction = 0.1;
   int64_t seq_len = 128;      // text: context length; synthetic: sequence length
   int64_t batch_size = 16;
   int64_t vocab_size = 16;    // synthetic tasks: number of symbols
   int64_t min_len = 0;        // synthetic tasks: lengths drawn from [min_len, seq_len] (0: = seq_len)
+  int64_t grid_h = 4, grid_w = 4;  // patch_grid: the patch grid (seq_len = grid_h * grid_w)
+  double edge_prob = 0.2;     // graph: probability of each undirected edge
 };
 
 struct OptimConfig {

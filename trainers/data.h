@@ -19,6 +19,8 @@ struct Batch {
   Tensor target;     // [B, L'] labels (kIgnore = no loss)
   Tensor dec_input;  // [B, L'] encoder-decoder decoder input (BOS + target), else undefined
   Tensor padding;    // [B, L]  1 = padding (encoder inputs / sources), or undefined
+  Tensor position_index;  // [B, L, L] int64 per-example structure (graph task: shortest-path
+                          // distances for graph_spd), or undefined
 };
 
 class Dataset {

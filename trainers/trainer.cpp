@@ -66,7 +66,7 @@ GeneratorState rng_from(const nlohmann::json& j) { return {j.at("seed").get<uint
 // Cross-entropy of the model on a batch; logits [B, L, V] flattened against targets.
 Variable batch_loss(const nn::Model& m, const Batch& b, Generator* gen, std::vector<nn::AttentionStats>* stats) {
   Variable logits = m.config().kind == "encoder_decoder" ? m.forward_seq2seq(b.input, b.dec_input, b.padding, gen, stats)
-                                                         : m.forward(b.input, b.padding, gen, stats);
+                                                         : m.forward(b.input, b.padding, gen, stats, b.position_index);
   const int64_t V = logits.size(-1);
   return cross_entropy(reshape(logits, {-1, V}), b.target.reshape({-1}), kIgnore);
 }
@@ -119,7 +119,7 @@ EvalResult evaluate(const nn::Model& model, const Dataset& data, const Config& c
   for (int64_t i = 0; i < cfg.train.eval_batches; ++i) {
     Batch b = data.val_batch(i, r.seq_len);
     Variable logits = cfg.model.kind == "encoder_decoder" ? model.forward_seq2seq(b.input, b.dec_input, b.padding)
-                                                          : model.forward(b.input, b.padding);
+                                                          : model.forward(b.input, b.padding, nullptr, nullptr, b.position_index);
     const int64_t V = logits.size(-1);
     Tensor flat = logits.data().reshape({-1, V});
     Tensor tg = b.target.reshape({-1});

@@ -103,3 +103,14 @@ TEST_CASE("config: --set overrides are validated the same way and named in error
 TEST_CASE("config: a missing config file is a clear error", "[config]") {
   REQUIRE_THROWS_WITH(train::load_config("/nonexistent/cfg.yaml"), Contains("/nonexistent/cfg.yaml"));
 }
+
+TEST_CASE("config: structured tasks and index-based encodings are checked together", "[config]") {
+  REQUIRE_THROWS_WITH(parse("model:\n  kind: decoder\ndata:\n  task: graph\n"), Contains("must be 'encoder'"));
+  REQUIRE_THROWS_WITH(parse("model:\n  kind: encoder\n  position:\n    type: graph_spd\ndata:\n  task: sort\n"),
+                      Contains("data.task 'graph'"));
+  REQUIRE_THROWS_WITH(parse("model:\n  kind: encoder\n  position:\n    type: relative_2d\n    grid_h: 2\n    grid_w: 2\n"
+                            "data:\n  task: patch_grid\n  grid_h: 3\n  grid_w: 2\n"),
+                      Contains("must match data.grid_h/grid_w"));
+  REQUIRE_THROWS_WITH(parse("model:\n  kind: decoder\n  position:\n    type: relative_2d\n    grid_h: 2\n    grid_w: 2\n"),
+                      Contains("encoder"));
+}

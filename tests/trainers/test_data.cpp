@@ -118,3 +118,33 @@ TEST_CASE("data: encoder sort labels, recall answers, padding masks", "[data]") 
   REQUIRE_THROWS_WITH(train::make_dataset(cfg_for("encoder", "recall", 6)), Contains("decoder or an encoder_decoder"));
   REQUIRE_THROWS_WITH(train::make_dataset(cfg_for("decoder", "addition", 3, 8)), Contains("vocab_size >= 11"));
 }
+
+TEST_CASE("data: patch_grid labels each patch with the patch below it", "[data]") {
+  auto c = cfg_for("encoder", "patch_grid", 6);
+  c.data.grid_h = 2;
+  c.data.grid_w = 3;
+  c.data.seq_len = 6;
+  auto d = train::make_dataset(c);
+  train::Batch b = d->val_batch(0, 6);
+  auto x = b.input.to_vector<int64_t>(), y = b.target.to_vector<int64_t>();
+  for (int64_t r = 0; r < 4; ++r)
+    for (int64_t p = 0; p < 6; ++p) REQUIRE(y[size_t(r * 6 + p)] == x[size_t(r * 6 + (p + 3) % 6)]);
+}
+
+TEST_CASE("data: graph labels are shortest-path distances to node 0 and come with the SPD index", "[data]") {
+  auto c = cfg_for("encoder", "graph", 7, 5);
+  c.data.edge_prob = 0.3;
+  auto d = train::make_dataset(c);
+  train::Batch b = d->val_batch(2, 7);
+  REQUIRE(b.position_index.shape() == Shape{4, 7, 7});
+  auto spd = b.position_index.to_vector<int64_t>();
+  auto y = b.target.to_vector<int64_t>();
+  for (int64_t r = 0; r < 4; ++r)
+    for (int64_t i = 0; i < 7; ++i) {
+      int64_t dist = spd[size_t((r * 7 + i) * 7)];
+      REQUIRE(spd[size_t((r * 7 + i) * 7 + i)] == 0);
+      REQUIRE(dist == spd[size_t((r * 7) * 7 + i)]);  // undirected: spd(i, 0) = spd(0, i)
+      int64_t want = dist < 0 ? 4 : std::min<int64_t>(dist, 3);
+      REQUIRE(y[size_t(r * 7 + i)] - 4 == want);
+    }
+}
