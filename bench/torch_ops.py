@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """PyTorch side of the op benchmark: the cases of bench/bench_ops.cpp, timed the same way.
 
-Method (identical in bench_ops.cpp): 3 warmup calls; one timed call gives `inner`, the
-number of calls per sample needed for a sample of >= 2 ms (at most 1000); then 15 samples,
-each the mean time of `inner` back-to-back calls; the median sample is reported.
+Method (identical in bench_ops.cpp): an idle pause of 250 ms; 3 warmup calls; one timed
+call gives `inner`, the number of calls per sample needed for a sample of >= 2 ms (at most
+1000); then 15 samples, each the mean time of `inner` back-to-back calls; the median sample
+is reported. (The pause lets the previous case's idle BLAS/OpenMP threads go to sleep.)
 
 Usage: /usr/bin/python3 bench/torch_ops.py [--threads N] [--filter SUBSTRING]
   N defaults to OMP_NUM_THREADS, else 1; --filter keeps cases whose "op size" contains it.
@@ -21,6 +22,7 @@ WARMUP = 3
 SAMPLES = 15
 MIN_SAMPLE_MS = 2.0
 MAX_INNER = 1000
+PAUSE_MS = 250
 
 
 def now_ms():
@@ -28,6 +30,7 @@ def now_ms():
 
 
 def time_op(fn):
+    time.sleep(PAUSE_MS / 1000)
     for _ in range(WARMUP):
         fn()
     t0 = now_ms()
@@ -83,7 +86,7 @@ def main():
             "torch_threads": torch.get_num_threads(), "torch_version": torch.__version__,
             "openblas_threads_env": os.environ.get("OPENBLAS_NUM_THREADS", ""),
             "openblas_coretype_env": os.environ.get("OPENBLAS_CORETYPE", ""),
-            "warmup": WARMUP, "samples": SAMPLES, "min_sample_ms": MIN_SAMPLE_MS}
+            "pause_ms": PAUSE_MS, "warmup": WARMUP, "samples": SAMPLES, "min_sample_ms": MIN_SAMPLE_MS}
     print(json.dumps(meta), flush=True)
     with torch.no_grad():
         for op, size, flops, nbytes, fn in cases():
