@@ -1,0 +1,147 @@
+// bench/bench_ops.cpp — time relpos k::matmul (OpenBLAS sgemm) and k::softmax in float32.
+// bench/torch_ops.py runs the same cases the same way with PyTorch; bench/run_ops_bench.sh
+// runs both with one thread count and prints a comparison table.
+//
+// Method (identical in torch_ops.py): an idle pause of 250 ms; 3 warmup calls; one timed
+// call gives `inner`, the number of calls per sample needed for a sample of >= 2 ms (at
+// most 1000); then 15 samples, each the mean time of `inner` back-to-back calls; the median
+// sample is reported. The pause keeps one case from timing the previous one's idle threads:
+// after a multi-threaded GEMM, OpenBLAS's (pthreads) workers busy-wait for ~0.1 s, and an
+// OpenMP-parallel op in that window can stall to a scheduler tick per call on a 2-core
+// machine (see bench/RESULTS.md).
+//
+// Usage: relpos_bench_ops [--threads N] [--filter SUBSTRING]
+//   N defaults to OMP_NUM_THREADS, else 1; --filter keeps cases whose "op size" contains it.
+// Output: one JSON object per line, first a "meta" line, then one per case:
+//   {"impl":"relpos","op":"matmul","size":"256x256x256","threads":1,"ms":0.41,"gflops":81.3,...}
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/tensor.h"
+#include "kernels/ops.h"
+
+using namespace relpos;
+
+namespace {
+
+constexpr int kWarmup = 3;
+constexpr int kSamples = 15;
+constexpr double kMinSampleMs = 2.0;
+constexpr int kMaxInner = 1000;
+constexpr int kPauseMs = 250;
+
+double now_ms() {
+  using clock = std::chrono::steady_clock;
+  return std::chrono::duration<double, std::milli>(clock::now().time_since_epoch()).count();
+}
+
+// Median over kSamples of the mean time of `inner` calls of fn, in ms.
+double time_op(const std::function<Tensor()>& fn, int& inner_out) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(kPauseMs));
+  for (int i = 0; i < kWarmup; ++i) fn();
+  double t0 = now_ms();
+  fn();
+  double one = std::max(now_ms() - t0, 1e-6);
+  int inner = std::clamp(int(std::ceil(kMinSampleMs / one)), 1, kMaxInner);
+  std::vector<double> samples;
+  for (int s = 0; s < kSamples; ++s) {
+    t0 = now_ms();
+    for (int i = 0; i < inner; ++i) fn();
+    samples.push_back((now_ms() - t0) / inner);
+  }
+  std::sort(samples.begin(), samples.end());
+  inner_out = inner;
+  return samples[samples.size() / 2];
+}
+
+struct Case {
+  std::string op, size;
+  double flops;  // 0 for memory-bound ops
+  double bytes;  // bytes read + written once
+  std::function<Tensor()> fn;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 1;
+  std::string filter;  // run only cases whose "op size" contains this
+  if (const char* e = std::getenv("OMP_NUM_THREADS")) threads = std::max(1, std::atoi(e));
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+      threads = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--filter") == 0 && i + 1 < argc) {
+      filter = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: %s [--threads N] [--filter SUBSTRING]\n", argv[0]);
+      return 2;
+    }
+  }
+  k::set_num_threads(threads);
+
+  Generator gen(1234);
+  auto randn = [&](const Shape& s) { return Tensor::randn(s, gen, DType::F32); };
+  std::vector<Case> cases;
+  auto add_mm = [&](int64_t M, int64_t K, int64_t N) {
+    Tensor a = randn({M, K}), b = randn({K, N});
+    cases.push_back({"matmul", std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N),
+                     2.0 * M * N * K, 4.0 * (M * K + K * N + M * N), [a, b] { return k::matmul(a, b); }});
+  };
+  for (int64_t n : {128, 256, 512, 1024}) add_mm(n, n, n);
+  {  // batched: [16,128,64] @ [16,64,128]
+    Tensor a = randn({16, 128, 64}), b = randn({16, 64, 128});
+    cases.push_back({"matmul", "16x[128x64x128]", 2.0 * 16 * 128 * 128 * 64,
+                     4.0 * 16 * (128 * 64 + 64 * 128 + 128 * 128), [a, b] { return k::matmul(a, b); }});
+  }
+  {  // transposed operands: views made with .transpose(0, 1), never copied
+    const int64_t n = 512;
+    Tensor at = randn({n, n}).transpose(0, 1), b = randn({n, n});
+    cases.push_back({"matmul", "512x512x512 a.T", 2.0 * n * n * n, 4.0 * 3 * n * n,
+                     [at, b] { return k::matmul(at, b); }});
+    Tensor a = randn({n, n}), bt = randn({n, n}).transpose(0, 1);
+    cases.push_back({"matmul", "512x512x512 b.T", 2.0 * n * n * n, 4.0 * 3 * n * n,
+                     [a, bt] { return k::matmul(a, bt); }});
+  }
+  for (const Shape& s : {Shape{4096, 256}, Shape{64, 4, 128, 128}}) {
+    Tensor x = randn(s);
+    std::string size = "[";
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (i) size += ',';
+      size += std::to_string(s[i]);
+    }
+    size += ']';
+    cases.push_back({"softmax", size, 0.0, 2.0 * 4.0 * double(x.numel()), [x] { return k::softmax(x, -1); }});
+  }
+
+  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  std::printf(
+      "{\"impl\":\"relpos\",\"meta\":true,\"threads\":%d,\"omp_max_threads\":%d,"
+      "\"openblas_threads\":%d,\"openblas_config\":\"%s\",\"openblas_coretype_env\":\"%s\","
+      "\"pause_ms\":%d,\"warmup\":%d,\"samples\":%d,\"min_sample_ms\":%g}\n",
+      threads, omp_get_max_threads(), openblas_get_num_threads(), openblas_get_config(),
+      coretype ? coretype : "", kPauseMs, kWarmup, kSamples, kMinSampleMs);
+  std::fflush(stdout);
+  for (const Case& c : cases) {
+    if (!filter.empty() && (c.op + " " + c.size).find(filter) == std::string::npos) continue;
+    int inner = 0;
+    const double ms = time_op(c.fn, inner);
+    std::printf("{\"impl\":\"relpos\",\"op\":\"%s\",\"size\":\"%s\",\"threads\":%d,\"ms\":%.6g,", c.op.c_str(),
+                c.size.c_str(), threads, ms);
+    if (c.flops > 0) std::printf("\"gflops\":%.4g,", c.flops / (ms * 1e6));
+    else std::printf("\"gflops\":null,");
+    std::printf("\"gbps\":%.4g,\"inner\":%d}\n", c.bytes / (ms * 1e6), inner);
+    std::fflush(stdout);
+  }
+  return 0;
+}

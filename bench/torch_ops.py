@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+"""PyTorch side of the op benchmark: the cases of bench/bench_ops.cpp, timed the same way.
+
+Method (identical in bench_ops.cpp): an idle pause of 250 ms; 3 warmup calls; one timed
+call gives `inner`, the number of calls per sample needed for a sample of >= 2 ms (at most
+1000); then 15 samples, each the mean time of `inner` back-to-back calls; the median sample
+is reported. (The pause lets the previous case's idle BLAS/OpenMP threads go to sleep.)
+
+Usage: /usr/bin/python3 bench/torch_ops.py [--threads N] [--filter SUBSTRING]
+  N defaults to OMP_NUM_THREADS, else 1; --filter keeps cases whose "op size" contains it.
+Output: JSON lines, a "meta" line then one per case (same keys as relpos_bench_ops).
+"""
+import argparse
+import json
+import math
+import os
+import time
+
+import torch
+
+WARMUP = 3
+SAMPLES = 15
+MIN_SAMPLE_MS = 2.0
+MAX_INNER = 1000
+PAUSE_MS = 250
+
+
+def now_ms():
+    return time.perf_counter_ns() / 1e6
+
+
+def time_op(fn):
+    time.sleep(PAUSE_MS / 1000)
+    for _ in range(WARMUP):
+        fn()
+    t0 = now_ms()
+    fn()
+    one = max(now_ms() - t0, 1e-6)
+    inner = min(max(math.ceil(MIN_SAMPLE_MS / one), 1), MAX_INNER)
+    samples = []
+    for _ in range(SAMPLES):
+        t0 = now_ms()
+        for _ in range(inner):
+            fn()
+        samples.append((now_ms() - t0) / inner)
+    samples.sort()
+    return samples[len(samples) // 2], inner
+
+
+def cases():
+    gen = torch.Generator().manual_seed(1234)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=gen, dtype=torch.float32)
+
+    out = []
+    for n in (128, 256, 512, 1024):
+        a, b = randn(n, n), randn(n, n)
+        out.append(("matmul", f"{n}x{n}x{n}", 2.0 * n ** 3, 4.0 * 3 * n * n,
+                    lambda a=a, b=b: torch.matmul(a, b)))
+    a, b = randn(16, 128, 64), randn(16, 64, 128)
+    out.append(("matmul", "16x[128x64x128]", 2.0 * 16 * 128 * 128 * 64,
+                4.0 * 16 * (128 * 64 + 64 * 128 + 128 * 128), lambda a=a, b=b: torch.matmul(a, b)))
+    n = 512
+    at, b = randn(n, n).transpose(0, 1), randn(n, n)
+    out.append(("matmul", "512x512x512 a.T", 2.0 * n ** 3, 4.0 * 3 * n * n,
+                lambda a=at, b=b: torch.matmul(a, b)))
+    a, bt = randn(n, n), randn(n, n).transpose(0, 1)
+    out.append(("matmul", "512x512x512 b.T", 2.0 * n ** 3, 4.0 * 3 * n * n,
+                lambda a=a, b=bt: torch.matmul(a, b)))
+    for shape in ((4096, 256), (64, 4, 128, 128)):
+        x = randn(*shape)
+        out.append(("softmax", "[" + ",".join(map(str, shape)) + "]", 0.0, 2.0 * 4.0 * x.numel(),
+                    lambda x=x: torch.softmax(x, dim=-1)))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int,
+                    default=max(1, int(os.environ.get("OMP_NUM_THREADS", "1") or 1)))
+    ap.add_argument("--filter", default="", help='run only cases whose "op size" contains this')
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    meta = {"impl": "torch", "meta": True, "threads": args.threads,
+            "torch_threads": torch.get_num_threads(), "torch_version": torch.__version__,
+            "openblas_threads_env": os.environ.get("OPENBLAS_NUM_THREADS", ""),
+            "openblas_coretype_env": os.environ.get("OPENBLAS_CORETYPE", ""),
+            "pause_ms": PAUSE_MS, "warmup": WARMUP, "samples": SAMPLES, "min_sample_ms": MIN_SAMPLE_MS}
+    print(json.dumps(meta), flush=True)
+    with torch.no_grad():
+        for op, size, flops, nbytes, fn in cases():
+            if args.filter not in f"{op} {size}":
+                continue
+            ms, inner = time_op(fn)
+            print(json.dumps({"impl": "torch", "op": op, "size": size, "threads": args.threads,
+                              "ms": ms, "gflops": flops / (ms * 1e6) if flops else None,
+                              "gbps": nbytes / (ms * 1e6), "inner": inner}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
