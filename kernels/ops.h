@@ -30,6 +30,8 @@ enum class Unary {
   ClampMask,          // 1 where p <= x <= q else 0 (clamp backward)
 };
 Tensor unary(Unary op, const Tensor& x, double p = 0.0, double q = 0.0);  // out: x.shape
+// Fused backward of a pointwise op: g * deriv(x) in one pass (g, x: same shape).
+Tensor unary_grad(Unary deriv, const Tensor& g, const Tensor& x, double p = 0.0, double q = 0.0);
 
 enum class Binary { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge };
 // a, b broadcast together; comparisons return 1/0 in the operands' dtype.

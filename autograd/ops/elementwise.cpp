@@ -23,6 +23,18 @@ Variable unary_op(const char* name, const Variable& x, Unary fwd, Deriv deriv, b
   });
 }
 
+// y = f(x) whose derivative is the pointwise kernel `deriv` of x (or of y when save_output):
+// backward is one fused pass g * deriv(.).
+Variable unary_op_fused(const char* name, const Variable& x, Unary fwd, Unary deriv, bool save_output) {
+  Tensor y = k::unary(fwd, x.data());
+  SavedTensor sx(save_output ? y : x.data(), name);
+  return make_result(y, name, {x}, [sx, deriv](const Tensor& g) -> std::vector<Tensor> {
+    const Tensor& t = sx.get();
+    if (g.shape() != t.shape()) return {k::mul(g, k::unary(deriv, t))};
+    return {k::unary_grad(deriv, g, t)};
+  });
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- binary
@@ -133,25 +145,25 @@ Variable abs(const Variable& x) {  // d/dx = sign(x) (0 at 0)
 }
 
 Variable tanh(const Variable& x) {  // d/dx = 1 - y^2
-  return unary_op("tanh", x, Unary::Tanh, [](const Tensor& y) { return k::unary(Unary::TanhGradFromY, y); }, true);
+  return unary_op_fused("tanh", x, Unary::Tanh, Unary::TanhGradFromY, true);
 }
 
 Variable sigmoid(const Variable& x) {  // d/dx = y (1 - y)
-  return unary_op("sigmoid", x, Unary::Sigmoid, [](const Tensor& y) { return k::unary(Unary::SigmoidGradFromY, y); }, true);
+  return unary_op_fused("sigmoid", x, Unary::Sigmoid, Unary::SigmoidGradFromY, true);
 }
 
 Variable relu(const Variable& x) {  // d/dx = [x > 0]
-  return unary_op("relu", x, Unary::Relu, [](const Tensor& t) { return k::unary(Unary::ReluGrad, t); }, false);
+  return unary_op_fused("relu", x, Unary::Relu, Unary::ReluGrad, false);
 }
 
 Variable gelu(const Variable& x, GeluApprox approx) {
   if (approx == GeluApprox::Tanh)
-    return unary_op("gelu_tanh", x, Unary::GeluTanh, [](const Tensor& t) { return k::unary(Unary::GeluTanhGrad, t); }, false);
-  return unary_op("gelu", x, Unary::GeluErf, [](const Tensor& t) { return k::unary(Unary::GeluErfGrad, t); }, false);
+    return unary_op_fused("gelu_tanh", x, Unary::GeluTanh, Unary::GeluTanhGrad, false);
+  return unary_op_fused("gelu", x, Unary::GeluErf, Unary::GeluErfGrad, false);
 }
 
 Variable silu(const Variable& x) {
-  return unary_op("silu", x, Unary::Silu, [](const Tensor& t) { return k::unary(Unary::SiluGrad, t); }, false);
+  return unary_op_fused("silu", x, Unary::Silu, Unary::SiluGrad, false);
 }
 
 // d/dx = [lo <= x <= hi]

@@ -19,148 +19,120 @@ namespace {
 // inlined.
 template <Unary op, typename T>
 inline T unary_value(T x, [[maybe_unused]] T p, [[maybe_unused]] T q) {
-  [[maybe_unused]] constexpr T kSqrt2OverPi =
-      T(0.7978845608028654); // sqrt(2/pi)
+  [[maybe_unused]] constexpr T kSqrt2OverPi = T(0.7978845608028654);  // sqrt(2/pi)
   [[maybe_unused]] constexpr T kC = T(0.044715);
   [[maybe_unused]] constexpr T kInvSqrt2 = T(0.7071067811865476);
-  [[maybe_unused]] constexpr T kInvSqrt2Pi =
-      T(0.3989422804014327); // 1/sqrt(2 pi)
-  if constexpr (op == Unary::Neg)
-    return -x;
-  if constexpr (op == Unary::Exp)
-    return std::exp(x);
-  if constexpr (op == Unary::Log)
-    return std::log(x);
-  if constexpr (op == Unary::Sqrt)
-    return std::sqrt(x);
-  if constexpr (op == Unary::Rsqrt)
-    return T(1) / std::sqrt(x);
-  if constexpr (op == Unary::Abs)
-    return std::abs(x);
-  if constexpr (op == Unary::Sign)
-    return T((x > 0) - (x < 0));
-  if constexpr (op == Unary::Tanh)
-    return std::tanh(x);
-  if constexpr (op == Unary::Sigmoid)
-    return T(1) / (T(1) + std::exp(-x));
-  if constexpr (op == Unary::Relu)
-    return x > 0 ? x : T(0);
+  [[maybe_unused]] constexpr T kInvSqrt2Pi = T(0.3989422804014327);  // 1/sqrt(2 pi)
+  if constexpr (op == Unary::Neg) return -x;
+  if constexpr (op == Unary::Exp) return std::exp(x);
+  if constexpr (op == Unary::Log) return std::log(x);
+  if constexpr (op == Unary::Sqrt) return std::sqrt(x);
+  if constexpr (op == Unary::Rsqrt) return T(1) / std::sqrt(x);
+  if constexpr (op == Unary::Abs) return std::abs(x);
+  if constexpr (op == Unary::Sign) return T((x > 0) - (x < 0));
+  if constexpr (op == Unary::Tanh) return std::tanh(x);
+  if constexpr (op == Unary::Sigmoid) return T(1) / (T(1) + std::exp(-x));
+  if constexpr (op == Unary::Relu) return x > 0 ? x : T(0);
   if constexpr (op == Unary::GeluTanh) {
     T t = std::tanh(kSqrt2OverPi * (x + kC * x * x * x));
     return T(0.5) * x * (T(1) + t);
   }
-  if constexpr (op == Unary::GeluErf)
-    return T(0.5) * x * (T(1) + std::erf(x * kInvSqrt2));
-  if constexpr (op == Unary::Silu)
-    return x / (T(1) + std::exp(-x));
-  if constexpr (op == Unary::ReluGrad)
-    return x > 0 ? T(1) : T(0);
+  if constexpr (op == Unary::GeluErf) return T(0.5) * x * (T(1) + std::erf(x * kInvSqrt2));
+  if constexpr (op == Unary::Silu) return x / (T(1) + std::exp(-x));
+  if constexpr (op == Unary::ReluGrad) return x > 0 ? T(1) : T(0);
   if constexpr (op == Unary::GeluTanhGrad) {
     T t = std::tanh(kSqrt2OverPi * (x + kC * x * x * x));
-    return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * kSqrt2OverPi *
-                                     (T(1) + T(3) * kC * x * x);
+    return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * kSqrt2OverPi * (T(1) + T(3) * kC * x * x);
   }
   if constexpr (op == Unary::GeluErfGrad)
-    return T(0.5) * (T(1) + std::erf(x * kInvSqrt2)) +
-           x * kInvSqrt2Pi * std::exp(T(-0.5) * x * x);
+    return T(0.5) * (T(1) + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(T(-0.5) * x * x);
   if constexpr (op == Unary::SiluGrad) {
     T s = T(1) / (T(1) + std::exp(-x));
     return s * (T(1) + x * (T(1) - s));
   }
-  if constexpr (op == Unary::TanhGradFromY)
-    return T(1) - x * x;
-  if constexpr (op == Unary::SigmoidGradFromY)
-    return x * (T(1) - x);
-  if constexpr (op == Unary::AddScalar)
-    return x + p;
-  if constexpr (op == Unary::MulScalar)
-    return x * p;
-  if constexpr (op == Unary::PowScalar)
-    return std::pow(x, p);
-  if constexpr (op == Unary::RPowScalar)
-    return std::pow(p, x);
-  if constexpr (op == Unary::Clamp)
-    return x < p ? p : (x > q ? q : x);
-  if constexpr (op == Unary::ClampMask)
-    return (x >= p && x <= q) ? T(1) : T(0);
+  if constexpr (op == Unary::TanhGradFromY) return T(1) - x * x;
+  if constexpr (op == Unary::SigmoidGradFromY) return x * (T(1) - x);
+  if constexpr (op == Unary::AddScalar) return x + p;
+  if constexpr (op == Unary::MulScalar) return x * p;
+  if constexpr (op == Unary::PowScalar) return std::pow(x, p);
+  if constexpr (op == Unary::RPowScalar) return std::pow(p, x);
+  if constexpr (op == Unary::Clamp) return x < p ? p : (x > q ? q : x);
+  if constexpr (op == Unary::ClampMask) return (x >= p && x <= q) ? T(1) : T(0);
   return x;
 }
 
-template <typename T> T binary_value(Binary op, T a, T b) {
+template <typename T>
+T binary_value(Binary op, T a, T b) {
   switch (op) {
-  case Binary::Add:
-    return a + b;
-  case Binary::Sub:
-    return a - b;
-  case Binary::Mul:
-    return a * b;
-  case Binary::Div:
-    return a / b;
-  case Binary::Pow:
-    return T(std::pow(a, b));
-  case Binary::Maximum:
-    return a > b ? a : b;
-  case Binary::Minimum:
-    return a < b ? a : b;
-  case Binary::Eq:
-    return T(a == b);
-  case Binary::Ne:
-    return T(a != b);
-  case Binary::Lt:
-    return T(a < b);
-  case Binary::Le:
-    return T(a <= b);
-  case Binary::Gt:
-    return T(a > b);
-  case Binary::Ge:
-    return T(a >= b);
+    case Binary::Add:
+      return a + b;
+    case Binary::Sub:
+      return a - b;
+    case Binary::Mul:
+      return a * b;
+    case Binary::Div:
+      return a / b;
+    case Binary::Pow:
+      return T(std::pow(a, b));
+    case Binary::Maximum:
+      return a > b ? a : b;
+    case Binary::Minimum:
+      return a < b ? a : b;
+    case Binary::Eq:
+      return T(a == b);
+    case Binary::Ne:
+      return T(a != b);
+    case Binary::Lt:
+      return T(a < b);
+    case Binary::Le:
+      return T(a <= b);
+    case Binary::Gt:
+      return T(a > b);
+    case Binary::Ge:
+      return T(a >= b);
   }
   return a;
 }
 
 // Run f(a, b) over the broadcast of a and b into a fresh contiguous tensor.
 template <typename T, typename F>
-Tensor broadcast_apply(const Tensor &a, const Tensor &b, const char *op, F f) {
+Tensor broadcast_apply(const Tensor& a, const Tensor& b, const char* op, F f) {
   Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
   Tensor out = Tensor::empty(shape, a.dtype());
   Tensor ae = a.expand(shape), be = b.expand(shape);
-  T *o = out.data<T>();
-  const T *pa = a.data<T>();
-  const T *pb = b.data<T>();
-  for_each_run<3>(shape, {out.strides(), ae.strides(), be.strides()},
-                  [&](auto off, int64_t n, auto st) {
-                    T *po = o + off[0];
-                    const T *xa = pa + off[1];
-                    const T *xb = pb + off[2];
-                    if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
-                      for (int64_t i = 0; i < n; ++i)
-                        po[i] = f(xa[i], xb[i]);
-                    } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
-                      const T vb = xb[0];
-                      for (int64_t i = 0; i < n; ++i)
-                        po[i] = f(xa[i], vb);
-                    } else {
-                      for (int64_t i = 0; i < n; ++i)
-                        po[i * st[0]] = f(xa[i * st[1]], xb[i * st[2]]);
-                    }
-                  });
+  T* o = out.data<T>();
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  for_each_run<3>(shape, {out.strides(), ae.strides(), be.strides()}, [&](auto off, int64_t n, auto st) {
+    T* po = o + off[0];
+    const T* xa = pa + off[1];
+    const T* xb = pb + off[2];
+    if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
+      for (int64_t i = 0; i < n; ++i) po[i] = f(xa[i], xb[i]);
+    } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
+      const T vb = xb[0];
+      for (int64_t i = 0; i < n; ++i) po[i] = f(xa[i], vb);
+    } else {
+      for (int64_t i = 0; i < n; ++i) po[i * st[0]] = f(xa[i * st[1]], xb[i * st[2]]);
+    }
+  });
   return out;
 }
 
-#define RELPOS_UNARY_OPS(X)                                                    \
-  X(Neg)                                                                       \
-  X(Exp) X(Log) X(Sqrt) X(Rsqrt) X(Abs) X(Sign) X(Tanh) X(Sigmoid) X(Relu)     \
-      X(GeluTanh) X(GeluErf) X(Silu) X(ReluGrad) X(GeluTanhGrad)               \
-          X(GeluErfGrad) X(SiluGrad) X(TanhGradFromY) X(SigmoidGradFromY)      \
-              X(AddScalar) X(MulScalar) X(PowScalar) X(RPowScalar) X(Clamp)    \
-                  X(ClampMask)
+#define RELPOS_UNARY_OPS(X)                                                                                     \
+  X(Neg)                                                                                                        \
+  X(Exp)                                                                                                        \
+  X(Log) X(Sqrt) X(Rsqrt) X(Abs) X(Sign) X(Tanh) X(Sigmoid) X(Relu) X(GeluTanh) X(GeluErf) X(Silu) X(ReluGrad)  \
+      X(GeluTanhGrad) X(GeluErfGrad) X(SiluGrad) X(TanhGradFromY) X(SigmoidGradFromY) X(AddScalar) X(MulScalar) \
+          X(PowScalar) X(RPowScalar) X(Clamp) X(ClampMask)
 
 // f.template operator()<Unary::OP>() for the runtime op.
-template <typename F> void visit_unary(Unary op, F &&f) {
+template <typename F>
+void visit_unary(Unary op, F&& f) {
   switch (op) {
-#define RELPOS_CASE(name)                                                      \
-  case Unary::name:                                                            \
-    f.template operator()<Unary::name>();                                      \
+#define RELPOS_CASE(name)                 \
+  case Unary::name:                       \
+    f.template operator()<Unary::name>(); \
     return;
     RELPOS_UNARY_OPS(RELPOS_CASE)
 #undef RELPOS_CASE
@@ -168,137 +140,148 @@ template <typename F> void visit_unary(Unary op, F &&f) {
   fail("unary: unknown op {}", int(op));
 }
 
-} // namespace
+}  // namespace
 
-Tensor unary(Unary op, const Tensor &x, double p, double q) {
+Tensor unary(Unary op, const Tensor& x, double p, double q) {
   check_defined(x, "unary op", "input");
   require_cpu("unary op", x);
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   visit_float(x.dtype(), "unary op", [&]<typename T>() {
     visit_unary(op, [&]<Unary OP>() {
-      T *o = out.data<T>();
-      const T *px = x.data<T>();
+      T* o = out.data<T>();
+      const T* px = x.data<T>();
       const T tp = T(p), tq = T(q);
-      for_each_run<2>(x.shape(), {out.strides(), x.strides()},
-                      [&](auto off, int64_t n, auto st) {
-                        T *po = o + off[0];
-                        const T *xx = px + off[1];
-                        if (st[1] == 1)
-                          for (int64_t i = 0; i < n; ++i)
-                            po[i] = unary_value<OP>(xx[i], tp, tq);
-                        else
-                          for (int64_t i = 0; i < n; ++i)
-                            po[i] = unary_value<OP>(xx[i * st[1]], tp, tq);
-                      });
+      for_each_run<2>(x.shape(), {out.strides(), x.strides()}, [&](auto off, int64_t n, auto st) {
+        T* po = o + off[0];
+        const T* xx = px + off[1];
+        if (st[1] == 1)
+          for (int64_t i = 0; i < n; ++i) po[i] = unary_value<OP>(xx[i], tp, tq);
+        else
+          for (int64_t i = 0; i < n; ++i) po[i] = unary_value<OP>(xx[i * st[1]], tp, tq);
+      });
     });
   });
   return out;
 }
 
-Tensor binary(Binary op, const Tensor &a, const Tensor &b) {
+Tensor unary_grad(Unary deriv, const Tensor& g, const Tensor& x, double p, double q) {
+  check_same_dtype_device(g, x, "unary_grad");
+  require_cpu("unary_grad", g, x);
+  RELPOS_CHECK(g.shape() == x.shape(), "unary_grad: gradient {} and input {} differ", shape_str(g.shape()),
+               shape_str(x.shape()));
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  visit_float(x.dtype(), "unary_grad", [&]<typename T>() {
+    visit_unary(deriv, [&]<Unary OP>() {
+      T* o = out.data<T>();
+      const T* pg = g.data<T>();
+      const T* px = x.data<T>();
+      const T tp = T(p), tq = T(q);
+      for_each_run<3>(x.shape(), {out.strides(), g.strides(), x.strides()}, [&](auto off, int64_t n, auto st) {
+        T* po = o + off[0];
+        const T* gg = pg + off[1];
+        const T* xx = px + off[2];
+        if (st[1] == 1 && st[2] == 1)
+          for (int64_t i = 0; i < n; ++i) po[i] = gg[i] * unary_value<OP>(xx[i], tp, tq);
+        else
+          for (int64_t i = 0; i < n; ++i) po[i] = gg[i * st[1]] * unary_value<OP>(xx[i * st[2]], tp, tq);
+      });
+    });
+  });
+  return out;
+}
+
+Tensor binary(Binary op, const Tensor& a, const Tensor& b) {
   check_same_dtype_device(a, b, "binary op");
   require_cpu("binary op", a, b);
   return visit_all(a.dtype(), [&]<typename T>() {
     // Specialise the hot arithmetic ops so the inner loop is a plain
     // expression.
     switch (op) {
-    case Binary::Add:
-      return broadcast_apply<T>(a, b, "add", [](T x, T y) { return x + y; });
-    case Binary::Sub:
-      return broadcast_apply<T>(a, b, "sub", [](T x, T y) { return x - y; });
-    case Binary::Mul:
-      return broadcast_apply<T>(a, b, "mul", [](T x, T y) { return x * y; });
-    case Binary::Div:
-      if constexpr (std::is_integral_v<T>) {
-        // Integer x / 0 and INT64_MIN / -1 trap (SIGFPE): flag them and throw
-        // instead.
-        std::atomic<bool> bad{false};
-        Tensor out = broadcast_apply<T>(a, b, "div", [&bad](T x, T y) {
-          if (y == 0 || (y == -1 && x == std::numeric_limits<T>::min())) {
-            bad.store(true, std::memory_order_relaxed);
-            return T(0);
-          }
-          return T(x / y);
-        });
-        RELPOS_CHECK(!bad.load(),
-                     "div: integer division by zero or overflow in {} / {}",
-                     describe(a), describe(b));
-        return out;
-      }
-      return broadcast_apply<T>(a, b, "div", [](T x, T y) { return x / y; });
-    default:
-      return broadcast_apply<T>(
-          a, b, "binary op", [op](T x, T y) { return binary_value(op, x, y); });
+      case Binary::Add:
+        return broadcast_apply<T>(a, b, "add", [](T x, T y) { return x + y; });
+      case Binary::Sub:
+        return broadcast_apply<T>(a, b, "sub", [](T x, T y) { return x - y; });
+      case Binary::Mul:
+        return broadcast_apply<T>(a, b, "mul", [](T x, T y) { return x * y; });
+      case Binary::Div:
+        if constexpr (std::is_integral_v<T>) {
+          // Integer x / 0 and INT64_MIN / -1 trap (SIGFPE): flag them and throw
+          // instead.
+          std::atomic<bool> bad{false};
+          Tensor out = broadcast_apply<T>(a, b, "div", [&bad](T x, T y) {
+            if (y == 0 || (y == -1 && x == std::numeric_limits<T>::min())) {
+              bad.store(true, std::memory_order_relaxed);
+              return T(0);
+            }
+            return T(x / y);
+          });
+          RELPOS_CHECK(!bad.load(), "div: integer division by zero or overflow in {} / {}", describe(a), describe(b));
+          return out;
+        }
+        return broadcast_apply<T>(a, b, "div", [](T x, T y) { return x / y; });
+      default:
+        return broadcast_apply<T>(a, b, "binary op", [op](T x, T y) { return binary_value(op, x, y); });
     }
   });
 }
 
-Tensor where(const Tensor &cond, const Tensor &a, const Tensor &b) {
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   check_same_dtype_device(a, b, "where");
   check_defined(cond, "where", "condition");
   require_cpu("where", cond, a, b);
-  Shape shape = broadcast_shapes(
-      broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
+  Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   Tensor c = cond.expand(shape), ae = a.expand(shape), be = b.expand(shape);
   Tensor out = Tensor::empty(shape, a.dtype());
   visit_all(a.dtype(), [&]<typename T>() {
     visit_all(cond.dtype(), [&]<typename C>() {
-      T *o = out.data<T>();
-      const C *pc = c.data<C>();
-      const T *pa = ae.data<T>();
-      const T *pb = be.data<T>();
-      for_each_run<4>(shape,
-                      {out.strides(), c.strides(), ae.strides(), be.strides()},
-                      [&](auto off, int64_t n, auto st) {
-                        for (int64_t i = 0; i < n; ++i)
-                          o[off[0] + i * st[0]] = pc[off[1] + i * st[1]] != C(0)
-                                                      ? pa[off[2] + i * st[2]]
-                                                      : pb[off[3] + i * st[3]];
-                      });
+      T* o = out.data<T>();
+      const C* pc = c.data<C>();
+      const T* pa = ae.data<T>();
+      const T* pb = be.data<T>();
+      for_each_run<4>(
+          shape, {out.strides(), c.strides(), ae.strides(), be.strides()}, [&](auto off, int64_t n, auto st) {
+            for (int64_t i = 0; i < n; ++i)
+              o[off[0] + i * st[0]] = pc[off[1] + i * st[1]] != C(0) ? pa[off[2] + i * st[2]] : pb[off[3] + i * st[3]];
+          });
     });
   });
   return out;
 }
 
-Tensor masked_fill(const Tensor &x, const Tensor &mask, double value) {
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   check_defined(mask, "masked_fill", "mask");
   Shape shape = broadcast_shapes(x.shape(), mask.shape(), "masked_fill");
-  RELPOS_CHECK(shape == x.shape(),
-               "masked_fill: mask {} does not broadcast to input {}",
-               shape_str(mask.shape()), shape_str(x.shape()));
+  RELPOS_CHECK(shape == x.shape(), "masked_fill: mask {} does not broadcast to input {}", shape_str(mask.shape()),
+               shape_str(x.shape()));
   return where(mask, Tensor::scalar(value, x.dtype()), x);
 }
 
-void add_(const Tensor &dst, const Tensor &src, double alpha) {
+void add_(const Tensor& dst, const Tensor& src, double alpha) {
   check_same_dtype_device(dst, src, "add_");
   require_cpu("add_", dst, src);
   Tensor s = src.expand(dst.shape());
   visit_float(dst.dtype(), "add_", [&]<typename T>() {
-    T *d = dst.data<T>();
-    const T *ps = s.data<T>();
+    T* d = dst.data<T>();
+    const T* ps = s.data<T>();
     const T a = T(alpha);
-    for_each_run<2>(dst.shape(), {dst.strides(), s.strides()},
-                    [&](auto off, int64_t n, auto st) {
-                      for (int64_t i = 0; i < n; ++i)
-                        d[off[0] + i * st[0]] += a * ps[off[1] + i * st[1]];
-                    });
+    for_each_run<2>(dst.shape(), {dst.strides(), s.strides()}, [&](auto off, int64_t n, auto st) {
+      for (int64_t i = 0; i < n; ++i) d[off[0] + i * st[0]] += a * ps[off[1] + i * st[1]];
+    });
   });
   dst.bump_version();
 }
 
-void mul_(const Tensor &dst, double s) {
+void mul_(const Tensor& dst, double s) {
   check_defined(dst, "mul_", "tensor");
   require_cpu("mul_", dst);
   visit_float(dst.dtype(), "mul_", [&]<typename T>() {
-    T *d = dst.data<T>();
+    T* d = dst.data<T>();
     const T a = T(s);
-    for_each_run<1>(dst.shape(), {dst.strides()},
-                    [&](auto off, int64_t n, auto st) {
-                      for (int64_t i = 0; i < n; ++i)
-                        d[off[0] + i * st[0]] *= a;
-                    });
+    for_each_run<1>(dst.shape(), {dst.strides()}, [&](auto off, int64_t n, auto st) {
+      for (int64_t i = 0; i < n; ++i) d[off[0] + i * st[0]] *= a;
+    });
   });
   dst.bump_version();
 }
 
-} // namespace relpos::k
+}  // namespace relpos::k
