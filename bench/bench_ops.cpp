@@ -2,13 +2,14 @@
 // bench/torch_ops.py runs the same cases the same way with PyTorch; bench/run_ops_bench.sh
 // runs both with one thread count and prints a comparison table.
 //
-// Method (identical in torch_ops.py): an idle pause of 250 ms; 3 warmup calls; one timed
-// call gives `inner`, the number of calls per sample needed for a sample of >= 2 ms (at
-// most 1000); then 15 samples, each the mean time of `inner` back-to-back calls; the median
-// sample is reported. The pause keeps one case from timing the previous one's idle threads:
-// after a multi-threaded GEMM, OpenBLAS's (pthreads) workers busy-wait for ~0.1 s, and an
-// OpenMP-parallel op in that window can stall to a scheduler tick per call on a 2-core
-// machine (see bench/RESULTS.md).
+// Method (identical in torch_ops.py): warmup calls for at least 250 ms (and at least 3
+// calls); one timed call gives `inner`, the number of calls per sample needed for a sample
+// of >= 2 ms (at most 1000); then 15 samples, each the mean time of `inner` back-to-back
+// calls; the median sample is reported. The warmup is long so that a case does not time
+// the previous case's idle threads: on this 2-core machine an OpenMP-parallel op run
+// within ~0.1 s after a multi-threaded OpenBLAS GEMM (whose pthread workers busy-wait
+// meanwhile) was seen to stall to ~8 ms per call, and the first calls after an idle spell
+// can run at one-thread speed (see bench/RESULTS.md).
 //
 // Usage: relpos_bench_ops [--threads N] [--filter SUBSTRING]
 //   N defaults to OMP_NUM_THREADS, else 1; --filter keeps cases whose "op size" contains it.
@@ -25,7 +26,6 @@
 #include <cstring>
 #include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/tensor.h"
@@ -35,11 +35,11 @@ using namespace relpos;
 
 namespace {
 
-constexpr int kWarmup = 3;
+constexpr int kWarmup = 3;          // at least this many warmup calls
+constexpr double kWarmupMs = 250.0;  // and at least this long
 constexpr int kSamples = 15;
 constexpr double kMinSampleMs = 2.0;
 constexpr int kMaxInner = 1000;
-constexpr int kPauseMs = 250;
 
 double now_ms() {
   using clock = std::chrono::steady_clock;
@@ -48,9 +48,9 @@ double now_ms() {
 
 // Median over kSamples of the mean time of `inner` calls of fn, in ms.
 double time_op(const std::function<Tensor()>& fn, int& inner_out) {
-  std::this_thread::sleep_for(std::chrono::milliseconds(kPauseMs));
-  for (int i = 0; i < kWarmup; ++i) fn();
   double t0 = now_ms();
+  for (int i = 0; i < kWarmup || now_ms() - t0 < kWarmupMs; ++i) fn();
+  t0 = now_ms();
   fn();
   double one = std::max(now_ms() - t0, 1e-6);
   int inner = std::clamp(int(std::ceil(kMinSampleMs / one)), 1, kMaxInner);
@@ -128,9 +128,9 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"impl\":\"relpos\",\"meta\":true,\"threads\":%d,\"omp_max_threads\":%d,"
       "\"openblas_threads\":%d,\"openblas_config\":\"%s\",\"openblas_coretype_env\":\"%s\","
-      "\"pause_ms\":%d,\"warmup\":%d,\"samples\":%d,\"min_sample_ms\":%g}\n",
+      "\"warmup\":%d,\"warmup_ms\":%g,\"samples\":%d,\"min_sample_ms\":%g}\n",
       threads, omp_get_max_threads(), openblas_get_num_threads(), openblas_get_config(),
-      coretype ? coretype : "", kPauseMs, kWarmup, kSamples, kMinSampleMs);
+      coretype ? coretype : "", kWarmup, kWarmupMs, kSamples, kMinSampleMs);
   std::fflush(stdout);
   for (const Case& c : cases) {
     if (!filter.empty() && (c.op + " " + c.size).find(filter) == std::string::npos) continue;

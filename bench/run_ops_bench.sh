@@ -73,7 +73,7 @@ tmeta, tor = load(sys.argv[2])
 print(f"threads: relpos {rmeta['threads']} (omp {rmeta['omp_max_threads']}, openblas "
       f"{rmeta['openblas_threads']}), torch {tmeta['torch_threads']} "
       f"(torch {tmeta['torch_version']}); {rmeta['openblas_config']}")
-print(f"method: per case {rmeta['pause_ms']} ms idle pause, {rmeta['warmup']} warmup calls, median of {rmeta['samples']} samples, each the mean "
+print(f"method: per case >= {rmeta['warmup_ms']:g} ms (>= {rmeta['warmup']} calls) of warmup, median of {rmeta['samples']} samples, each the mean "
       f"of back-to-back calls filling >= {rmeta['min_sample_ms']} ms (1 call for slower ops)")
 other = int(sys.argv[3])
 print(f"CPU used by other processes during the runs: {other}% of all CPUs"

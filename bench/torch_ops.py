@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """PyTorch side of the op benchmark: the cases of bench/bench_ops.cpp, timed the same way.
 
-Method (identical in bench_ops.cpp): an idle pause of 250 ms; 3 warmup calls; one timed
-call gives `inner`, the number of calls per sample needed for a sample of >= 2 ms (at most
-1000); then 15 samples, each the mean time of `inner` back-to-back calls; the median sample
-is reported. (The pause lets the previous case's idle BLAS/OpenMP threads go to sleep.)
+Method (identical in bench_ops.cpp): warmup calls for at least 250 ms (and at least 3
+calls); one timed call gives `inner`, the number of calls per sample needed for a sample of
+>= 2 ms (at most 1000); then 15 samples, each the mean time of `inner` back-to-back calls;
+the median sample is reported. (The long warmup keeps a case from timing the previous
+case's idle BLAS/OpenMP threads; see bench_ops.cpp and bench/RESULTS.md.)
 
 Usage: /usr/bin/python3 bench/torch_ops.py [--threads N] [--filter SUBSTRING]
   N defaults to OMP_NUM_THREADS, else 1; --filter keeps cases whose "op size" contains it.
@@ -22,7 +23,7 @@ WARMUP = 3
 SAMPLES = 15
 MIN_SAMPLE_MS = 2.0
 MAX_INNER = 1000
-PAUSE_MS = 250
+WARMUP_MS = 250.0
 
 
 def now_ms():
@@ -30,9 +31,11 @@ def now_ms():
 
 
 def time_op(fn):
-    time.sleep(PAUSE_MS / 1000)
-    for _ in range(WARMUP):
+    t0 = now_ms()
+    i = 0
+    while i < WARMUP or now_ms() - t0 < WARMUP_MS:
         fn()
+        i += 1
     t0 = now_ms()
     fn()
     one = max(now_ms() - t0, 1e-6)
@@ -86,7 +89,7 @@ def main():
             "torch_threads": torch.get_num_threads(), "torch_version": torch.__version__,
             "openblas_threads_env": os.environ.get("OPENBLAS_NUM_THREADS", ""),
             "openblas_coretype_env": os.environ.get("OPENBLAS_CORETYPE", ""),
-            "pause_ms": PAUSE_MS, "warmup": WARMUP, "samples": SAMPLES, "min_sample_ms": MIN_SAMPLE_MS}
+            "warmup": WARMUP, "warmup_ms": WARMUP_MS, "samples": SAMPLES, "min_sample_ms": MIN_SAMPLE_MS}
     print(json.dumps(meta), flush=True)
     with torch.no_grad():
         for op, size, flops, nbytes, fn in cases():
