@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/cpu/fast_math.h"
 #include "kernels/dispatch.h"
 #include "kernels/ops.h"
 
@@ -45,17 +46,27 @@ Tensor rowwise(const std::vector<Tensor>& ins, int64_t dim, const char* op, F&& 
 Tensor softmax(const Tensor& x, int64_t dim) {
   return rowwise({x}, dim, "softmax", []<typename T>(const T* a, const T*, T* o, int64_t n) {
     T m = -std::numeric_limits<T>::infinity();
+#pragma omp simd reduction(max : m)
     for (int64_t i = 0; i < n; ++i) m = a[i] > m ? a[i] : m;
     if (std::isinf(m) && m < 0) {  // fully masked row: define as zeros, not NaN
       for (int64_t i = 0; i < n; ++i) o[i] = T(0);
       return;
     }
     double s = 0.0;
-    for (int64_t i = 0; i < n; ++i) {
-      o[i] = std::exp(a[i] - m);
-      s += double(o[i]);
+    if constexpr (std::is_same_v<T, float>) {
+#pragma omp simd reduction(+ : s)
+      for (int64_t i = 0; i < n; ++i) {
+        o[i] = fast::exp_f32(a[i] - m);
+        s += double(o[i]);
+      }
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        o[i] = std::exp(a[i] - m);
+        s += double(o[i]);
+      }
     }
     const T inv = T(1.0 / s);
+#pragma omp simd
     for (int64_t i = 0; i < n; ++i) o[i] *= inv;
   });
 }
@@ -71,13 +82,15 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
   });
 }
 
-// dx = y * (gy - sum(gy * y))
+// dx = y * (gy - sum(gy * y))  (float rows vectorise: the dot product accumulates in double)
 Tensor softmax_backward(const Tensor& y, const Tensor& gy, int64_t dim) {
   check_same_dtype_device(y, gy, "softmax_backward");
   return rowwise({y, gy}, dim, "softmax_backward", []<typename T>(const T* yy, const T* g, T* o, int64_t n) {
     double dot = 0.0;
+#pragma omp simd reduction(+ : dot)
     for (int64_t i = 0; i < n; ++i) dot += double(yy[i]) * double(g[i]);
     const T d = T(dot);
+#pragma omp simd
     for (int64_t i = 0; i < n; ++i) o[i] = yy[i] * (g[i] - d);
   });
 }
