@@ -54,11 +54,16 @@ Tensor softmax(const Tensor& x, int64_t dim) {
     }
     double s = 0.0;
     if constexpr (std::is_same_v<T, float>) {
-#pragma omp simd reduction(+ : s)
+      const float* __restrict in = a;  // rows never alias (out is a fresh tensor)
+      float* __restrict out = o;
+      float sf = 0.0f;  // lane-wise float partial sums: the order is fixed, so results are deterministic
+#pragma omp simd reduction(+ : sf)
       for (int64_t i = 0; i < n; ++i) {
-        o[i] = fast::exp_f32(a[i] - m);
-        s += double(o[i]);
+        const float e = fast::exp_f32(in[i] - m);
+        out[i] = e;
+        sf += e;
       }
+      s = sf;
     } else {
       for (int64_t i = 0; i < n; ++i) {
         o[i] = std::exp(a[i] - m);
