@@ -44,9 +44,32 @@ Tensor reduce(Reduce op, const Tensor& x, std::vector<int64_t> dims, bool keepdi
   RELPOS_CHECK(R > 0 || op == Reduce::Sum || op == Reduce::Mean,
                "reduce: cannot take max/min/logsumexp/var over an empty dim (shape {})",
                shape_str(x.shape()));
-  Tensor xp = (nd == 0 ? x : x.permute(order)).contiguous();
   const int64_t rows = numel_of(kept_shape);
   Tensor out = Tensor::empty(keepdim ? out_shape : kept_shape, x.dtype());
+  // Sum/mean over leading dims of a contiguous tensor (bias gradients: [N, D] -> [D]):
+  // column sums in place, rows added in order, no transposed copy.
+  bool leading = (op == Reduce::Sum || op == Reduce::Mean) && nd > 0 && x.is_contiguous() && R > 0 && rows > 1;
+  for (int64_t d = 0; d < nd && leading; ++d) leading = red[d] == (d < nd - int64_t(kept_shape.size()));
+  if (leading) {
+    visit_float(x.dtype(), "reduce", [&]<typename T>() {
+      const T* px = x.data<T>();
+      T* po = out.data<T>();
+      const int64_t C = rows;  // kept (trailing) elements per reduced index
+      constexpr int64_t kBlock = 256;
+#pragma omp parallel for schedule(static) if (R * C >= 65536 && C >= 2 * kBlock)
+      for (int64_t c0 = 0; c0 < C; c0 += kBlock) {
+        const int64_t c1 = std::min(C, c0 + kBlock);
+        double acc[kBlock] = {};
+        for (int64_t r = 0; r < R; ++r) {
+          const T* row = px + r * C;
+          for (int64_t c = c0; c < c1; ++c) acc[c - c0] += double(row[c]);
+        }
+        for (int64_t c = c0; c < c1; ++c) po[c] = T(op == Reduce::Mean ? acc[c - c0] / double(R) : acc[c - c0]);
+      }
+    });
+    return out;
+  }
+  Tensor xp = (nd == 0 ? x : x.permute(order)).contiguous();
   visit_float(x.dtype(), "reduce", [&]<typename T>() {
     const T* px = xp.data<T>();
     T* po = out.data<T>();
