@@ -279,6 +279,8 @@ def main():
     ap.add_argument("--wd", type=float, default=0.01)
     ap.add_argument("--clip", type=float, default=1.0)
     ap.add_argument("--load", default="", help="directory written by relpos_bench_train --dump")
+    ap.add_argument("--profile", action="store_true",
+                    help="run the timed steps under torch.profiler and print its op table to stderr")
     a = ap.parse_args()
 
     torch.set_num_threads(a.threads)
@@ -302,7 +304,11 @@ def main():
     params = list(model.parameters())
     opt = torch.optim.AdamW(param_groups(model, a.wd), lr=a.lr, betas=(0.9, 0.999), eps=1e-8, foreach=False)
     ms, losses = [], []
+    prof = None
     for s in range(total):
+        if a.profile and s == a.warmup:
+            prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+            prof.__enter__()
         t0 = time.perf_counter()
         logits = model(inputs[s])
         loss = F.cross_entropy(logits.reshape(-1, VOCAB), targets[s])
@@ -316,6 +322,9 @@ def main():
         if s >= a.warmup:
             ms.append((t1 - t0) * 1000.0)
 
+    if prof is not None:
+        prof.__exit__(None, None, None)
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25), file=sys.stderr)
     median = statistics.median(ms)
     out = {
         "impl": "torch", "pos": a.pos, "d_model": a.d_model, "n_layers": a.layers, "n_heads": a.heads,
