@@ -27,8 +27,8 @@ path = args[0]
 
 FRAME = re.compile(r"^\s*([0-9a-f]+)\s+(.*?)\s+\(([^)]*)\)\s*$")
 AUTOGRAD_OP = re.compile(r"^relpos::(operator\S+?|[a-z_0-9]+)(\(relpos::|\(double|$)")
-BACKWARD_HANDLER = "std::_Function_handler<"
-BACKWARD_OWNER = re.compile(r"relpos::([a-z_0-9]+|operator[^\s(]+)\(relpos::Variable")
+BACKWARD_PREFIX = "std::_Function_handler<std::vector<relpos::Tensor, std::allocator<relpos::Tensor> > (relpos::Tensor const&), "
+BACKWARD_OWNER = re.compile(r"relpos::([a-z_0-9]+|operator[^\s(]+)\(")
 KERNEL = re.compile(r"^relpos::k::([a-z_0-9]+)(\(|$)")
 PE_HOOK = re.compile(r"relpos::nn::\(anonymous namespace\)::\w+::(rotate|rotate_key|toeplitz_bias|score_terms|"
                      r"value_terms|embed)\b|^relpos::add_toeplitz_bias")
@@ -96,6 +96,7 @@ def main():
     kern = collections.Counter()
     leaf = collections.Counter()
     leaf_sym = collections.Counter()
+    alloc = kern_mode = 0  # samples inside Storage::Storage (alloc + zero fill); leaf in the kernel
     pe_fwd = 0  # forward samples inside the position encoding's hooks or add_toeplitz_bias
     total = 0
     with open(path, errors="replace") as f:
@@ -109,7 +110,7 @@ def main():
             name = None
             if ph == "backward":
                 for sym, _ in st:
-                    m = BACKWARD_OWNER.search(sym) if sym.startswith(BACKWARD_HANDLER) else None
+                    m = BACKWARD_OWNER.search(sym[len(BACKWARD_PREFIX):]) if sym.startswith(BACKWARD_PREFIX) else None
                     if m:
                         name = m.group(1) + " (backward)"
                         break
@@ -125,6 +126,10 @@ def main():
                     name = {"AdamW step": "AdamW step", "clip_grad_norm": "clip_grad_norm",
                             "zero_grad": "zero_grad", "graph free": "graph free"}.get(ph, ph + " (other)")
             op[name] += 1
+            if any("relpos::Storage::Storage" in sym for sym, _ in st):
+                alloc += 1
+            if "kernel" in st[0][1]:
+                kern_mode += 1
             if ph == "forward" and any(PE_HOOK.search(sym) for sym, _ in st):
                 pe_fwd += 1
             kname = None  # the innermost kernels/ops.h entry, else the innermost Tensor copy/alloc
@@ -159,6 +164,8 @@ def main():
     table("phase", phase)
     print(f"position encoding, forward only (its hooks rotate/toeplitz_bias/score_terms/value_terms + "
           f"add_toeplitz_bias, inclusive): {pe_fwd} samples = {100.0 * pe_fwd / total:.1f}%\n")
+    print(f"fresh buffers: inside Storage::Storage (aligned_alloc + memset zero fill, incl. page faults) "
+          f"{100.0 * alloc / total:.1f}%; in the kernel (page faults, mm) {100.0 * kern_mode / total:.1f}%\n")
     table("autograd op (forward / backward)", op)
     table("kernel (kernels/ops.h entry)", kern, 15)
     table("leaf (who runs the instruction)", leaf, 12)

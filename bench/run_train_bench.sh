@@ -109,25 +109,4 @@ done
 echo "# uptime after: $(uptime)" >&2
 echo "# raw results: $RES" >&2
 
-"$PY" - "$RES" <<'EOF'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-by = {}
-for r in rows:
-    by.setdefault((r["size"], r["pos"]), {})[r["impl"]] = r
-t = rows[0]["threads"]
-print(f"threads {t}; ms/step = median of the timed steps (mean in parentheses); ratio = relpos/torch (lower is better)")
-print()
-print("| size | PE | relpos ms/step | torch ms/step | ratio relpos/torch | relpos tok/s | torch tok/s | relpos peak RSS MB | torch peak RSS MB |")
-print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
-for (size, pos), d in by.items():
-    a, b = d["relpos"], d["torch"]
-    print(f"| {size} | {pos} | {a['ms_per_step_median']:.1f} ({a['ms_per_step_mean']:.1f}) | "
-          f"{b['ms_per_step_median']:.1f} ({b['ms_per_step_mean']:.1f}) | "
-          f"{a['ms_per_step_median'] / b['ms_per_step_median']:.2f} | {a['tokens_per_s']:.0f} | {b['tokens_per_s']:.0f} | "
-          f"{a['peak_rss_mb']:.0f} | {b['peak_rss_mb']:.0f} |")
-r0 = next(r for r in rows if r["impl"] == "torch")
-print()
-print(f"torch {r0.get('torch', '?')}; torch's RSS includes ~{r0['rss_start_mb']:.0f} MB for the interpreter + libtorch "
-      f"before the model is built (relpos: ~{next(r for r in rows if r['impl'] == 'relpos')['rss_start_mb']:.0f} MB).")
-EOF
+"$PY" "$ROOT/bench/train_table.py" "$RES"
