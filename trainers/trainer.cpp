@@ -356,11 +356,11 @@ std::string sample(const LoadedRun& run, const SampleOptions& o) {
   NoGradGuard ng;
   std::vector<int64_t> ids = run.data->encode(o.prompt);
   if (ids.empty()) ids.push_back(0);  // start from the first vocabulary entry
-  RELPOS_CHECK_CONFIG(int64_t(ids.size()) + o.tokens <= run.cfg.model.max_len || run.cfg.model.position != "learned",
-                      "sample: {} prompt + {} new tokens exceed model.max_len {} of a learned-position model",
-                      ids.size(), o.tokens, run.cfg.model.max_len);
   Generator g(o.seed);
   nn::DecodeState st;
+  const int64_t window = std::max<int64_t>(run.cfg.data.seq_len, 2);
+  const std::string prompt_text = run.data->decode(ids);
+  if (int64_t(ids.size()) > window) ids.erase(ids.begin(), ids.end() - window);  // context fits the window
   Variable logits = run.model->decode_step(Tensor::from_vector(ids, {1, int64_t(ids.size())}), st);
   std::vector<int64_t> out;
   for (int64_t t = 0; t < o.tokens; ++t) {
@@ -380,9 +380,18 @@ std::string sample(const LoadedRun& run, const SampleOptions& o) {
         }
     }
     out.push_back(next);
-    logits = run.model->decode_step(Tensor::from_vector(std::vector<int64_t>{next}, {1, 1}), st);
+    ids.push_back(next);
+    if (st.position >= window) {
+      // The model was trained on windows of seq_len tokens: rather than attend further than it
+      // ever saw, rebuild the KV cache from the last half window (positions restart at 0).
+      st = nn::DecodeState{};
+      std::vector<int64_t> tail(ids.end() - window / 2, ids.end());
+      logits = run.model->decode_step(Tensor::from_vector(tail, {1, int64_t(tail.size())}), st);
+    } else {
+      logits = run.model->decode_step(Tensor::from_vector(std::vector<int64_t>{next}, {1, 1}), st);
+    }
   }
-  return run.data->decode(ids) + run.data->decode(out);
+  return prompt_text + run.data->decode(out);
 }
 
 }  // namespace relpos::train

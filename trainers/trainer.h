@@ -65,7 +65,9 @@ struct SampleOptions {
   double temperature = 1.0;  // 0: greedy
   uint64_t seed = 0;
 };
-// Decoder models only; decodes with the KV cache.
+// Decoder models only; decodes with the KV cache. Attention never reaches further back than
+// the training length data.seq_len: when the cache is full it is rebuilt from the last half
+// window (the usual "crop to block size" of char-level samplers).
 std::string sample(const LoadedRun& run, const SampleOptions& opt);
 
 }  // namespace relpos::train
