@@ -359,7 +359,7 @@ std::string sample(const LoadedRun& run, const SampleOptions& o) {
   Generator g(o.seed);
   nn::DecodeState st;
   const int64_t window = std::max<int64_t>(run.cfg.data.seq_len, 2);
-  const std::string prompt_text = run.data->decode(ids);
+  const std::vector<int64_t> prompt_ids = ids;
   if (int64_t(ids.size()) > window) ids.erase(ids.begin(), ids.end() - window);  // context fits the window
   Variable logits = run.model->decode_step(Tensor::from_vector(ids, {1, int64_t(ids.size())}), st);
   std::vector<int64_t> out;
@@ -391,7 +391,9 @@ std::string sample(const LoadedRun& run, const SampleOptions& o) {
       logits = run.model->decode_step(Tensor::from_vector(std::vector<int64_t>{next}, {1, 1}), st);
     }
   }
-  return prompt_text + run.data->decode(out);
+  std::vector<int64_t> all = prompt_ids;
+  all.insert(all.end(), out.begin(), out.end());
+  return run.data->decode(all);
 }
 
 }  // namespace relpos::train

@@ -161,6 +161,11 @@ TEST_CASE("trainer: a run reopens for eval (other lengths) and sampling", "[trai
   so.tokens = 4;
   std::string s = train::sample(run, so);
   REQUIRE_THAT(s, Contains("<bos> 1 2 3 <sep>"));
+  so.tokens = 40;  // far past the training window (seq_len 6 -> sequences of 14): the cache is rebuilt
+  so.temperature = 0;
+  std::string longer = train::sample(run, so);
+  REQUIRE(std::count(longer.begin(), longer.end(), ' ') == 4 + 40);  // prompt (5 tokens) + 40 generated
+  REQUIRE(train::sample(run, so) == longer);                          // greedy decoding is deterministic
 }
 
 TEST_CASE("trainer: a corrupted checkpoint is a clear error", "[trainer]") {
