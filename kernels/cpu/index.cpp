@@ -97,26 +97,39 @@ Tensor index_add(const Shape& shape, int64_t dim, const Tensor& idx, const Tenso
 
 namespace {
 
-// Shared loop of gather / scatter_add: visits every element of idx with the flat offset of
-// the corresponding x element (idx value substituted at dim).
+// Shared loop of gather / scatter_add: visits every element of idx (flat row-major index e)
+// with the flat offset of the corresponding x element (idx value substituted at dim). Reads
+// idx through its strides (an expanded index costs nothing), one row of the last dim at a
+// time.
 template <typename F>
-void for_each_gather(const Tensor& x_like_shape_strides, const Tensor& idx, int64_t dim,
-                     const char* op, F&& f) {
+void for_each_gather(const Tensor& x_like_shape_strides, const Tensor& idx, int64_t dim, const char* op, F&& f) {
   const Shape& xs = x_like_shape_strides.shape();
   const Shape& xst = x_like_shape_strides.strides();
-  std::vector<int64_t> ids = idx.to_vector<int64_t>();
   const Shape& is = idx.shape();
-  std::vector<int64_t> pos(is.size(), 0);
-  for (size_t e = 0; e < ids.size(); ++e) {
-    int64_t v = ids[e];
-    RELPOS_CHECK(v >= 0 && v < xs[dim], "{}: index {} out of range [0, {}) along dim {}", op, v,
-                 xs[dim], dim);
-    int64_t off = 0;
-    for (size_t d = 0; d < is.size(); ++d) off += (int64_t(d) == dim ? v : pos[d]) * xst[d];
-    f(int64_t(e), off);
-    for (int64_t d = int64_t(is.size()) - 1; d >= 0; --d) {
-      if (++pos[d] < is[d]) break;
-      pos[d] = 0;
+  const Shape& ist = idx.strides();
+  const int64_t nd = idx.dim();
+  if (idx.numel() == 0) return;
+  const int64_t* pi = idx.data<int64_t>();
+  const int64_t last = nd - 1, inner = is[size_t(last)];
+  const int64_t rows = idx.numel() / inner;
+  const int64_t bound = xs[size_t(dim)], xdim = xst[size_t(dim)];
+  const int64_t xlast = dim == last ? 0 : xst[size_t(last)], ilast = ist[size_t(last)];
+  std::vector<int64_t> pos(size_t(nd), 0);
+  int64_t e = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t xb = 0, ib = 0;
+    for (int64_t d = 0; d < last; ++d) {
+      ib += pos[size_t(d)] * ist[size_t(d)];
+      if (d != dim) xb += pos[size_t(d)] * xst[size_t(d)];
+    }
+    for (int64_t j = 0; j < inner; ++j, ++e) {
+      const int64_t v = pi[ib + j * ilast];
+      RELPOS_CHECK(v >= 0 && v < bound, "{}: index {} out of range [0, {}) along dim {}", op, v, bound, dim);
+      f(e, xb + v * xdim + j * xlast);
+    }
+    for (int64_t d = last - 1; d >= 0; --d) {
+      if (++pos[size_t(d)] < is[size_t(d)]) break;
+      pos[size_t(d)] = 0;
     }
   }
 }
