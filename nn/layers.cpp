@@ -36,6 +36,10 @@ Norm::Norm(const std::string& kind, int64_t dim, DType dtype) {
 
 Variable Norm::forward(const Variable& x) const { return ln_ ? ln_->forward(x) : rms_->forward(x); }
 
+Dropout::Dropout(double p) : p_(p) {
+  RELPOS_CHECK(p >= 0.0 && p < 1.0, "Dropout: p must be in [0, 1), got {}", p);
+}
+
 Variable apply_dropout(const Variable& x, double p, bool training, Generator* gen) {
   if (!training || p == 0.0 || gen == nullptr) return x;
   return dropout(x, p, true, *gen);

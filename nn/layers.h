@@ -56,6 +56,16 @@ class Norm : public Module {
 // Inverted dropout; a null generator (or eval mode) makes it the identity.
 Variable apply_dropout(const Variable& x, double p, bool training, Generator* gen);
 
+// Dropout as a module: identity in eval mode or without a generator.
+class Dropout : public Module {
+ public:
+  explicit Dropout(double p);
+  Variable forward(const Variable& x, Generator* gen) const { return apply_dropout(x, p_, is_training(), gen); }
+
+ private:
+  double p_;
+};
+
 // fc2(gelu(fc1(x))): [.., D] -> [.., d_ff] -> [.., D]
 class MLP : public Module {
  public:
