@@ -25,9 +25,7 @@ void validate(const ModelConfig& c) {
   find_position_variant(c.position);  // throws with the list of names
 }
 
-TransformerStack::TransformerStack(const ModelConfig& cfg, bool causal, bool cross_attention, Generator& gen)
-    : cfg_(cfg), causal_(causal) {
-  embed_ = register_module("embed", std::make_shared<Embedding>(cfg.vocab, cfg.d_model, cfg.init_std, gen, cfg.dtype));
+PositionConfig position_config(const ModelConfig& cfg) {
   PositionConfig pc;
   pc.type = cfg.position;
   pc.d_model = cfg.d_model;
@@ -37,6 +35,13 @@ TransformerStack::TransformerStack(const ModelConfig& cfg, bool causal, bool cro
   pc.init_std = cfg.position_std;
   pc.params = cfg.position_params;
   pc.dtype = cfg.dtype;
+  return pc;
+}
+
+TransformerStack::TransformerStack(const ModelConfig& cfg, bool causal, bool cross_attention, Generator& gen)
+    : cfg_(cfg), causal_(causal) {
+  embed_ = register_module("embed", std::make_shared<Embedding>(cfg.vocab, cfg.d_model, cfg.init_std, gen, cfg.dtype));
+  PositionConfig pc = position_config(cfg);
   const bool share = cfg.position_shared.value_or(!find_position_variant(cfg.position).per_layer);
   pc.shared_across_layers = share;
   pos_ = make_position_encoding(pc, gen);

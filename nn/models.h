@@ -110,4 +110,7 @@ class Model : public Module {
 // Cross-field checks with messages naming the fields (d_model % n_heads, kind, norm, ...).
 void validate(const ModelConfig& cfg);
 
+// The position-encoding settings a model of this config builds its encodings from.
+PositionConfig position_config(const ModelConfig& cfg);
+
 }  // namespace relpos::nn

@@ -314,13 +314,7 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
                 c.data.vocab_size);
   {
     // Build the encoding once with the real sizes: variant parameters are checked here.
-    nn::PositionConfig pc;
-    pc.type = c.model.position;
-    pc.d_model = c.model.d_model;
-    pc.n_heads = c.model.n_heads;
-    pc.head_dim = c.model.d_model / c.model.n_heads;
-    pc.max_len = c.model.max_len;
-    pc.params = c.model.position_params;
+    nn::PositionConfig pc = nn::position_config(c.model);
     Generator g(0);
     nn::PositionEncodingPtr pos;
     try {
