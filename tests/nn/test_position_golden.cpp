@@ -147,3 +147,16 @@ TEST_CASE("position registry: unknown names and parameters are clear errors", "[
   REQUIRE_THROWS_WITH(test::make_attention("t5", {{"num_buckets", "abc"}}), Contains("not an integer"));
   REQUIRE_THROWS_WITH(test::make_attention("rope", {{"style", "diagonal"}}), Contains("half, interleaved"));
 }
+
+TEST_CASE("sinusoidal: PE[pos, 2i] = sin(pos / 10000^(2i/D)), PE[pos, 2i+1] = cos(...), offsets respected", "[positional][golden]") {
+  auto s = test::make_attention("sinusoidal", {}, 2, 8);
+  Variable zeros(Tensor::zeros({1, 3, 8}, DType::F64));
+  Tensor pe = s.attn->position()->embed(zeros, 5).data();  // positions 5, 6, 7
+  for (int64_t p = 0; p < 3; ++p)
+    for (int64_t i = 0; i < 4; ++i) {
+      const double ang = double(5 + p) / std::pow(10000.0, 2.0 * double(i) / 8.0);
+      REQUIRE(pe.at({0, p, 2 * i}) == Approx(std::sin(ang)).epsilon(1e-12));
+      REQUIRE(pe.at({0, p, 2 * i + 1}) == Approx(std::cos(ang)).epsilon(1e-12));
+    }
+  REQUIRE(pe.at({0, 0, 0}) == Approx(std::sin(5.0)).epsilon(1e-12));  // hand value: sin(5) = -0.9589
+}
