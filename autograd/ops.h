@@ -34,6 +34,9 @@ Variable clamp(const Variable& x, double lo, double hi);
 // out = cond != 0 ? a : b (cond is not differentiated)
 Variable where(const Tensor& cond, const Variable& a, const Variable& b);
 Variable masked_fill(const Variable& x, const Tensor& mask, double value);
+// x: [..., Lq, Lk]; cells whose key position k_offset + j lies after query position
+// q_offset + i become value (gradient 0 there). The causal mask without a mask tensor.
+Variable causal_fill(const Variable& x, int64_t q_offset, int64_t k_offset, double value);
 // comparisons: 1/0 in x's dtype, never differentiable
 Tensor eq(const Variable& a, const Variable& b);
 Tensor ne(const Variable& a, const Variable& b);

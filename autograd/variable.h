@@ -33,6 +33,13 @@ class Variable {
   // optimizers and clipping can update .grad in place.
   void set_grad(const Tensor& g) const { impl_->grad = g.defined() ? g.clone() : Tensor(); }
   void zero_grad() const { impl_->grad = Tensor(); }
+  // Replace the data of a leaf (Module::to moving parameters between devices); every copy of
+  // this Variable (optimizers hold them) sees the new tensor. The gradient is dropped.
+  void set_data(Tensor t) const {
+    RELPOS_CHECK(is_leaf(), "set_data: '{}' is not a leaf", impl_->name);
+    impl_->data = std::move(t);
+    impl_->grad = Tensor();
+  }
   bool requires_grad() const { return impl_->requires_grad; }
   Variable& set_requires_grad(bool r);
   bool is_leaf() const { return impl_->grad_fn == nullptr; }

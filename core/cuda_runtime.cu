@@ -2,6 +2,8 @@
 // CUDA_CHECK, which throws relpos::Error naming the call and the CUDA error string.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "core/cuda_runtime.h"
 #include "core/error.h"
 
@@ -43,6 +45,103 @@ void copy_to_host(void* dst, const void* src, size_t n) {
 }
 void copy_device_to_device(void* dst, const void* src, size_t n) {
   CUDA_CHECK(cudaMemcpy(dst, src, n, cudaMemcpyDeviceToDevice));
+}
+
+}  // namespace relpos::cuda
+
+// ---------------------------------------------------------------- strided copy / fill
+namespace relpos::cuda {
+
+namespace {
+
+template <typename T>
+__device__ T* elem(const StridedView& v, int64_t linear) {
+  int64_t off = 0;
+  for (int d = v.ndim - 1; d >= 0; --d) {
+    off += (linear % v.shape[d]) * v.strides[d];
+    linear /= v.shape[d];
+  }
+  return static_cast<T*>(v.data) + off;
+}
+
+template <typename D, typename S>
+__global__ void copy_kernel(StridedView dst, StridedView src, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    *elem<D>(dst, i) = D(*elem<S>(src, i));
+}
+
+template <typename T>
+__global__ void fill_kernel(StridedView dst, T value, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    *elem<T>(dst, i) = value;
+}
+
+int64_t numel(const StridedView& v) {
+  int64_t n = 1;
+  for (int d = 0; d < v.ndim; ++d) n *= v.shape[d];
+  return n;
+}
+
+unsigned grid_for(int64_t n) { return unsigned(std::min<int64_t>((n + 255) / 256, 65535)); }
+
+template <typename F>
+void visit(DType t, F&& f) {
+  switch (t) {
+    case DType::F32: f(float{}); break;
+    case DType::F64: f(double{}); break;
+    case DType::I64: f(int64_t{}); break;
+  }
+}
+
+}  // namespace
+
+void strided_copy(const StridedView& dst, const StridedView& src) {
+  const int64_t n = numel(dst);
+  if (n == 0) return;
+  visit(dst.dtype, [&](auto d) {
+    visit(src.dtype, [&](auto s) {
+      copy_kernel<decltype(d), decltype(s)><<<grid_for(n), 256>>>(dst, src, n);
+    });
+  });
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void strided_fill(const StridedView& dst, double value) {
+  const int64_t n = numel(dst);
+  if (n == 0) return;
+  visit(dst.dtype, [&](auto d) {
+    using T = decltype(d);
+    fill_kernel<T><<<grid_for(n), 256>>>(dst, T(value), n);
+  });
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void synchronize() { CUDA_CHECK(cudaDeviceSynchronize()); }
+
+std::vector<DeviceInfo> devices() {
+  std::vector<DeviceInfo> out;
+  const int n = device_count();
+  for (int i = 0; i < n; ++i) {
+    cudaDeviceProp p{};
+    CUDA_CHECK(cudaGetDeviceProperties(&p, i));
+    size_t free_b = 0, total_b = 0;
+    int cur = 0;
+    CUDA_CHECK(cudaGetDevice(&cur));
+    CUDA_CHECK(cudaSetDevice(i));
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    CUDA_CHECK(cudaSetDevice(cur));
+    out.push_back({i, p.name, total_b, free_b, p.major, p.minor, p.multiProcessorCount});
+  }
+  return out;
+}
+
+std::string runtime_version() {
+  int rt = 0, drv = 0;
+  cudaRuntimeGetVersion(&rt);
+  if (cudaDriverGetVersion(&drv) != cudaSuccess) drv = 0;
+  (void)cudaGetLastError();
+  auto v = [](int x) { return std::to_string(x / 1000) + "." + std::to_string((x % 1000) / 10); };
+  return "CUDA runtime " + v(rt) + ", driver " + (drv ? v(drv) : std::string("none"));
 }
 
 }  // namespace relpos::cuda

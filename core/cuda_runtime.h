@@ -4,8 +4,38 @@
 // "no CUDA device".
 #pragma once
 #include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
 
 namespace relpos::cuda {
+
+// A strided view for the device-side copy/fill that core itself needs (contiguous(),
+// clone(), copy_(), fill_() of cuda tensors). Rank <= kMaxDims.
+constexpr int kMaxDims = 8;
+struct StridedView {
+  void* data;  // element 0 (storage base + offset)
+  DType dtype;
+  int ndim;
+  int64_t shape[kMaxDims];
+  int64_t strides[kMaxDims];  // in elements; 0 for a broadcast dim
+};
+// dst[i] = convert(src[i]) for every index of dst's shape (src has the same shape).
+void strided_copy(const StridedView& dst, const StridedView& src);
+void strided_fill(const StridedView& dst, double value);
+void synchronize();  // wait for all queued device work (errors surface here)
+
+struct DeviceInfo {
+  int index;
+  std::string name;
+  size_t total_memory, free_memory;  // bytes
+  int cc_major, cc_minor;            // compute capability
+  int multiprocessors;
+};
+std::vector<DeviceInfo> devices();  // empty without a GPU
+std::string runtime_version();      // "CUDA runtime 13.0, driver 13.0, cuBLAS 13.0.0" or why not
 
 bool built_with_cuda();
 int device_count();          // 0 when no driver/device (never throws)

@@ -14,3 +14,13 @@ void copy_to_host(void*, const void*, size_t) { fail("built without CUDA support
 void copy_device_to_device(void*, const void*, size_t) { fail("built without CUDA support"); }
 
 }  // namespace relpos::cuda
+
+namespace relpos::cuda {
+
+void strided_copy(const StridedView&, const StridedView&) { fail("built without CUDA support"); }
+void strided_fill(const StridedView&, double) { fail("built without CUDA support"); }
+void synchronize() {}
+std::vector<DeviceInfo> devices() { return {}; }
+std::string runtime_version() { return "built without CUDA support"; }
+
+}  // namespace relpos::cuda

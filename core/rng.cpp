@@ -5,17 +5,7 @@
 
 namespace relpos {
 
-static uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
-uint64_t Generator::next_u64() {
-  uint64_t k = splitmix64(state_.seed ^ 0x5851F42D4C957F2DULL);
-  return splitmix64(k + state_.offset++ * 0xD1B54A32D192ED03ULL);
-}
+uint64_t Generator::next_u64() { return rng_draw(state_.seed, state_.offset++); }
 
 double Generator::uniform() { return double(next_u64() >> 11) * 0x1.0p-53; }
 

@@ -4,7 +4,29 @@
 #pragma once
 #include <cstdint>
 
+#if defined(__CUDACC__)
+#define RELPOS_HOST_DEVICE __host__ __device__
+#else
+#define RELPOS_HOST_DEVICE
+#endif
+
 namespace relpos {
+
+// The counter-based draw itself, usable from host and device code: draw number `counter` of
+// a generator seeded with `seed`. A Generator is this function plus a running counter, so a
+// kernel can produce draw offset + i for element i independently (dropout on any device).
+RELPOS_HOST_DEVICE inline uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+RELPOS_HOST_DEVICE inline uint64_t rng_draw(uint64_t seed, uint64_t counter) {
+  return splitmix64(splitmix64(seed ^ 0x5851F42D4C957F2DULL) + counter * 0xD1B54A32D192ED03ULL);
+}
+RELPOS_HOST_DEVICE inline double rng_uniform(uint64_t seed, uint64_t counter) {  // [0, 1)
+  return double(rng_draw(seed, counter) >> 11) * 0x1.0p-53;
+}
 
 struct GeneratorState {
   uint64_t seed = 0;
@@ -22,6 +44,12 @@ class Generator {
   GeneratorState state() const { return state_; }
   void set_state(GeneratorState s) { state_ = s; }
   void manual_seed(uint64_t seed) { state_ = {seed, 0}; }
+  // Reserve n draws for a kernel that computes them itself: returns the first counter.
+  uint64_t advance(uint64_t n) {
+    uint64_t first = state_.offset;
+    state_.offset += n;
+    return first;
+  }
 
  private:
   GeneratorState state_;

@@ -36,12 +36,12 @@ Tensor Tensor::ones(const Shape& shape, DType dtype, Device device) {
 }
 
 Tensor Tensor::full(const Shape& shape, double value, DType dtype, Device device) {
-  Tensor t = empty(shape, dtype, Device::CPU);
+  Tensor t = empty(shape, dtype, device);
   t.fill_(value);
-  return device == Device::CPU ? t : t.to(device);
+  return t;
 }
 
-Tensor Tensor::scalar(double value, DType dtype) { return full({}, value, dtype); }
+Tensor Tensor::scalar(double value, DType dtype, Device device) { return full({}, value, dtype, device); }
 
 Tensor Tensor::arange(int64_t start, int64_t end, DType dtype) {
   Tensor t = empty({std::max<int64_t>(end - start, 0)}, dtype);
@@ -320,8 +320,21 @@ Tensor Tensor::to(Device dev) const {
   return out;
 }
 
+// The device-side form of a view, for core/cuda_runtime's strided copy and fill.
+static cuda::StridedView strided_view(const Tensor& t, const char* op) {
+  RELPOS_CHECK(t.dim() <= cuda::kMaxDims, "{}: cuda tensors of rank > {} are not supported ({})", op, cuda::kMaxDims,
+               describe(t));
+  cuda::StridedView v{t.raw_data(), t.dtype(), int(t.dim()), {}, {}};
+  for (int64_t d = 0; d < t.dim(); ++d) v.shape[d] = t.shape()[d], v.strides[d] = t.strides()[d];
+  return v;
+}
+
 const Tensor& Tensor::fill_(double value) const {
-  RELPOS_CHECK(device() == Device::CPU, "fill_: only cpu tensors (got {})", describe(*this));
+  if (device() == Device::CUDA) {
+    cuda::strided_fill(strided_view(*this, "fill_"), value);
+    bump_version();
+    return *this;
+  }
   visit_all(dtype_, [&]<typename T>() {
     T v = T(value);
     T* base = static_cast<T*>(storage_->data());
@@ -336,18 +349,15 @@ const Tensor& Tensor::fill_(double value) const {
 
 const Tensor& Tensor::copy_(const Tensor& src) const {
   check_defined(src, "copy_", "source");
-  if (device() != Device::CPU || src.device() != Device::CPU) {
-    RELPOS_CHECK(device() == src.device() && dtype_ == src.dtype_ && shape_ == src.shape_ &&
-                     is_contiguous() && src.is_contiguous(),
-                 "copy_: on cuda only same-shape, same-dtype contiguous copies are supported ({} <- {})",
-                 describe(*this), describe(src));
-    cuda::copy_device_to_device(raw_data(), src.raw_data(), size_t(numel()) * dtype_size(dtype_));
-    bump_version();
-    return *this;
-  }
   Tensor s = src.expand(broadcast_shapes(src.shape_, shape_, "copy_"));
   RELPOS_CHECK(s.shape_ == shape_, "copy_: source {} does not broadcast to destination {}",
                shape_str(src.shape_), shape_str(shape_));
+  if (src.device() != device()) s = src.to(device()).expand(shape_);  // one transfer, then a local copy
+  if (device() == Device::CUDA) {
+    cuda::strided_copy(strided_view(*this, "copy_"), strided_view(s, "copy_"));
+    bump_version();
+    return *this;
+  }
   visit_all(dtype_, [&]<typename D>() {
     visit_all(s.dtype_, [&]<typename S>() {
       D* dst = static_cast<D*>(storage_->data()) + offset_;

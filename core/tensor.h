@@ -25,7 +25,7 @@ class Tensor {
   static Tensor ones(const Shape& shape, DType dtype = DType::F32, Device device = Device::CPU);
   static Tensor full(const Shape& shape, double value, DType dtype = DType::F32,
                      Device device = Device::CPU);
-  static Tensor scalar(double value, DType dtype = DType::F32);  // 0-d
+  static Tensor scalar(double value, DType dtype = DType::F32, Device device = Device::CPU);  // 0-d
   static Tensor arange(int64_t start, int64_t end, DType dtype = DType::I64);
   template <typename T>
   static Tensor from_vector(const std::vector<T>& values, const Shape& shape);

@@ -1,7 +1,10 @@
-// kernels/ops.h — raw tensor computations (no autograd), one entry point per op.
-// Each entry checks dtypes/devices/shapes (errors name both operands) and switches on the
-// device: cpu kernels live in kernels/cpu/*.cpp; an op without a CUDA kernel yet throws a
-// clear error for cuda tensors (see dispatch.h). Shapes are in the comments.
+// kernels/ops.h — raw tensor computations (no autograd): the one public list of ops.
+// Every entry is a dispatch point (kernels/dispatch.cpp): it checks that all tensor inputs
+// sit on one device (else an error naming the op and both devices) and forwards to that
+// device's backend, kernels/cpu/ or kernels/cuda/, which implement the contract in
+// kernels/backend_ops.inc. A few entries (masked_fill, sum_to, cat, split) are compositions
+// of other ops and work on every device as they are. Outputs live on the inputs' device.
+// Shapes are in the comments.
 #pragma once
 #include <optional>
 #include <vector>
@@ -13,7 +16,7 @@ namespace relpos::k {
 
 // ---------------------------------------------------------------- elementwise
 enum class Unary {
-  Neg, Exp, Log, Sqrt, Rsqrt, Abs, Sign, Tanh, Sigmoid, Relu, GeluTanh, GeluErf, Silu,
+  Neg, Exp, Log, Sqrt, Rsqrt, Abs, Sign, Tanh, Sigmoid, Relu, GeluTanh, GeluErf, Silu, Floor, Ceil,
   // derivatives used by backward passes
   ReluGrad,           // x > 0
   GeluTanhGrad,       // d/dx gelu_tanh(x)
@@ -44,6 +47,9 @@ inline Tensor div(const Tensor& a, const Tensor& b) { return binary(Binary::Div,
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 // out = mask != 0 ? value : x; mask broadcasts to x.shape.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
+// x: [..., Lq, Lk] -> x with every cell where key position k_offset + j lies after query
+// position q_offset + i set to value (the causal mask as a predicate; no [Lq, Lk] mask).
+Tensor causal_fill(const Tensor& x, int64_t q_offset, int64_t k_offset, double value);
 // dst += alpha * src (src broadcast to dst.shape); bumps dst's version.
 void add_(const Tensor& dst, const Tensor& src, double alpha = 1.0);
 // dst *= s; bumps dst's version.
@@ -57,6 +63,9 @@ Tensor reduce(Reduce op, const Tensor& x, std::vector<int64_t> dims, bool keepdi
 inline Tensor sum(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false) {
   return reduce(Reduce::Sum, x, std::move(dims), keepdim);
 }
+// sum(x * x) over every element, accumulated in float64: a 0-d float64 tensor on x's device
+// (global gradient norms and the non-finite check: any NaN/Inf makes it non-finite).
+Tensor sum_squares(const Tensor& x);
 // Sum x over the dims that broadcasting expanded, so the result has `shape`.
 Tensor sum_to(const Tensor& x, const Shape& shape);
 
@@ -113,8 +122,10 @@ Tensor cat(const std::vector<Tensor>& xs, int64_t dim);
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim);  // views
 
 // ---------------------------------------------------------------- random
-// Mask of 0 or 1/(1-p) with P(0) = p, drawn from gen.
-Tensor dropout_mask(const Shape& shape, double p, Generator& gen, DType dtype);
+// Mask of 0 or 1/(1-p) with P(0) = p. Element i (row-major) is decided by draw number
+// offset + i of gen (counter-based), so every device produces the same mask; gen's offset
+// advances by numel.
+Tensor dropout_mask(const Shape& shape, double p, Generator& gen, DType dtype, Device device = Device::CPU);
 
 // ---------------------------------------------------------------- loss
 enum class Reduction { Mean, Sum, None };
@@ -131,8 +142,27 @@ Tensor cross_entropy_backward(const Tensor& g, const Tensor& logits, const Tenso
                               const Tensor& target, int64_t ignore_index, Reduction reduction,
                               int64_t count);
 
-// ---------------------------------------------------------------- threads
+// ---------------------------------------------------------------- optimizer updates
+struct AdamStep {
+  double lr, beta1, beta2, eps;
+  double weight_decay;     // 0 = none
+  bool decoupled;          // AdamW (p *= 1 - lr wd) vs Adam (g += wd p)
+  double bias_correction1; // 1 - beta1^t
+  double bias_correction2; // 1 - beta2^t
+};
+// One fused Adam/AdamW step in place on param, exp_avg, exp_avg_sq (all of param's shape,
+// dtype and device; contiguous). Same arithmetic, in the same order and precision, as
+// torch.optim.Adam(W)'s single-tensor path: m = b1 m + (1-b1) g; v = b2 v + ((1-b2) g) g;
+// p += (-lr/bc1) m / (sqrt(v)/sqrt(bc2) + eps).
+void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                 const AdamStep& s);
+
+// ---------------------------------------------------------------- settings
 void set_num_threads(int n);  // OpenMP and OpenBLAS
 int num_threads();
+// Let cuBLAS use TF32 tensor cores for float32 GEMMs (faster, ~1e-3 relative error).
+// Off by default, so CPU and GPU runs agree to float32 rounding; `train.allow_tf32`.
+void set_allow_tf32(bool allow);
+bool allow_tf32();
 
 }  // namespace relpos::k

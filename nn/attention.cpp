@@ -9,16 +9,6 @@
 
 namespace relpos::nn {
 
-Tensor causal_mask(int64_t Lq, int64_t Lk, int64_t q_offset, int64_t k_offset, DType dtype) {
-  Tensor m = Tensor::zeros({Lq, Lk}, dtype);
-  visit_float(dtype, "causal_mask", [&]<typename T>() {
-    T* p = m.data<T>();
-    for (int64_t i = 0; i < Lq; ++i)
-      for (int64_t j = 0; j < Lk; ++j) p[i * Lk + j] = (k_offset + j) > (q_offset + i) ? T(1) : T(0);
-  });
-  return m;
-}
-
 MultiHeadAttention::MultiHeadAttention(const AttentionConfig& cfg, PositionEncodingPtr pos, bool own_pos,
                                        Generator& gen, DType dtype)
     : cfg_(cfg), pos_(std::move(pos)) {
@@ -92,21 +82,23 @@ Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bo
     if (alpha_.defined()) sbias = sbias * reshape(alpha_, {alpha_.size(0), 1, 1});
     s = s + sbias;
   }
-  Tensor mask;  // [Lq, Lk] or [B, 1, Lq, Lk], 1 = masked
-  if (causal) mask = causal_mask(Lq, Lk, q_offset, k_offset, s.dtype());
+  // Masks: the causal one is a predicate on (i, j) inside the kernel; padding is [B, 1, 1, Lk].
+  constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+  Tensor kp;  // [B, 1, 1, Lk], 1 = padded key
   if (key_padding.defined()) {
     RELPOS_CHECK(key_padding.dim() == 2 && key_padding.size(0) == B && key_padding.size(1) == Lk,
                  "attention: key padding mask must be [B, Lk] = [{}, {}], got {}", B, Lk,
                  shape_str(key_padding.shape()));
-    Tensor kp = key_padding.to(s.dtype()).view({B, 1, 1, Lk});
-    mask = mask.defined() ? k::binary(k::Binary::Maximum, kp, mask) : kp;
+    kp = key_padding.to(s.data().device()).to(s.dtype()).view({B, 1, 1, Lk});
+    s = masked_fill(s, kp, kNegInf);
   }
-  if (mask.defined()) s = masked_fill(s, mask, -std::numeric_limits<double>::infinity());
+  if (causal) s = causal_fill(s, q_offset, k_offset, kNegInf);
   Variable p = softmax(s, -1);
   if (stats) {
     NoGradGuard ng;
     Tensor a = k::unary(k::Unary::Abs, s.data());
-    if (mask.defined()) a = k::masked_fill(a, mask, 0.0);
+    if (kp.defined()) a = k::masked_fill(a, kp, 0.0);
+    if (causal) a = k::causal_fill(a, q_offset, k_offset, 0.0);
     stats->max_abs_logit = k::reduce(k::Reduce::Max, a, {}, false).item();
     Tensor plogp = k::mul(p.data(), k::unary(k::Unary::Log, k::unary(k::Unary::Clamp, p.data(), 1e-30, 1.0)));
     stats->mean_entropy = -k::reduce(k::Reduce::Sum, plogp, {}, false).item() / double(B * cfg_.n_heads * Lq);

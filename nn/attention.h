@@ -67,7 +67,4 @@ class MultiHeadAttention : public Module {
   Variable alpha_;  // [1, 1] or [H, 1]
 };
 
-// Mask of keys a query may not see: [Lq, Lk] (1 = masked) for causal attention.
-Tensor causal_mask(int64_t Lq, int64_t Lk, int64_t q_offset, int64_t k_offset, DType dtype);
-
 }  // namespace relpos::nn

@@ -11,6 +11,29 @@ Variable& Module::register_parameter(const std::string& name, Tensor init, const
   return params_.back().param;
 }
 
+Variable& Module::register_buffer(const std::string& name, Tensor init) {
+  for (auto& [n, b] : buffers_) RELPOS_CHECK(n != name, "register_buffer: '{}' registered twice", name);
+  buffers_.emplace_back(name, Variable(std::move(init), false));
+  return buffers_.back().second;
+}
+
+void Module::to(Device device) {
+  std::vector<const Module*> seen;
+  move_to(device, seen);
+}
+
+void Module::move_to(Device device, std::vector<const Module*>& seen) {
+  if (std::find(seen.begin(), seen.end(), this) != seen.end()) return;
+  seen.push_back(this);
+  for (auto& p : params_)
+    if (p.param.data().device() != device) p.param.set_data(p.param.data().to(device));
+  for (auto& [n, b] : buffers_)
+    if (b.data().device() != device) b.set_data(b.data().to(device));
+  device_ = device;
+  for (auto& [n, m] : children_) m->move_to(device, seen);
+  on_device_change();
+}
+
 void Module::collect(const std::string& prefix, std::vector<NamedParameter>& out,
                      std::vector<const Module*>& seen) const {
   if (std::find(seen.begin(), seen.end(), this) != seen.end()) return;

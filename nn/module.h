@@ -39,6 +39,12 @@ class Module {
   // Copies values in; every name must exist with the same shape and every parameter must be
   // given (errors name the key and both shapes).
   void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& state);
+  // Move every parameter and buffer of this module and its submodules to `device` (a no-op
+  // for those already there). Variables keep their identity, so an optimizer built before
+  // the move keeps working; gradients are dropped. Optimizer state follows its parameters
+  // (it is allocated, and loaded, on the parameter's device).
+  void to(Device device);
+  Device device() const { return device_; }
   void train(bool on = true);
   void eval() { train(false); }
   bool is_training() const { return training_; }
@@ -48,6 +54,11 @@ class Module {
  protected:
   Variable& register_parameter(const std::string& name, Tensor init,
                                const std::string& group = group::kWeights);
+  // A tensor the module needs that is not learned (constant tables, slopes): moved by to(),
+  // not part of state_dict.
+  Variable& register_buffer(const std::string& name, Tensor init);
+  // Called after to() moved this module's tensors (drop caches built for the old device).
+  virtual void on_device_change() {}
   template <typename M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
     children_.emplace_back(name, m);
@@ -57,7 +68,10 @@ class Module {
  private:
   void collect(const std::string& prefix, std::vector<NamedParameter>& out,
                std::vector<const Module*>& seen) const;
+  void move_to(Device device, std::vector<const Module*>& seen);
   std::vector<NamedParameter> params_;
+  std::vector<std::pair<std::string, Variable>> buffers_;
+  Device device_ = Device::CPU;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };

@@ -194,6 +194,13 @@ Variable masked_fill(const Variable& x, const Tensor& mask, double value) {
                      [m](const Tensor& g) -> std::vector<Tensor> { return {k::masked_fill(g, m, 0.0)}; });
 }
 
+Variable causal_fill(const Variable& x, int64_t q_offset, int64_t k_offset, double value) {
+  return make_result(k::causal_fill(x.data(), q_offset, k_offset, value), "causal_fill", {x},
+                     [q_offset, k_offset](const Tensor& g) -> std::vector<Tensor> {
+                       return {k::causal_fill(g, q_offset, k_offset, 0.0)};
+                     });
+}
+
 Tensor eq(const Variable& a, const Variable& b) { return k::binary(Binary::Eq, a.data(), b.data()); }
 Tensor ne(const Variable& a, const Variable& b) { return k::binary(Binary::Ne, a.data(), b.data()); }
 Tensor lt(const Variable& a, const Variable& b) { return k::binary(Binary::Lt, a.data(), b.data()); }

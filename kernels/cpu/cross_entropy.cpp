@@ -6,17 +6,15 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/dispatch.h"
-#include "kernels/ops.h"
+#include "kernels/backend.h"
 
-namespace relpos::k {
+namespace relpos::k::cpu {
 
 namespace {
 
 void check_ce_args(const Tensor& logits, const Tensor& target, const char* op) {
   check_defined(logits, op, "logits");
   check_defined(target, op, "target");
-  require_cpu(op, logits, target);
   RELPOS_CHECK(logits.dim() == 2, "{}: logits must be [N, C], got {}", op, shape_str(logits.shape()));
   RELPOS_CHECK(target.dtype() == DType::I64, "{}: target must be int64, got {}", op, describe(target));
   RELPOS_CHECK(target.dim() == 1 && target.size(0) == logits.size(0),
@@ -99,4 +97,4 @@ Tensor cross_entropy_backward(const Tensor& g, const Tensor& logits_in, const Te
   return dx;
 }
 
-}  // namespace relpos::k
+}  // namespace relpos::k::cpu

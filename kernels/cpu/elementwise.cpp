@@ -8,10 +8,9 @@
 #include <type_traits>
 
 #include "core/strided.h"
-#include "kernels/dispatch.h"
-#include "kernels/ops.h"
+#include "kernels/backend.h"
 
-namespace relpos::k {
+namespace relpos::k::cpu {
 
 namespace {
 
@@ -30,6 +29,8 @@ inline T unary_value(T x, [[maybe_unused]] T p, [[maybe_unused]] T q) {
   if constexpr (op == Unary::Rsqrt) return T(1) / std::sqrt(x);
   if constexpr (op == Unary::Abs) return std::abs(x);
   if constexpr (op == Unary::Sign) return T((x > 0) - (x < 0));
+  if constexpr (op == Unary::Floor) return std::floor(x);
+  if constexpr (op == Unary::Ceil) return std::ceil(x);
   if constexpr (op == Unary::Tanh) return std::tanh(x);
   if constexpr (op == Unary::Sigmoid) return T(1) / (T(1) + std::exp(-x));
   if constexpr (op == Unary::Relu) return x > 0 ? x : T(0);
@@ -122,7 +123,7 @@ Tensor broadcast_apply(const Tensor& a, const Tensor& b, const char* op, F f) {
 #define RELPOS_UNARY_OPS(X)                                                                                     \
   X(Neg)                                                                                                        \
   X(Exp)                                                                                                        \
-  X(Log) X(Sqrt) X(Rsqrt) X(Abs) X(Sign) X(Tanh) X(Sigmoid) X(Relu) X(GeluTanh) X(GeluErf) X(Silu) X(ReluGrad)  \
+  X(Log) X(Sqrt) X(Rsqrt) X(Abs) X(Sign) X(Tanh) X(Sigmoid) X(Relu) X(GeluTanh) X(GeluErf) X(Silu) X(Floor) X(Ceil) X(ReluGrad)  \
       X(GeluTanhGrad) X(GeluErfGrad) X(SiluGrad) X(TanhGradFromY) X(SigmoidGradFromY) X(AddScalar) X(MulScalar) \
           X(PowScalar) X(RPowScalar) X(Clamp) X(ClampMask)
 
@@ -144,7 +145,6 @@ void visit_unary(Unary op, F&& f) {
 
 Tensor unary(Unary op, const Tensor& x, double p, double q) {
   check_defined(x, "unary op", "input");
-  require_cpu("unary op", x);
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   visit_float(x.dtype(), "unary op", [&]<typename T>() {
     visit_unary(op, [&]<Unary OP>() {
@@ -166,7 +166,6 @@ Tensor unary(Unary op, const Tensor& x, double p, double q) {
 
 Tensor unary_grad(Unary deriv, const Tensor& g, const Tensor& x, double p, double q) {
   check_same_dtype_device(g, x, "unary_grad");
-  require_cpu("unary_grad", g, x);
   RELPOS_CHECK(g.shape() == x.shape(), "unary_grad: gradient {} and input {} differ", shape_str(g.shape()),
                shape_str(x.shape()));
   Tensor out = Tensor::empty(x.shape(), x.dtype());
@@ -192,7 +191,6 @@ Tensor unary_grad(Unary deriv, const Tensor& g, const Tensor& x, double p, doubl
 
 Tensor binary(Binary op, const Tensor& a, const Tensor& b) {
   check_same_dtype_device(a, b, "binary op");
-  require_cpu("binary op", a, b);
   return visit_all(a.dtype(), [&]<typename T>() {
     // Specialise the hot arithmetic ops so the inner loop is a plain
     // expression.
@@ -228,7 +226,6 @@ Tensor binary(Binary op, const Tensor& a, const Tensor& b) {
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   check_same_dtype_device(a, b, "where");
   check_defined(cond, "where", "condition");
-  require_cpu("where", cond, a, b);
   Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   Tensor c = cond.expand(shape), ae = a.expand(shape), be = b.expand(shape);
   Tensor out = Tensor::empty(shape, a.dtype());
@@ -248,17 +245,8 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return out;
 }
 
-Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
-  check_defined(mask, "masked_fill", "mask");
-  Shape shape = broadcast_shapes(x.shape(), mask.shape(), "masked_fill");
-  RELPOS_CHECK(shape == x.shape(), "masked_fill: mask {} does not broadcast to input {}", shape_str(mask.shape()),
-               shape_str(x.shape()));
-  return where(mask, Tensor::scalar(value, x.dtype()), x);
-}
-
 void add_(const Tensor& dst, const Tensor& src, double alpha) {
   check_same_dtype_device(dst, src, "add_");
-  require_cpu("add_", dst, src);
   Tensor s = src.expand(dst.shape());
   visit_float(dst.dtype(), "add_", [&]<typename T>() {
     T* d = dst.data<T>();
@@ -273,7 +261,6 @@ void add_(const Tensor& dst, const Tensor& src, double alpha) {
 
 void mul_(const Tensor& dst, double s) {
   check_defined(dst, "mul_", "tensor");
-  require_cpu("mul_", dst);
   visit_float(dst.dtype(), "mul_", [&]<typename T>() {
     T* d = dst.data<T>();
     const T a = T(s);
@@ -284,4 +271,4 @@ void mul_(const Tensor& dst, double s) {
   dst.bump_version();
 }
 
-}  // namespace relpos::k
+}  // namespace relpos::k::cpu

@@ -2,10 +2,9 @@
 // backwards. Every index is bounds-checked (the error names the index and the size).
 // Scatter-adds are deterministic: each output row/column is owned by one thread, and
 // contributions are added in index order.
-#include "kernels/dispatch.h"
-#include "kernels/ops.h"
+#include "kernels/backend.h"
 
-namespace relpos::k {
+namespace relpos::k::cpu {
 
 namespace {
 
@@ -26,7 +25,6 @@ std::vector<int64_t> checked_indices(const Tensor& idx, int64_t bound, const cha
 // weight: [V, D], idx: [...] -> [..., D]
 Tensor embedding(const Tensor& weight, const Tensor& idx) {
   check_index_tensor(idx, "embedding");
-  require_cpu("embedding", weight, idx);
   RELPOS_CHECK(weight.dim() == 2, "embedding: weight must be [V, D], got {}", shape_str(weight.shape()));
   const int64_t V = weight.size(0), D = weight.size(1);
   std::vector<int64_t> ids = checked_indices(idx, V, "embedding");
@@ -47,7 +45,6 @@ Tensor embedding(const Tensor& weight, const Tensor& idx) {
 // gy: [..., D], idx: [...] -> [num_rows, D]
 Tensor embedding_backward(const Tensor& gy, const Tensor& idx, int64_t num_rows) {
   check_index_tensor(idx, "embedding_backward");
-  require_cpu("embedding_backward", gy, idx);
   const int64_t D = gy.size(-1);
   std::vector<int64_t> ids = checked_indices(idx, num_rows, "embedding_backward");
   RELPOS_CHECK(int64_t(ids.size()) * D == gy.numel(), "embedding_backward: grad {} does not match indices {}",
@@ -69,7 +66,6 @@ Tensor embedding_backward(const Tensor& gy, const Tensor& idx, int64_t num_rows)
 // x: [pre, n, post] (n at dim), idx: [m] -> [pre, m, post]
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& idx) {
   check_index_tensor(idx, "index_select");
-  require_cpu("index_select", x, idx);
   RELPOS_CHECK(idx.dim() == 1, "index_select: index must be 1-d, got {}", shape_str(idx.shape()));
   dim = wrap_existing_dim(dim, x.dim(), "index_select");
   std::vector<int64_t> ids = checked_indices(idx, x.size(dim), "index_select");
@@ -84,14 +80,13 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& idx) {
 
 Tensor index_add(const Shape& shape, int64_t dim, const Tensor& idx, const Tensor& src) {
   check_index_tensor(idx, "index_add");
-  require_cpu("index_add", src, idx);
   dim = wrap_existing_dim(dim, int64_t(shape.size()), "index_add");
   std::vector<int64_t> ids = checked_indices(idx, shape[dim], "index_add");
   RELPOS_CHECK(src.size(dim) == int64_t(ids.size()), "index_add: source {} has {} entries along dim {}, index has {}",
                shape_str(src.shape()), src.size(dim), dim, ids.size());
   Tensor out = Tensor::zeros(shape, src.dtype());
   for (size_t j = 0; j < ids.size(); ++j)
-    add_(out.narrow(dim, ids[j], 1), src.narrow(dim, int64_t(j), 1));
+    add_(out.narrow(dim, ids[j], 1), src.narrow(dim, int64_t(j), 1), 1.0);
   return out;
 }
 
@@ -146,7 +141,6 @@ void check_gather_shapes(const Shape& xs, const Tensor& idx, int64_t dim, const 
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& idx) {
   check_index_tensor(idx, "gather");
-  require_cpu("gather", x, idx);
   dim = wrap_existing_dim(dim, x.dim(), "gather");
   check_gather_shapes(x.shape(), idx, dim, "gather");
   Tensor out = Tensor::empty(idx.shape(), x.dtype());
@@ -160,7 +154,6 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& idx) {
 
 Tensor scatter_add(const Shape& shape, int64_t dim, const Tensor& idx, const Tensor& src) {
   check_index_tensor(idx, "scatter_add");
-  require_cpu("scatter_add", src, idx);
   dim = wrap_existing_dim(dim, int64_t(shape.size()), "scatter_add");
   check_gather_shapes(shape, idx, dim, "scatter_add");
   RELPOS_CHECK(src.shape() == idx.shape(), "scatter_add: source {} must match index {}",
@@ -175,47 +168,4 @@ Tensor scatter_add(const Shape& shape, int64_t dim, const Tensor& idx, const Ten
   return out;
 }
 
-// ---------------------------------------------------------------- cat / split
-
-Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
-  RELPOS_CHECK(!xs.empty(), "cat: needs at least one tensor");
-  const Tensor& x0 = xs[0];
-  dim = wrap_existing_dim(dim, x0.dim(), "cat");
-  Shape out_shape = x0.shape();
-  out_shape[dim] = 0;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    check_same_dtype_device(x0, xs[i], "cat");
-    require_cpu("cat", xs[i]);
-    RELPOS_CHECK(xs[i].dim() == x0.dim(), "cat: tensor {} has shape {}, tensor 0 has {}", i,
-                 shape_str(xs[i].shape()), shape_str(x0.shape()));
-    for (int64_t d = 0; d < x0.dim(); ++d)
-      RELPOS_CHECK(d == dim || xs[i].size(d) == x0.size(d),
-                   "cat: tensor {} has shape {}, tensor 0 has {} (must match except at dim {})", i,
-                   shape_str(xs[i].shape()), shape_str(x0.shape()), dim);
-    out_shape[dim] += xs[i].size(dim);
-  }
-  Tensor out = Tensor::empty(out_shape, x0.dtype());
-  int64_t at = 0;
-  for (const Tensor& x : xs) {
-    out.narrow(dim, at, x.size(dim)).copy_(x);
-    at += x.size(dim);
-  }
-  return out;
-}
-
-std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim) {
-  dim = wrap_existing_dim(dim, x.dim(), "split");
-  int64_t total = 0;
-  for (int64_t s : sizes) total += s;
-  RELPOS_CHECK(total == x.size(dim), "split: sizes add up to {}, dim {} of {} has {}", total, dim,
-               shape_str(x.shape()), x.size(dim));
-  std::vector<Tensor> out;
-  int64_t at = 0;
-  for (int64_t s : sizes) {
-    out.push_back(x.narrow(dim, at, s));
-    at += s;
-  }
-  return out;
-}
-
-}  // namespace relpos::k
+}  // namespace relpos::k::cpu

@@ -6,10 +6,9 @@
 // product is one GEMM of (batch*M) x K by K x N.
 #include <cblas.h>
 
-#include "kernels/dispatch.h"
-#include "kernels/ops.h"
+#include "kernels/backend.h"
 
-namespace relpos::k {
+namespace relpos::k::cpu {
 
 namespace {
 
@@ -48,7 +47,6 @@ void gemm(MatLayout la, MatLayout lb, int64_t M, int64_t N, int64_t K, const T* 
 
 Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   check_same_dtype_device(a_in, b_in, "matmul");
-  require_cpu("matmul", a_in, b_in);
   RELPOS_CHECK(a_in.dim() >= 2 && b_in.dim() >= 2,
                "matmul: both operands need at least 2 dims, got {} and {}", shape_str(a_in.shape()),
                shape_str(b_in.shape()));
@@ -103,4 +101,4 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   return out;
 }
 
-}  // namespace relpos::k
+}  // namespace relpos::k::cpu

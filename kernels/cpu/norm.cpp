@@ -7,16 +7,14 @@
 // dw = sum_rows gy * xhat, db = sum_rows gy — reduced per column (no atomics).
 #include <cmath>
 
-#include "kernels/dispatch.h"
-#include "kernels/ops.h"
+#include "kernels/backend.h"
 
-namespace relpos::k {
+namespace relpos::k::cpu {
 
 namespace {
 
 void check_norm_args(const char* op, const Tensor& x, const Tensor& w, const Tensor& b) {
   check_defined(x, op, "input");
-  require_cpu(op, x, w, b);
   RELPOS_CHECK(x.dim() >= 1, "{}: input must have at least 1 dim", op);
   const int64_t D = x.size(-1);
   for (const Tensor* t : {&w, &b}) {
@@ -154,4 +152,4 @@ NormGrads rms_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& rst
   });
 }
 
-}  // namespace relpos::k
+}  // namespace relpos::k::cpu

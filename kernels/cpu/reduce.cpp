@@ -6,15 +6,13 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/dispatch.h"
-#include "kernels/ops.h"
+#include "kernels/backend.h"
 
-namespace relpos::k {
+namespace relpos::k::cpu {
 
 Tensor reduce(Reduce op, const Tensor& x, std::vector<int64_t> dims, bool keepdim,
               int64_t correction) {
   check_defined(x, "reduce", "input");
-  require_cpu("reduce", x);
   const int64_t nd = x.dim();
   std::vector<bool> red(size_t(std::max<int64_t>(nd, 1)), false);
   if (dims.empty()) {
@@ -114,24 +112,4 @@ Tensor reduce(Reduce op, const Tensor& x, std::vector<int64_t> dims, bool keepdi
   return out;
 }
 
-Tensor sum_to(const Tensor& x, const Shape& shape) {
-  if (x.shape() == shape) return x;
-  const int64_t lead = x.dim() - int64_t(shape.size());
-  RELPOS_CHECK(lead >= 0, "sum_to: cannot reduce {} to the larger rank {}", shape_str(x.shape()),
-               shape_str(shape));
-  std::vector<int64_t> dims;
-  for (int64_t d = 0; d < x.dim(); ++d) {
-    if (d < lead) {
-      dims.push_back(d);
-      continue;
-    }
-    int64_t want = shape[d - lead];
-    RELPOS_CHECK(want == x.size(d) || want == 1, "sum_to: {} is not a broadcast of {}",
-                 shape_str(x.shape()), shape_str(shape));
-    if (want == 1 && x.size(d) != 1) dims.push_back(d);
-  }
-  if (dims.empty()) return x.reshape(shape);
-  return reduce(Reduce::Sum, x, dims, true).reshape(shape);
-}
-
-}  // namespace relpos::k
+}  // namespace relpos::k::cpu

@@ -5,10 +5,9 @@
 #include <limits>
 
 #include "kernels/cpu/fast_math.h"
-#include "kernels/dispatch.h"
-#include "kernels/ops.h"
+#include "kernels/backend.h"
 
-namespace relpos::k {
+namespace relpos::k::cpu {
 
 namespace {
 
@@ -17,7 +16,6 @@ namespace {
 template <typename F>
 Tensor rowwise(const std::vector<Tensor>& ins, int64_t dim, const char* op, F&& row_fn) {
   const Tensor& x0 = ins[0];
-  require_cpu(op, x0);
   dim = wrap_dim(dim, x0.dim(), op);
   const int64_t last = std::max<int64_t>(x0.dim() - 1, 0);
   std::vector<Tensor> cs;
@@ -111,4 +109,4 @@ Tensor log_softmax_backward(const Tensor& y, const Tensor& gy, int64_t dim) {
   });
 }
 
-}  // namespace relpos::k
+}  // namespace relpos::k::cpu

@@ -14,4 +14,10 @@ void set_num_threads(int n) {
 
 int num_threads() { return omp_get_max_threads(); }
 
+namespace {
+bool g_allow_tf32 = false;
+}  // namespace
+void set_allow_tf32(bool allow) { g_allow_tf32 = allow; }
+bool allow_tf32() { return g_allow_tf32; }
+
 }  // namespace relpos::k

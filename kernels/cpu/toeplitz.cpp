@@ -5,14 +5,12 @@
 //   backward: dT[h, t] = sum_b sum_{j - i + Lq - 1 = t} dS[b, h, i, j]
 // The backward walks each diagonal in a fixed order (b, then i), so it is deterministic; one
 // thread owns each head.
-#include "kernels/dispatch.h"
-#include "kernels/ops.h"
+#include "kernels/backend.h"
 
-namespace relpos::k {
+namespace relpos::k::cpu {
 
 Tensor toeplitz_add(const Tensor& s_in, const Tensor& t_in) {
   check_same_dtype_device(s_in, t_in, "toeplitz_add");
-  require_cpu("toeplitz_add", s_in, t_in);
   RELPOS_CHECK(s_in.dim() == 4, "toeplitz_add: scores must be [B, H, Lq, Lk], got {}", shape_str(s_in.shape()));
   const int64_t B = s_in.size(0), H = s_in.size(1), Lq = s_in.size(2), Lk = s_in.size(3);
   RELPOS_CHECK(t_in.dim() == 2 && t_in.size(0) == H && t_in.size(1) == Lq + Lk - 1,
@@ -40,7 +38,6 @@ Tensor toeplitz_add(const Tensor& s_in, const Tensor& t_in) {
 
 Tensor toeplitz_diag_sum(const Tensor& ds_in) {
   check_defined(ds_in, "toeplitz_diag_sum", "gradient");
-  require_cpu("toeplitz_diag_sum", ds_in);
   RELPOS_CHECK(ds_in.dim() == 4, "toeplitz_diag_sum: expected [B, H, Lq, Lk], got {}", shape_str(ds_in.shape()));
   const int64_t B = ds_in.size(0), H = ds_in.size(1), Lq = ds_in.size(2), Lk = ds_in.size(3);
   Tensor ds = ds_in.contiguous();
@@ -63,4 +60,4 @@ Tensor toeplitz_diag_sum(const Tensor& ds_in) {
   return out;
 }
 
-}  // namespace relpos::k
+}  // namespace relpos::k::cpu

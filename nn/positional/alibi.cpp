@@ -38,14 +38,16 @@ class Alibi : public PositionEncoding {
  public:
   Alibi(int64_t heads, bool learnable, DType dt) {
     Tensor s = Tensor::from_vector(alibi_slopes(heads), {heads}).to(dt);
-    slopes_ = learnable ? register_parameter("slopes", s, group::kPosition) : Variable(s);
+    slopes_ = learnable ? register_parameter("slopes", s, group::kPosition) : register_buffer("slopes", s);
   }
   std::string type() const override { return "alibi"; }
 
   Variable toeplitz_bias(const AttnGeometry& g) const override {
-    std::vector<double> d = toeplitz_distances(g).to_vector<double>();
-    for (auto& x : d) x = g.causal ? x : -std::abs(x);  // m (kj - qi) or -m |kj - qi|
-    Variable dist(Tensor::from_vector(d, {1, int64_t(d.size())}).to(slopes_.dtype()));
+    Variable dist(geometry_cached("alibi.dist", g, [&] {  // [1, Lq+Lk-1]
+      std::vector<double> d = toeplitz_distances(g).to_vector<double>();
+      for (auto& x : d) x = g.causal ? x : -std::abs(x);  // m (kj - qi) or -m |kj - qi|
+      return Tensor::from_vector(d, {1, int64_t(d.size())}).to(slopes_.dtype());
+    }));
     return mul(unsqueeze(slopes_, 1), dist);  // [H, 1] * [1, Lq+Lk-1]
   }
 

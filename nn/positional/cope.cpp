@@ -24,6 +24,7 @@
 
 #include "autograd/ops.h"
 #include "core/rng.h"
+#include "kernels/ops.h"
 #include "nn/init.h"
 #include "nn/positional/position_encoding.h"
 
@@ -44,28 +45,21 @@ class CoPE : public PositionEncoding {
     RELPOS_CHECK(g.causal, "position encoding 'cope' only works with causal attention");
     const double s = score_scale(head_dim_);
     const DType dt = q.dtype();
-    std::vector<double> keep(size_t(g.Lq * g.Lk));  // 1 where kj <= qi
-    for (int64_t i = 0; i < g.Lq; ++i)
-      for (int64_t j = 0; j < g.Lk; ++j) keep[size_t(i * g.Lk + j)] = g.k_offset + j <= g.q_offset + i ? 1.0 : 0.0;
-    Variable visible(Tensor::from_vector(keep, {g.Lq, g.Lk}).to(dt));
-    Variable gates = sigmoid(matmul(q, transpose(k, -1, -2)) * s) * visible;  // [B, H, Lq, Lk]
-    std::vector<double> u(size_t(g.Lk * g.Lk), 0.0);
-    for (int64_t t = 0; t < g.Lk; ++t)
-      for (int64_t j = 0; j <= t; ++j) u[size_t(t * g.Lk + j)] = 1.0;
-    Variable upper(Tensor::from_vector(u, {g.Lk, g.Lk}).to(dt));
+    // Gates on visible keys only (kj <= qi): the causal predicate, no mask tensor.
+    Variable gates = causal_fill(sigmoid(matmul(q, transpose(k, -1, -2)) * s), g.q_offset, g.k_offset, 0.0);
+    Variable upper(cached("cope.upper", {g.Lk}, [&] {  // u[t][j] = 1 for j <= t: [Lk, Lk]
+      std::vector<double> u(size_t(g.Lk * g.Lk), 0.0);
+      for (int64_t t = 0; t < g.Lk; ++t)
+        for (int64_t j = 0; j <= t; ++j) u[size_t(t * g.Lk + j)] = 1.0;
+      return Tensor::from_vector(u, {g.Lk, g.Lk}).to(dt);
+    }));
     Variable p = clamp(matmul(gates, upper), 0.0, double(npos_max_ - 1));  // p_ij = sum_{t >= j} g_it
 
-    std::vector<double> pv = p.data().to_vector<double>();
-    std::vector<int64_t> lo(pv.size()), hi(pv.size());
-    std::vector<double> flo(pv.size());
-    for (size_t n = 0; n < pv.size(); ++n) {
-      lo[n] = int64_t(std::floor(pv[n]));
-      hi[n] = int64_t(std::ceil(pv[n]));
-      flo[n] = double(lo[n]);
-    }
-    const Shape shape = p.shape();
-    Tensor lo_idx = Tensor::from_vector(lo, shape), hi_idx = Tensor::from_vector(hi, shape);
-    Variable w = p - Variable(Tensor::from_vector(flo, shape).to(dt));  // p - floor(p)
+    // Interpolate between the integer positions around p (p >= 0, so the int64 cast of
+    // floor/ceil is exact); all on p's device.
+    const Tensor flo = k::unary(k::Unary::Floor, p.data());
+    const Tensor lo_idx = flo.to(DType::I64), hi_idx = k::unary(k::Unary::Ceil, p.data()).to(DType::I64);
+    Variable w = p - Variable(flo);  // p - floor(p)
     Variable z = matmul(q, transpose(table_, 0, 1));                    // [B, H, Lq, npos]
     Variable z_lo = gather(z, -1, lo_idx), z_hi = gather(z, -1, hi_idx);
     return (z_lo + w * (z_hi - z_lo)) * (1.0 / s);

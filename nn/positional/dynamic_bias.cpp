@@ -33,12 +33,14 @@ class DynamicBias : public PositionEncoding {
   std::string type() const override { return "dynamic_bias"; }
 
   Variable toeplitz_bias(const AttnGeometry& g) const override {  // [H, Lq + Lk - 1]
-    std::vector<double> x = toeplitz_distances(g).to_vector<double>();
-    for (auto& v : x) {
-      v = -v;  // kj - qi -> qi - kj
-      if (log_distance_) v = (v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0) * std::log(std::abs(v) + 1.0);
-    }
-    Variable in(Tensor::from_vector(x, {int64_t(x.size()), 1}).to(dtype_));
+    Variable in(geometry_cached("dynamic_bias.in", g, [&] {  // [Lq+Lk-1, 1]
+      std::vector<double> x = toeplitz_distances(g).to_vector<double>();
+      for (auto& v : x) {
+        v = -v;  // kj - qi -> qi - kj
+        if (log_distance_) v = (v > 0 ? 1.0 : v < 0 ? -1.0 : 0.0) * std::log(std::abs(v) + 1.0);
+      }
+      return Tensor::from_vector(x, {int64_t(x.size()), 1}).to(dtype_);
+    }));
     return transpose(mlp_->forward(in), 0, 1);  // [n, H] -> [H, n]
   }
 

@@ -43,13 +43,17 @@ class Fire : public PositionEncoding {
 
   // The bias [H, Lq, Lk] of the geometry's absolute positions.
   Variable dense_bias(const AttnGeometry& g) const {
-    std::vector<double> rel(size_t(g.Lq * g.Lk)), qpos(size_t(g.Lq));
-    for (int64_t i = 0; i < g.Lq; ++i) {
-      qpos[size_t(i)] = double(g.q_offset + i);
-      for (int64_t j = 0; j < g.Lk; ++j) rel[size_t(i * g.Lk + j)] = double((g.q_offset + i) - (g.k_offset + j));
-    }
-    Variable relv(Tensor::from_vector(rel, {g.Lq, g.Lk}).to(dtype_));
-    Variable qv(Tensor::from_vector(qpos, {g.Lq, 1}).to(dtype_));
+    Variable relv(geometry_cached("fire.rel", g, [&] {  // qi - kj: [Lq, Lk]
+      std::vector<double> rel(size_t(g.Lq * g.Lk));
+      for (int64_t i = 0; i < g.Lq; ++i)
+        for (int64_t j = 0; j < g.Lk; ++j) rel[size_t(i * g.Lk + j)] = double((g.q_offset + i) - (g.k_offset + j));
+      return Tensor::from_vector(rel, {g.Lq, g.Lk}).to(dtype_);
+    }));
+    Variable qv(geometry_cached("fire.qpos", g, [&] {  // qi: [Lq, 1]
+      std::vector<double> qpos(size_t(g.Lq));
+      for (int64_t i = 0; i < g.Lq; ++i) qpos[size_t(i)] = double(g.q_offset + i);
+      return Tensor::from_vector(qpos, {g.Lq, 1}).to(dtype_);
+    }));
     Variable num = log(add(abs(c_ * relv), 1.0));             // psi(qi - kj): [Lq, Lk]
     Variable threshold = abs(l_mult_ * init_L_);              // [1, 1]
     Variable norm = where(gt(qv, threshold), qv, threshold);  // max(qi, L): [Lq, 1]

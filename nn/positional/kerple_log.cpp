@@ -38,9 +38,11 @@ class KerpleLog : public PositionEncoding {
   std::string type() const override { return "kerple_log"; }
 
   Variable toeplitz_bias(const AttnGeometry& g) const override {  // [H, Lq + Lk - 1]
-    std::vector<double> d = toeplitz_distances(g).to_vector<double>();
-    for (auto& x : d) x = std::abs(x);
-    Variable dist(Tensor::from_vector(d, {1, int64_t(d.size())}).to(r1_.dtype()));
+    Variable dist(geometry_cached("kerple_log.dist", g, [&] {  // |kj - qi|: [1, Lq+Lk-1]
+      std::vector<double> d = toeplitz_distances(g).to_vector<double>();
+      for (auto& x : d) x = std::abs(x);
+      return Tensor::from_vector(d, {1, int64_t(d.size())}).to(r1_.dtype());
+    }));
     return neg(softplus(r1_) * log(add(softplus(r2_) * dist, 1.0)));
   }
 

@@ -37,17 +37,20 @@ class KerplePower : public PositionEncoding {
   std::string type() const override { return "kerple_power"; }
 
   Variable toeplitz_bias(const AttnGeometry& g) const override {  // [H, Lq + Lk - 1]
-    std::vector<double> d = toeplitz_distances(g).to_vector<double>();
-    std::vector<double> logd(d.size()), nonzero(d.size());
-    for (size_t t = 0; t < d.size(); ++t) {
-      double a = std::abs(d[t]);
-      logd[t] = a >= 1 ? std::log(a) : 0.0;
-      nonzero[t] = a >= 1 ? 1.0 : 0.0;
-    }
-    const int64_t n = int64_t(d.size());
-    const DType dt = r1_.dtype();
-    Variable log_dist(Tensor::from_vector(logd, {1, n}).to(dt));
-    Variable keep(Tensor::from_vector(nonzero, {1, n}).to(dt));
+    // log|d| and [|d| >= 1] for every Toeplitz entry: [2, Lq+Lk-1], built once per geometry
+    Tensor table = geometry_cached("kerple_power.logd", g, [&] {
+      std::vector<double> d = toeplitz_distances(g).to_vector<double>();
+      const size_t n = d.size();
+      std::vector<double> out(2 * n);
+      for (size_t t = 0; t < n; ++t) {
+        double a = std::abs(d[t]);
+        out[t] = a >= 1 ? std::log(a) : 0.0;
+        out[n + t] = a >= 1 ? 1.0 : 0.0;
+      }
+      return Tensor::from_vector(out, {2, int64_t(n)}).to(r1_.dtype());
+    });
+    Variable log_dist(table.narrow(0, 0, 1));  // [1, n]
+    Variable keep(table.narrow(0, 1, 1));      // [1, n]
     Variable r2 = sigmoid(r2_) * 2.0;
     Variable powd = exp(r2 * log_dist) * keep;  // |d|^r2, exactly 0 at d = 0
     return neg(softplus(r1_) * powd);

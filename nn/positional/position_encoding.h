@@ -22,7 +22,11 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <initializer_list>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/rng.h"
 #include "nn/module.h"
@@ -96,6 +100,22 @@ class PositionEncoding : public Module {
   // context scaling (scaling=linear|ntk|yarn, factor=...). Keys already in a KV cache keep
   // what they were computed with. The default throws "not supported by <type>".
   virtual void set_eval_scaling(const PositionParams& params);
+
+ protected:
+  // A tensor that depends only on the geometry (a bucket index, a distance row, a rotary
+  // table) and on constants of this encoding: `build` runs on the host the first time a
+  // (tag, Lq, Lk, q_offset, k_offset, causal) is seen, its result is moved to this module's
+  // device and kept, so later forwards of the same geometry cost a map lookup and no host
+  // loop or transfer. Bounded (cleared when it holds 256 entries); dropped by to() and by
+  // changes of the encoding's constants (clear_geometry_cache()).
+  Tensor geometry_cached(const char* tag, const AttnGeometry& g, const std::function<Tensor()>& build) const;
+  // Same, keyed by the caller's integers (e.g. a length and an offset for rotary tables).
+  Tensor cached(const char* tag, std::initializer_list<int64_t> key, const std::function<Tensor()>& build) const;
+  void clear_geometry_cache() const { cache_.clear(); }
+  void on_device_change() override { clear_geometry_cache(); }
+
+ private:
+  mutable std::map<std::pair<std::string, std::vector<int64_t>>, Tensor> cache_;
 };
 
 using PositionEncodingPtr = std::shared_ptr<PositionEncoding>;

@@ -79,6 +79,22 @@ void PositionEncoding::set_eval_scaling(const PositionParams& params) {
   fail_config("evaluation-time scaling ({}) is not supported by position encoding '{}'", fmt::join(keys, ", "), type());
 }
 
+Tensor PositionEncoding::cached(const char* tag, std::initializer_list<int64_t> key,
+                                       const std::function<Tensor()>& build) const {
+  auto k = std::make_pair(std::string(tag), std::vector<int64_t>(key));
+  auto it = cache_.find(k);
+  if (it != cache_.end()) return it->second;
+  if (cache_.size() >= 256) cache_.clear();
+  Tensor t = build();
+  if (t.device() != device()) t = t.to(device());
+  return cache_.emplace(std::move(k), std::move(t)).first->second;
+}
+
+Tensor PositionEncoding::geometry_cached(const char* tag, const AttnGeometry& g,
+                                                const std::function<Tensor()>& build) const {
+  return cached(tag, {g.Lq, g.Lk, g.q_offset, g.k_offset, g.causal ? 1 : 0}, build);
+}
+
 Tensor toeplitz_distances(const AttnGeometry& g) {
   const int64_t n = g.Lq + g.Lk - 1;
   const int64_t first = (g.k_offset - g.q_offset) - (g.Lq - 1);

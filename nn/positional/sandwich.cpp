@@ -25,17 +25,19 @@ class Sandwich : public PositionEncoding {
   std::string type() const override { return "sandwich"; }
 
   Variable toeplitz_bias(const AttnGeometry& g) const override {  // [H, Lq + Lk - 1]
-    std::vector<double> d = toeplitz_distances(g).to_vector<double>();
-    const int64_t n = int64_t(d.size());
-    std::vector<double> out(size_t(heads_ * n));
-    for (int64_t t = 0; t < n; ++t) {
-      double s = 0;
-      for (int64_t p = 1; p <= dim_ / 2; ++p)
-        s += std::cos(d[size_t(t)] * std::pow(10000.0, -2.0 * double(p) / double(dim_)));
-      s -= double(dim_) / 2.0;
-      for (int64_t h = 0; h < heads_; ++h) out[size_t(h * n + t)] = s / (double(h + 1) * 8.0 / double(heads_));
-    }
-    return Variable(Tensor::from_vector(out, {heads_, n}).to(dtype_));
+    return Variable(geometry_cached("sandwich.bias", g, [&] {  // fixed: [H, Lq+Lk-1]
+      std::vector<double> d = toeplitz_distances(g).to_vector<double>();
+      const int64_t n = int64_t(d.size());
+      std::vector<double> out(size_t(heads_ * n));
+      for (int64_t t = 0; t < n; ++t) {
+        double s = 0;
+        for (int64_t p = 1; p <= dim_ / 2; ++p)
+          s += std::cos(d[size_t(t)] * std::pow(10000.0, -2.0 * double(p) / double(dim_)));
+        s -= double(dim_) / 2.0;
+        for (int64_t h = 0; h < heads_; ++h) out[size_t(h * n + t)] = s / (double(h + 1) * 8.0 / double(heads_));
+      }
+      return Tensor::from_vector(out, {heads_, n}).to(dtype_);
+    }));
   }
 
  private:

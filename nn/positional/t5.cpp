@@ -46,9 +46,11 @@ class T5Bias : public PositionEncoding {
   double score_scale(int64_t head_dim) const override { return scale_ ? 1.0 / std::sqrt(double(head_dim)) : 1.0; }
 
   Variable toeplitz_bias(const AttnGeometry& g) const override {
-    std::vector<int64_t> d = toeplitz_distances(g).to_vector<int64_t>();
-    for (auto& x : d) x = t5_bucket(x, !g.causal, num_buckets_, max_distance_);
-    Tensor buckets = Tensor::from_vector(d, {int64_t(d.size())});
+    Tensor buckets = geometry_cached("t5.buckets", g, [&] {  // int64 [Lq+Lk-1]
+      std::vector<int64_t> d = toeplitz_distances(g).to_vector<int64_t>();
+      for (auto& x : d) x = t5_bucket(x, !g.causal, num_buckets_, max_distance_);
+      return Tensor::from_vector(d, {int64_t(d.size())});
+    });
     return transpose(embedding(table_, buckets), 0, 1);  // [Lq+Lk-1, H] -> [H, Lq+Lk-1]
   }
 
