@@ -23,7 +23,7 @@ void Engine::backward(const Variable& root, const Tensor& grad_output, bool reta
     RELPOS_CHECK(root.numel() == 1,
                  "backward: grad_output can only be omitted for a one-element output, got shape {}",
                  shape_str(root.shape()));
-    g0 = Tensor::ones(root.shape(), root.dtype());
+    g0 = Tensor::ones(root.shape(), root.dtype(), root.device());
   }
   RELPOS_CHECK(g0.shape() == root.shape() && g0.dtype() == root.dtype(),
                "backward: grad_output {} does not match the output {}", describe(g0),

@@ -52,6 +52,7 @@ class Variable {
   int64_t size(int64_t d) const { return impl_->data.size(d); }
   int64_t numel() const { return impl_->data.numel(); }
   DType dtype() const { return impl_->data.dtype(); }
+  Device device() const { return impl_->data.device(); }
   double item() const { return impl_->data.item(); }
 
   // Reverse-mode backward from this variable. grad_output defaults to 1 for a one-element

@@ -278,6 +278,7 @@ def main():
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--wd", type=float, default=0.01)
     ap.add_argument("--clip", type=float, default=1.0)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--load", default="", help="directory written by relpos_bench_train --dump")
     ap.add_argument("--profile", action="store_true",
                     help="run the timed steps under torch.profiler and print its op table to stderr")
@@ -298,8 +299,10 @@ def main():
     else:
         g = torch.Generator().manual_seed(a.seed + 1)
         tokens = torch.randint(0, VOCAB, (total, B, L + 1), generator=g)
-    inputs = [tokens[s, :, :L].contiguous() for s in range(total)]
-    targets = [tokens[s, :, 1:].reshape(-1).contiguous() for s in range(total)]
+    dev = torch.device(a.device)
+    model.to(dev)
+    inputs = [tokens[s, :, :L].contiguous().to(dev) for s in range(total)]
+    targets = [tokens[s, :, 1:].reshape(-1).contiguous().to(dev) for s in range(total)]
 
     params = list(model.parameters())
     opt = torch.optim.AdamW(param_groups(model, a.wd), lr=a.lr, betas=(0.9, 0.999), eps=1e-8, foreach=False)
@@ -334,7 +337,7 @@ def main():
         "ms_per_step_min": round(min(ms), 3), "tokens_per_s": round(B * L / (median / 1000.0), 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
         "rss_start_mb": round(rss_start, 1), "final_loss": round(losses[-1], 6),
-        "losses": [round(x, 6) for x in losses], "torch": torch.__version__,
+        "losses": [round(x, 6) for x in losses], "torch": torch.__version__, "device": a.device,
     }
     print(json.dumps(out, separators=(",", ":")))
     sys.stdout.flush()

@@ -46,7 +46,7 @@ Variable TransformerBlock::forward(const Variable& x, bool causal, const Tensor&
     Variable m(mem);  // no gradient into the memory
     Variable kv = cat({pre ? norm1_->forward(m) : m, h}, 1);
     Tensor kp;
-    if (padding.defined()) kp = k::cat({Tensor::zeros({h.size(0), M}, padding.dtype()), padding}, 1);
+    if (padding.defined()) kp = k::cat({Tensor::zeros({h.size(0), M}, padding.dtype(), padding.device()), padding}, 1);
     return attn_->forward(h, kv, causal, kp, offset, offset - M, nullptr, gen, stats, position_index);
   };
   Variable h = x;

@@ -271,9 +271,10 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
     c.train.seed = uint64_t(t.get_int("seed", 1337, 0));
     c.train.device = t.get_choice("device", "cpu", {"cpu", "cuda"});
     c.train.threads = t.get_int("threads", 0, 0, 1024);
+    c.train.allow_tf32 = t.get<bool>("allow_tf32", false, "true or false");
     c.train.nan_policy = t.get_choice("nan_policy", "abort", {"abort", "skip"});
     t.finish({"steps", "grad_accum", "eval_every", "eval_batches", "log_every", "checkpoint_every", "keep_last",
-              "seed", "device", "threads", "nan_policy"});
+              "seed", "device", "allow_tf32", "threads", "nan_policy"});
     if (c.optim.warmup >= c.train.steps && c.optim.schedule != "constant")
       fail_config("{}: optim.warmup ({}) must be smaller than train.steps ({})", source, c.optim.warmup, c.train.steps);
   }
@@ -331,9 +332,6 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
     fail_config("{}: model.max_len ({}) is shorter than the sequences of data.seq_len {} ({} positions); learned "
                 "absolute positions cannot extrapolate",
                 source, c.model.max_len, c.data.seq_len, needed);
-  if (c.train.device == "cuda")
-    fail_config("{}: train.device 'cuda': training on CUDA is not implemented yet (the CUDA kernels are a later "
-                "milestone); use 'cpu'", source);
   YAML::Emitter out;
   out << root;
   c.yaml = out.c_str();

@@ -47,6 +47,7 @@ struct TrainLoopConfig {
   int64_t keep_last = 2;
   uint64_t seed = 1337;
   std::string device = "cpu";    // cpu | cuda
+  bool allow_tf32 = false;       // cuda: TF32 tensor cores for float32 GEMMs
   int64_t threads = 0;           // 0 = OMP_NUM_THREADS / all cores
   std::string nan_policy = "abort";  // abort | skip
 };

@@ -11,6 +11,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
+#include "core/cuda_runtime.h"
 #include "kernels/ops.h"
 #include "nn/optim/adam.h"
 #include "nn/optim/clip.h"
@@ -71,12 +72,12 @@ Variable batch_loss(const nn::Model& m, const Batch& b, Generator* gen, std::vec
   return cross_entropy(reshape(logits, {-1, V}), b.target.reshape({-1}), kIgnore);
 }
 
-// First parameter whose gradient holds NaN/Inf ("" if none).
+// First parameter whose gradient holds NaN/Inf ("" if none). Only called once the global
+// norm came out non-finite: one device reduction and host read per parameter.
 std::string first_nonfinite_grad(const nn::Model& m) {
   for (const auto& [name, p] : m.named_parameters()) {
     if (!p.grad().defined()) continue;
-    for (double v : p.grad().to_vector<double>())
-      if (!std::isfinite(v)) return name;
+    if (!std::isfinite(k::sum_squares(p.grad()).item())) return name;
   }
   return "";
 }
@@ -110,6 +111,23 @@ std::string resolve_checkpoint(const std::string& dir) {
 
 }  // namespace
 
+// The batch on `device` (data is produced on the host; one transfer per tensor).
+Batch to_device(Batch b, Device device) {
+  if (device == Device::CPU) return b;
+  for (Tensor* t : {&b.input, &b.target, &b.dec_input, &b.padding, &b.position_index})
+    if (t->defined()) *t = t->to(device);
+  return b;
+}
+
+Device train_device(const Config& cfg) {
+  if (cfg.train.device != "cuda") return Device::CPU;
+  RELPOS_CHECK(cuda::built_with_cuda(), "train.device is 'cuda' but this relpos was built without CUDA support "
+                                        "(rebuild with nvcc and -DRELPOS_CUDA=ON), or set train.device: cpu");
+  RELPOS_CHECK(cuda::available(), "train.device is 'cuda' but no CUDA device is available on this machine "
+                                  "(relpos info lists devices); set train.device: cpu");
+  return Device::CUDA;
+}
+
 EvalResult evaluate(const nn::Model& model, const Dataset& data, const Config& cfg, int64_t seq_len) {
   NoGradGuard ng;
   EvalResult r;
@@ -117,7 +135,7 @@ EvalResult evaluate(const nn::Model& model, const Dataset& data, const Config& c
   double loss_sum = 0;
   int64_t correct = 0;
   for (int64_t i = 0; i < cfg.train.eval_batches; ++i) {
-    Batch b = data.val_batch(i, r.seq_len);
+    Batch b = to_device(data.val_batch(i, r.seq_len), model.device());
     Variable logits = cfg.model.kind == "encoder_decoder" ? model.forward_seq2seq(b.input, b.dec_input, b.padding)
                                                           : model.forward(b.input, b.padding, nullptr, nullptr, b.position_index);
     const int64_t V = logits.size(-1);
@@ -126,13 +144,13 @@ EvalResult evaluate(const nn::Model& model, const Dataset& data, const Config& c
     k::CrossEntropyOut ce = k::cross_entropy(flat, tg, kIgnore, k::Reduction::Sum);
     loss_sum += ce.loss.item();
     r.tokens += ce.count;
-    std::vector<float> lv = flat.to(DType::F32).to_vector<float>();
-    std::vector<int64_t> t = tg.to_vector<int64_t>();
-    for (size_t n = 0; n < t.size(); ++n) {
-      if (t[n] == kIgnore) continue;
-      const float* row = lv.data() + n * size_t(V);
-      if (std::max_element(row, row + V) - row == t[n]) ++correct;
-    }
+    // Accuracy on the device: a row counts when its target's logit is the row maximum.
+    const Device dev = flat.device();
+    Tensor valid = k::binary(k::Binary::Ne, tg, Tensor::scalar(double(kIgnore), DType::I64, dev));  // [N] 1/0
+    Tensor safe_t = k::where(valid, tg, Tensor::scalar(0.0, DType::I64, dev)).unsqueeze(1);         // [N, 1]
+    Tensor hit = k::binary(k::Binary::Ge, k::gather(flat, 1, safe_t),
+                           k::reduce(k::Reduce::Max, flat, {1}, true));  // [N, 1] 1/0
+    correct += int64_t(std::llround(k::sum(k::mul(hit.squeeze(1), valid.to(flat.dtype()))).item()));
   }
   RELPOS_CHECK(r.tokens > 0, "evaluation found no target tokens");
   r.loss = loss_sum / double(r.tokens);
@@ -163,6 +181,9 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
   std::unique_ptr<Dataset> data = make_dataset(cfg, vocab);
   cfg.model.vocab = data->vocab_size();
   nn::Model model(cfg.model, cfg.train.seed);
+  const Device device = train_device(cfg);
+  k::set_allow_tf32(cfg.train.allow_tf32);
+  model.to(device);  // parameters built on the host from the seed, so every device starts identical
   Optimizer opt(model, cfg.optim);
   Generator data_gen(cfg.train.seed + 1), dropout_gen(cfg.train.seed + 2);
   int64_t start = 0, skipped = 0;
@@ -237,7 +258,7 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
     std::vector<nn::AttentionStats> stats;
     double loss_sum = 0;
     for (int64_t micro = 0; micro < cfg.train.grad_accum; ++micro) {
-      Batch b = data->train_batch(data_gen);
+      Batch b = to_device(data->train_batch(data_gen), device);
       Variable loss = batch_loss(model, b, &dropout_gen, log_step && micro == 0 ? &stats : nullptr);
       (loss * (1.0 / double(cfg.train.grad_accum))).backward();
       loss_sum += loss.item();
@@ -245,7 +266,12 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
     }
     if (topt.after_backward) topt.after_backward(step, model);
     const double train_loss = loss_sum / double(cfg.train.grad_accum);
-    std::string bad = std::isfinite(train_loss) ? first_nonfinite_grad(model) : std::string("(loss)");
+    // The global gradient norm doubles as the non-finite check (NaN/Inf anywhere makes it
+    // non-finite): one reduction on the device and one host read per step.
+    const double pre_clip_norm = nn::optim::grad_norm(params);
+    std::string bad = !std::isfinite(train_loss)      ? std::string("(loss)")
+                      : std::isfinite(pre_clip_norm) ? std::string()
+                                                     : first_nonfinite_grad(model);
     if (!bad.empty()) {
       if (cfg.train.nan_policy == "skip") {
         opt.zero_grad();
@@ -266,8 +292,9 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
            kept.empty() ? fmt::format("{}/checkpoints (step {})", run_dir, step - 1) : kept);
     }
     const double pos_norm = pos_params.empty() ? 0.0 : nn::optim::grad_norm(pos_params);
-    const double norm = cfg.optim.clip_grad_norm > 0 ? nn::optim::clip_grad_norm(params, cfg.optim.clip_grad_norm)
-                                                     : nn::optim::grad_norm(params);
+    const double norm = cfg.optim.clip_grad_norm > 0
+                            ? nn::optim::clip_grad_norm(params, cfg.optim.clip_grad_norm, pre_clip_norm)
+                            : pre_clip_norm;
     opt.step();
     opt.zero_grad();
     res.losses.push_back(train_loss);
@@ -361,7 +388,9 @@ std::string sample(const LoadedRun& run, const SampleOptions& o) {
   const int64_t window = std::max<int64_t>(run.cfg.data.seq_len, 2);
   const std::vector<int64_t> prompt_ids = ids;
   if (int64_t(ids.size()) > window) ids.erase(ids.begin(), ids.end() - window);  // context fits the window
-  Variable logits = run.model->decode_step(Tensor::from_vector(ids, {1, int64_t(ids.size())}), st);
+  const Device dev = run.model->device();
+  auto tokens = [&](const std::vector<int64_t>& v) { return Tensor::from_vector(v, {1, int64_t(v.size())}).to(dev); };
+  Variable logits = run.model->decode_step(tokens(ids), st);
   std::vector<int64_t> out;
   for (int64_t t = 0; t < o.tokens; ++t) {
     std::vector<double> last = logits.data().select(1, logits.size(1) - 1).to_vector<double>();
@@ -386,9 +415,9 @@ std::string sample(const LoadedRun& run, const SampleOptions& o) {
       // ever saw, rebuild the KV cache from the last half window (positions restart at 0).
       st = nn::DecodeState{};
       std::vector<int64_t> tail(ids.end() - window / 2, ids.end());
-      logits = run.model->decode_step(Tensor::from_vector(tail, {1, int64_t(tail.size())}), st);
+      logits = run.model->decode_step(tokens(tail), st);
     } else {
-      logits = run.model->decode_step(Tensor::from_vector(std::vector<int64_t>{next}, {1, 1}), st);
+      logits = run.model->decode_step(tokens({next}), st);
     }
   }
   std::vector<int64_t> all = prompt_ids;

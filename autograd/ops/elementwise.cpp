@@ -11,7 +11,7 @@ using k::Unary;
 
 namespace {
 
-Tensor scalar_like(double v, const Tensor& t) { return Tensor::scalar(v, t.dtype()); }
+Tensor scalar_like(double v, const Tensor& t) { return Tensor::scalar(v, t.dtype(), t.device()); }
 
 // y = f(x) with dy/dx = deriv(x, y) computed by a kernel.
 template <typename Deriv>

@@ -29,7 +29,7 @@ Variable narrow(const Variable& x, int64_t dim, int64_t start, int64_t length) {
   Shape in = x.shape();
   return make_result(x.data().narrow(dim, start, length), "narrow", {x},
                      [in, dim, start, length](const Tensor& g) -> std::vector<Tensor> {
-                       Tensor dx = Tensor::zeros(in, g.dtype());
+                       Tensor dx = Tensor::zeros(in, g.dtype(), g.device());
                        dx.narrow(dim, start, length).copy_(g);
                        return {dx};
                      });
@@ -39,7 +39,7 @@ Variable select(const Variable& x, int64_t dim, int64_t index) {
   Shape in = x.shape();
   return make_result(x.data().select(dim, index), "select", {x},
                      [in, dim, index](const Tensor& g) -> std::vector<Tensor> {
-                       Tensor dx = Tensor::zeros(in, g.dtype());
+                       Tensor dx = Tensor::zeros(in, g.dtype(), g.device());
                        dx.select(dim, index).copy_(g);
                        return {dx};
                      });

@@ -62,35 +62,20 @@ void AdamBase::step() {
       if (!s.exp_avg.defined()) {
         s.exp_avg = Tensor::zeros(data.shape(), data.dtype(), data.device());
         s.exp_avg_sq = Tensor::zeros(data.shape(), data.dtype(), data.device());
+      } else if (s.exp_avg.device() != data.device()) {  // the model moved (Module::to): state follows
+        s.exp_avg = s.exp_avg.to(data.device());
+        s.exp_avg_sq = s.exp_avg_sq.to(data.device());
       }
       s.step += 1;
 
-      Tensor g = grad;
-      if (wd != 0.0) {
-        if (decoupled_) {
-          k::mul_(data, 1.0 - lr * wd);  // p = p * (1 - lr * wd)
-        } else {
-          g = grad.clone();  // g = grad + wd * p (the grad itself is left alone)
-          k::add_(g, data, wd);
-        }
-      }
-      // m = beta1 * m + (1 - beta1) * g
-      k::mul_(s.exp_avg, beta1);
-      k::add_(s.exp_avg, g, 1.0 - beta1);
-      // v = beta2 * v + ((1 - beta2) * g) * g   (PyTorch's addcmul_ order)
-      k::mul_(s.exp_avg_sq, beta2);
-      k::add_(s.exp_avg_sq, k::mul(k::unary(k::Unary::MulScalar, g, 1.0 - beta2), g));
-
+      // One fused kernel per parameter (kernels/cpu/optim.cpp, kernels/cuda/optim.cu):
+      //   AdamW: p *= 1 - lr wd          Adam: g = grad + wd p (grad itself untouched)
+      //   m = b1 m + (1 - b1) g;  v = b2 v + ((1 - b2) g) g        (PyTorch's addcmul_ order)
+      //   p += (-lr / bc1) m / (sqrt(v) / sqrt(bc2) + eps)         (PyTorch's addcdiv_ order)
       const double t = double(s.step);
-      const double bias_correction1 = 1.0 - std::pow(beta1, t);
-      const double bias_correction2 = 1.0 - std::pow(beta2, t);
-      const double step_size = lr / bias_correction1;
-      // denom = sqrt(v) / sqrt(bias_correction2) + eps
-      Tensor denom = k::div(k::unary(k::Unary::Sqrt, s.exp_avg_sq),
-                            Tensor::scalar(std::sqrt(bias_correction2), data.dtype()));
-      k::add_(denom, Tensor::scalar(opt_.eps, data.dtype()));
-      // p = p + ((-step_size) * m) / denom   (PyTorch's addcdiv_ order)
-      k::add_(data, k::div(k::unary(k::Unary::MulScalar, s.exp_avg, -step_size), denom));
+      k::adam_update(data, grad, s.exp_avg, s.exp_avg_sq,
+                     k::AdamStep{lr, beta1, beta2, opt_.eps, wd, decoupled_, 1.0 - std::pow(beta1, t),
+                                 1.0 - std::pow(beta2, t)});
     }
   }
 }
@@ -153,10 +138,9 @@ void AdamBase::load_state_dict(const OptimizerState& state) {
         const Tensor& m = find(field);
         RELPOS_CHECK(m.shape() == data.shape(), "{}: load_state_dict: '{}' has shape {} in the state, {} in the parameter",
                      who_, key(gi, i, field), shape_str(m.shape()), shape_str(data.shape()));
-        RELPOS_CHECK(m.dtype() == data.dtype() && m.device() == data.device(),
-                     "{}: load_state_dict: '{}' is {} in the state, the parameter is {}", who_, key(gi, i, field),
-                     describe(m), describe(data));
-        s.*member = m.clone();
+        RELPOS_CHECK(m.dtype() == data.dtype(), "{}: load_state_dict: '{}' is {} in the state, the parameter is {}",
+                     who_, key(gi, i, field), describe(m), describe(data));
+        s.*member = m.device() == data.device() ? m.clone() : m.to(data.device());  // state follows the parameter
       }
       next[gi].push_back(std::move(s));
     }

@@ -22,20 +22,18 @@ std::vector<Variable> with_grad_once(const std::vector<Variable>& params) {
   return out;
 }
 
-double sum_of_squares(const Tensor& grad) {
-  Tensor g = grad.device() == Device::CPU ? grad.contiguous() : grad.to(Device::CPU).contiguous();
-  return visit_float(g.dtype(), "grad_norm", [&]<typename T>() {
-    const T* x = g.data<T>();
-    double acc = 0.0;
-    for (int64_t i = 0, n = g.numel(); i < n; ++i) acc += double(x[i]) * double(x[i]);
-    return acc;
-  });
-}
-
+// sqrt(sum over parameters of sum(g^2)): the per-parameter sums (float64, on the grads'
+// device) are added on the device in parameter order, then read back once — one host sync.
+// Non-finite when any gradient element is NaN/Inf.
 double norm_of(const std::vector<Variable>& params) {
-  double acc = 0.0;
-  for (const Variable& p : params) acc += sum_of_squares(p.grad());
-  return std::sqrt(acc);
+  Tensor acc;
+  for (const Variable& p : params) {
+    Tensor s = k::sum_squares(p.grad());
+    if (!acc.defined()) acc = s;
+    else if (s.device() == acc.device()) acc = k::add(acc, s);
+    else acc = k::add(acc, s.to(acc.device()));  // parameters on two devices: rare, still exact
+  }
+  return acc.defined() ? std::sqrt(acc.item()) : 0.0;
 }
 
 }  // namespace
@@ -43,9 +41,12 @@ double norm_of(const std::vector<Variable>& params) {
 double grad_norm(const std::vector<Variable>& params) { return norm_of(with_grad_once(params)); }
 
 double clip_grad_norm(const std::vector<Variable>& params, double max_norm) {
+  return clip_grad_norm(params, max_norm, grad_norm(params));
+}
+
+double clip_grad_norm(const std::vector<Variable>& params, double max_norm, double total) {
   RELPOS_CHECK(max_norm > 0, "clip_grad_norm: max_norm must be > 0, got {}", max_norm);
   const std::vector<Variable> ps = with_grad_once(params);
-  const double total = norm_of(ps);
   if (!std::isfinite(total)) return total;
   const double coef = max_norm / (total + 1e-6);
   if (coef >= 1.0) return total;

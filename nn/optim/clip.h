@@ -1,7 +1,8 @@
 // nn/optim/clip.h — gradient norm and clipping by the global L2 norm (PyTorch's
 // torch.nn.utils.clip_grad_norm_ with norm_type 2):
 //   total_norm = sqrt(sum over params p with a grad, over elements, of grad^2)
-//                (squares accumulated in double, sequentially: deterministic)
+//                (squares summed in float64 on the grads' device, in a fixed order:
+//                deterministic; one host read of the total)
 //   clip_coef  = max_norm / (total_norm + 1e-6)
 //   if clip_coef < 1: every grad *= clip_coef         (otherwise grads are untouched)
 // Parameters without a grad are skipped; a parameter listed twice counts once. When
@@ -24,5 +25,8 @@ double grad_norm(const std::vector<Variable>& params);
 // gradient tensor to several leaves (both inputs of an add), and scaling that buffer once
 // per leaf would scale it twice.
 double clip_grad_norm(const std::vector<Variable>& params, double max_norm);
+// Same, with the pre-clip norm already computed by grad_norm(params) (saves a second pass
+// and host sync when the caller needed the norm first, e.g. for a non-finite check).
+double clip_grad_norm(const std::vector<Variable>& params, double max_norm, double total_norm);
 
 }  // namespace relpos::nn::optim

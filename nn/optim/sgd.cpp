@@ -25,6 +25,7 @@ void SGD::step() {
       if (!momentum_[i].defined()) {
         momentum_[i] = g.clone();
       } else {
+        if (momentum_[i].device() != g.device()) momentum_[i] = momentum_[i].to(g.device());  // model moved
         k::mul_(momentum_[i], opt_.momentum);
         k::add_(momentum_[i], g);
       }
@@ -51,7 +52,7 @@ void SGD::load_state_dict(const std::vector<std::pair<std::string, Tensor>>& sta
     RELPOS_CHECK(i < params_.size(), "SGD state: '{}' refers to parameter {} of {}", key, i, params_.size());
     RELPOS_CHECK(t.shape() == params_[i].shape() && t.dtype() == params_[i].dtype(),
                  "SGD state: '{}' is {}, parameter is {}", key, describe(t), describe(params_[i].data()));
-    loaded[i] = t.clone();
+    loaded[i] = t.device() == params_[i].device() ? t.clone() : t.to(params_[i].device());
   }
   momentum_ = std::move(loaded);
 }

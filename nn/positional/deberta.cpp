@@ -40,6 +40,8 @@
 // (true), norm_rel_ebd ("layer_norm" or "none"), layer_norm_eps (1e-7, DeBERTa's).
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <vector>
 
 #include "autograd/ops.h"
 #include "core/rng.h"
@@ -92,15 +94,10 @@ class Deberta : public PositionEncoding {
 
   // q: [B, H, Lq, dh], k: [B, H, Lk, dh] -> [B, H, Lq, Lk]
   Variable score_terms(const Variable& q, const Variable& k, const AttnGeometry& g) const override {
-    std::vector<int64_t> idx = index_vector(g);
-    const auto [lo_it, hi_it] = std::minmax_element(idx.begin(), idx.end());
-    const int64_t lo = *lo_it, n = *hi_it - lo + 1;
-    std::vector<int64_t> local(idx.size()), local_t(idx.size());  // rows lo.. -> 0..; [Lq, Lk] and [Lk, Lq]
-    for (int64_t i = 0; i < g.Lq; ++i)
-      for (int64_t j = 0; j < g.Lk; ++j) {
-        local[size_t(i * g.Lk + j)] = idx[size_t(i * g.Lk + j)] - lo;
-        local_t[size_t(j * g.Lq + i)] = idx[size_t(i * g.Lk + j)] - lo;
-      }
+    // The rows lo..lo+n-1 of rel_embeddings this geometry touches, and the index into them
+    // (local [Lq, Lk], local_t [Lk, Lq]), built once per geometry on the host.
+    const GeometryIndex& gi = geometry_index(g);
+    const int64_t lo = gi.lo, n = gi.n;
     Variable p = narrow(rel_, 0, lo, n);  // [n, D]
     if (ln_) p = layer_norm(p, norm_w_, norm_b_, eps_);
     const int64_t B = q.size(0);
@@ -108,12 +105,12 @@ class Deberta : public PositionEncoding {
     if (c2p_) {
       Variable kr = heads(share_ ? project(g.k_proj, "k_proj", p) : pos_key_->forward(p), n);  // [H, n, dh]
       Variable c2p = matmul(q, transpose(kr, -1, -2));                                         // [B, H, Lq, n]
-      out = gather(c2p, -1, Tensor::from_vector(local, {g.Lq, g.Lk}).expand({B, heads_, g.Lq, g.Lk}));
+      out = gather(c2p, -1, gi.local.to(q.data().device()).expand({B, heads_, g.Lq, g.Lk}));
     }
     if (p2c_) {
       Variable qr = heads(share_ ? project(g.q_proj, "q_proj", p) : pos_query_->forward(p), n);  // [H, n, dh]
       Variable p2c = matmul(k, transpose(qr, -1, -2));                                           // [B, H, Lk, n]
-      Variable t = gather(p2c, -1, Tensor::from_vector(local_t, {g.Lk, g.Lq}).expand({B, heads_, g.Lk, g.Lq}));
+      Variable t = gather(p2c, -1, gi.local_t.to(q.data().device()).expand({B, heads_, g.Lk, g.Lq}));
       t = transpose(t, -1, -2);  // [B, H, Lq, Lk]
       out = out.defined() ? out + t : t;
     }
@@ -121,6 +118,35 @@ class Deberta : public PositionEncoding {
   }
 
  private:
+  struct GeometryIndex {
+    int64_t lo, n;
+    Tensor local, local_t;  // int64 [Lq, Lk] and [Lk, Lq] on this module's device
+  };
+  // Bounded like PositionEncoding::cached; cleared by to().
+  const GeometryIndex& geometry_index(const AttnGeometry& g) const {
+    const std::vector<int64_t> key{g.Lq, g.Lk, g.q_offset, g.k_offset};
+    auto it = index_cache_.find(key);
+    if (it != index_cache_.end()) return it->second;
+    if (index_cache_.size() >= 256) index_cache_.clear();
+    std::vector<int64_t> idx = index_vector(g);
+    const auto [lo_it, hi_it] = std::minmax_element(idx.begin(), idx.end());
+    const int64_t lo = *lo_it, n = *hi_it - lo + 1;
+    std::vector<int64_t> local(idx.size()), local_t(idx.size());  // rows lo.. -> 0..
+    for (int64_t i = 0; i < g.Lq; ++i)
+      for (int64_t j = 0; j < g.Lk; ++j) {
+        local[size_t(i * g.Lk + j)] = idx[size_t(i * g.Lk + j)] - lo;
+        local_t[size_t(j * g.Lq + i)] = idx[size_t(i * g.Lk + j)] - lo;
+      }
+    GeometryIndex gi{lo, n, Tensor::from_vector(local, {g.Lq, g.Lk}).to(device()),
+                     Tensor::from_vector(local_t, {g.Lk, g.Lq}).to(device())};
+    return index_cache_.emplace(key, std::move(gi)).first->second;
+  }
+  void on_device_change() override {
+    PositionEncoding::on_device_change();
+    index_cache_.clear();
+  }
+  mutable std::map<std::vector<int64_t>, GeometryIndex> index_cache_;
+
   std::vector<int64_t> index_vector(const AttnGeometry& g) const {
     std::vector<int64_t> idx(size_t(g.Lq * g.Lk));
     for (int64_t i = 0; i < g.Lq; ++i)

@@ -81,6 +81,8 @@ class GraphSPD : public PositionEncoding {
                  "position encoding 'graph_spd': position_index must hold shortest-path distances, int64 "
                  "[B, Lq, Lk] = [B, {}, {}] or [{}, {}], got {}",
                  g.Lq, g.Lk, g.Lq, g.Lk, describe(t));
+    // Per-batch data from the data pipeline (not a tensor the model computed): mapped to table
+    // rows on the host, like tokenisation, then placed on the index's device. Listed in DESIGN.md.
     std::vector<int64_t> v = t.to_vector<int64_t>();
     for (int64_t& x : v) {
       RELPOS_CHECK(x >= kUnreachable,
@@ -88,7 +90,7 @@ class GraphSPD : public PositionEncoding {
                    x, kUnreachable);
       x = x == kUnreachable ? max_dist_ + 1 : std::min(x, max_dist_);
     }
-    return Tensor::from_vector(v, t.shape());
+    return Tensor::from_vector(v, t.shape()).to(t.device());
   }
 
   Variable score_bias(const AttnGeometry& g) const override {

@@ -24,7 +24,7 @@ class Learned : public PositionEncoding {
                  "position 'learned': positions {}..{} exceed the table's max_len {} (learned absolute "
                  "positions cannot extrapolate; raise max_len)",
                  offset, offset + L - 1, max_len_);
-    return x + embedding(table_, Tensor::arange(offset, offset + L));
+    return x + embedding(table_, cached("learned.positions", {L, offset}, [&] { return Tensor::arange(offset, offset + L); }));
   }
 
  private:

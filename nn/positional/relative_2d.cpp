@@ -52,7 +52,8 @@ class Relative2D : public PositionEncoding {
     RELPOS_CHECK(!g.causal,
                  "position encoding 'relative_2d' is encoder-only (Swin attends bidirectionally within a window); "
                  "it cannot be used with causal attention");
-    Tensor idx = g.position_index.defined() ? checked_index(g) : bias_index(g);
+    Tensor idx = g.position_index.defined() ? checked_index(g)
+                                            : geometry_cached("relative_2d.index", g, [&] { return bias_index(g); });
     Variable b = embedding(table_, idx);  // [(B,) Lq, Lk, H]
     return idx.dim() == 2 ? permute(b, {2, 0, 1}) : permute(b, {0, 3, 1, 2});
   }
@@ -66,7 +67,10 @@ class Relative2D : public PositionEncoding {
                  "got {}",
                  g.Lq, g.Lk, g.Lq, g.Lk, describe(t));
     const int64_t rows = table_.size(0);
-    for (int64_t v : t.to_vector<int64_t>())
+    // Range check of a per-batch index from the data pipeline (host data, before any transfer);
+    // a cuda index was checked on the host before it was moved.
+    if (t.device() == Device::CPU)
+      for (int64_t v : t.to_vector<int64_t>())
       RELPOS_CHECK(v >= 0 && v < rows,
                    "position encoding 'relative_2d': position_index value {} is outside the table rows 0..{} of the "
                    "{}x{} grid",

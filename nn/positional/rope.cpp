@@ -68,15 +68,18 @@ class Rope : public PositionEncoding {
   // x: [B, H, L, dh] at positions offset .. offset + L - 1
   Variable rotate(const Variable& x, int64_t offset) const override {
     const int64_t L = x.size(2), r = s_.rot_dim, half = r / 2;
-    std::vector<double> c(size_t(L * half)), s(size_t(L * half));
-    for (int64_t m = 0; m < L; ++m)
-      for (int64_t p = 0; p < half; ++p) {
-        double ang = double(offset + m) * f_.inv_freq[size_t(p)];
-        c[size_t(m * half + p)] = std::cos(ang) * f_.mscale;
-        s[size_t(m * half + p)] = std::sin(ang) * f_.mscale;
-      }
-    Variable cos(Tensor::from_vector(c, {L, half}).to(x.dtype()));
-    Variable sin(Tensor::from_vector(s, {L, half}).to(x.dtype()));
+    // cos and sin of every (position, pair): [2, L, r/2], built once per (L, offset, dtype)
+    Tensor table = cached("rope.cos_sin", {L, offset, int64_t(x.dtype())}, [&] {
+      std::vector<double> cs(size_t(2 * L * half));
+      for (int64_t m = 0; m < L; ++m)
+        for (int64_t p = 0; p < half; ++p) {
+          double ang = double(offset + m) * f_.inv_freq[size_t(p)];
+          cs[size_t(m * half + p)] = std::cos(ang) * f_.mscale;
+          cs[size_t((L + m) * half + p)] = std::sin(ang) * f_.mscale;
+        }
+      return Tensor::from_vector(cs, {2, L, half}).to(x.dtype());
+    });
+    Variable cos(table.select(0, 0)), sin(table.select(0, 1));
     Variable a, b;  // the two members of every pair: [B, H, L, r/2]
     if (s_.style == "half") {
       a = narrow(x, -1, 0, half);
@@ -119,6 +122,7 @@ void Rope::set_eval_scaling(const PositionParams& p) {
   read_scaling(p, s);
   f_ = rope_frequencies(s);
   s_ = std::move(s);
+  clear_geometry_cache();  // cos/sin tables of the old frequencies
 }
 }  // namespace
 

@@ -50,7 +50,8 @@ class Shaw : public PositionEncoding {
 
  private:
   Tensor expanded_index(const Variable& like, const AttnGeometry& g) const {
-    return bias_index(g).expand({like.size(0), like.size(1), g.Lq, g.Lk});
+    return geometry_cached("shaw.index", g, [&] { return bias_index(g); })
+        .expand({like.size(0), like.size(1), g.Lq, g.Lk});
   }
   int64_t k_max_;
   Variable keys_, values_;

@@ -19,14 +19,17 @@ class Sinusoidal : public PositionEncoding {
 
   Variable embed(const Variable& x, int64_t offset) const override {  // x: [B, L, D]
     const int64_t L = x.size(1);
-    std::vector<double> pe(size_t(L * d_));
-    for (int64_t p = 0; p < L; ++p)
-      for (int64_t i = 0; 2 * i < d_; ++i) {
-        double ang = double(offset + p) * std::pow(base_, -2.0 * double(i) / double(d_));
-        pe[size_t(p * d_ + 2 * i)] = std::sin(ang);
-        if (2 * i + 1 < d_) pe[size_t(p * d_ + 2 * i + 1)] = std::cos(ang);
-      }
-    return x + Variable(Tensor::from_vector(pe, {L, d_}).to(x.dtype()));
+    Tensor pe = cached("sinusoidal.pe", {L, offset, int64_t(x.dtype())}, [&] {  // [L, D]
+      std::vector<double> v(size_t(L * d_));
+      for (int64_t p = 0; p < L; ++p)
+        for (int64_t i = 0; 2 * i < d_; ++i) {
+          double ang = double(offset + p) * std::pow(base_, -2.0 * double(i) / double(d_));
+          v[size_t(p * d_ + 2 * i)] = std::sin(ang);
+          if (2 * i + 1 < d_) v[size_t(p * d_ + 2 * i + 1)] = std::cos(ang);
+        }
+      return Tensor::from_vector(v, {L, d_}).to(x.dtype());
+    });
+    return x + Variable(pe);
   }
 
  private:

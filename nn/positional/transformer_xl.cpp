@@ -84,9 +84,11 @@ class TransformerXL : public PositionEncoding {
     auto [lo, hi] = distance_range(g);
     const int64_t n = hi - lo + 1;
     // r: [n, D] @ [D, H*dh] -> [n, H, dh] -> [H, dh, n]
-    Variable r = permute(reshape(matmul(Variable(sinusoids(lo, n).to(q.dtype())), w_r_), {n, H, dh}), {1, 2, 0});
+    Variable sin_table(cached("txl.sinusoids", {lo, n, int64_t(q.dtype())}, [&] { return sinusoids(lo, n).to(q.dtype()); }));
+    Variable r = permute(reshape(matmul(sin_table, w_r_), {n, H, dh}), {1, 2, 0});
     Variable bd_raw = matmul(q + reshape(v_, {1, H, 1, dh}), r);  // [B, H, Lq, n]
-    Tensor idx = distance_index(g, lo, hi).expand({q.size(0), q.size(1), g.Lq, g.Lk});
+    Tensor idx = geometry_cached("txl.index", g, [&] { return distance_index(g, lo, hi); })
+                     .expand({q.size(0), q.size(1), g.Lq, g.Lk});
     Variable bd = gather(bd_raw, -1, idx);                                         // [B, H, Lq, Lk]
     Variable uk = transpose(matmul(k, reshape(u_, {H, dh, 1})), -1, -2);           // [B, H, 1, Lk]
     return bd + uk;

@@ -46,20 +46,23 @@ class XPos : public PositionEncoding {
   // x: [B, H, L, d] at positions offset.. -> R(m theta) x * zeta^(sign m / scale_base)
   Variable apply(const Variable& x, int64_t offset, double sign) const {
     const int64_t L = x.size(2), half = head_dim_ / 2;
-    std::vector<double> c(size_t(L * half)), s(size_t(L * half));
-    for (int64_t m = 0; m < L; ++m)
-      for (int64_t p = 0; p < half; ++p) {
-        const double pos = double(offset + m), ang = pos * inv_freq_[size_t(p)];
-        const double scale = std::pow(zeta_[size_t(p)], sign * pos / scale_base_);
-        RELPOS_CHECK(x.dtype() != DType::F32 || scale < double(std::numeric_limits<float>::max()),
-                     "xpos: the decay factor at position {} overflows float32 (scale_base {}); use float64 or a "
-                     "larger scale_base",
-                     offset + m, scale_base_);
-        c[size_t(m * half + p)] = std::cos(ang) * scale;
-        s[size_t(m * half + p)] = std::sin(ang) * scale;
-      }
-    Variable cos(Tensor::from_vector(c, {L, half}).to(x.dtype()));
-    Variable sin(Tensor::from_vector(s, {L, half}).to(x.dtype()));
+    // scaled cos and sin of every (position, pair): [2, L, d/2], once per (L, offset, side, dtype)
+    Tensor table = cached("xpos.cos_sin", {L, offset, sign > 0 ? 1 : -1, int64_t(x.dtype())}, [&] {
+      std::vector<double> cs(size_t(2 * L * half));
+      for (int64_t m = 0; m < L; ++m)
+        for (int64_t p = 0; p < half; ++p) {
+          const double pos = double(offset + m), ang = pos * inv_freq_[size_t(p)];
+          const double scale = std::pow(zeta_[size_t(p)], sign * pos / scale_base_);
+          RELPOS_CHECK(x.dtype() != DType::F32 || scale < double(std::numeric_limits<float>::max()),
+                       "xpos: the decay factor at position {} overflows float32 (scale_base {}); use float64 or a "
+                       "larger scale_base",
+                       offset + m, scale_base_);
+          cs[size_t(m * half + p)] = std::cos(ang) * scale;
+          cs[size_t((L + m) * half + p)] = std::sin(ang) * scale;
+        }
+      return Tensor::from_vector(cs, {2, L, half}).to(x.dtype());
+    });
+    Variable cos(table.select(0, 0)), sin(table.select(0, 1));
     Variable a, b;  // the two members of every pair: [B, H, L, d/2]
     if (style_ == "half") {
       a = narrow(x, -1, 0, half);

@@ -84,7 +84,10 @@ TEST_CASE("config: cross-field checks", "[config]") {
                       Contains("model.position") && Contains("did you mean 'num_buckets'"));
   REQUIRE_THROWS_WITH(parse("model:\n  position:\n    type: rope\n    base: ten\n"), Contains("'ten'"));
   REQUIRE_THROWS_WITH(parse("model:\n  position:\n    type: alibj\n"), Contains("did you mean 'alibi'"));
-  REQUIRE_THROWS_WITH(parse("train:\n  device: cuda\n"), Contains("train.device 'cuda'"));
+  // cuda is a valid choice (checked against the machine when training starts), tpu is not
+  REQUIRE(parse("train:\n  device: cuda\n  allow_tf32: true\n").train.allow_tf32);
+  REQUIRE_THROWS_WITH(parse("train:\n  device: tpu\n"), Contains("train.device") && Contains("cpu, cuda"));
+  REQUIRE_THROWS_WITH(parse("train:\n  allow_tf32: maybe\n"), Contains("train.allow_tf32"));
 }
 
 TEST_CASE("config: --set overrides are validated the same way and named in errors", "[config]") {
