@@ -107,6 +107,17 @@ Tensor scatter_add(const Shape& shape, int64_t dim, const Tensor& idx, const Ten
   return RELPOS_DISPATCH(device_of("scatter_add", src, idx), scatter_add(shape, dim, idx, src));
 }
 
+AttentionOut attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias,
+                       const Tensor& key_padding, const AttentionArgs& a) {
+  return RELPOS_DISPATCH(device_of("attention", q, k, v, bias, key_padding), attention(q, k, v, bias, key_padding, a));
+}
+AttentionGrads attention_backward(const Tensor& g_o, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const Tensor& bias, const Tensor& key_padding, const AttentionOut& fwd,
+                                  const AttentionArgs& a) {
+  return RELPOS_DISPATCH(device_of("attention_backward", g_o, q, k, v, bias, key_padding, fwd.o, fwd.lse),
+                         attention_backward(g_o, q, k, v, bias, key_padding, fwd, a));
+}
+
 Tensor toeplitz_add(const Tensor& s, const Tensor& t) {
   return RELPOS_DISPATCH(device_of("toeplitz_add", s, t), toeplitz_add(s, t));
 }

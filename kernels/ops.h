@@ -117,6 +117,32 @@ Tensor toeplitz_add(const Tensor& s, const Tensor& t);
 // ds: [B, H, Lq, Lk] -> [H, Lq + Lk - 1], sums along each diagonal (deterministic)
 Tensor toeplitz_diag_sum(const Tensor& ds);
 
+// ---------------------------------------------------------------- fused attention
+// O = softmax(scale * Q K^T + bias + masks) V without materialising [B, H, Lq, Lk]: per
+// (batch, head) and block of query rows, the scores of that block only (O(L) memory), keys
+// past the causal limit never computed. bias: Toeplitz [H, Lq + Lk - 1] as toeplitz_add
+// (undefined = none); key_padding: [B, Lk], nonzero = hidden (undefined = none).
+struct AttentionArgs {
+  double scale = 1.0;
+  bool causal = false;
+  int64_t q_offset = 0, k_offset = 0;  // absolute positions of query row 0 / key column 0
+};
+struct AttentionOut {
+  Tensor o;    // [B, H, Lq, dh]
+  Tensor lse;  // [B, H, Lq] logsumexp of each score row (-inf: no visible key, o = 0)
+};
+// q: [B, H, Lq, dh], k, v: [B, H, Lk, dh]
+AttentionOut attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias,
+                       const Tensor& key_padding, const AttentionArgs& a);
+struct AttentionGrads {
+  Tensor dq, dk, dv, dbias;  // dbias undefined when bias was
+};
+// Recomputes the scores block by block; dbias sums each diagonal over batches in a fixed
+// order (deterministic, independent of the thread count).
+AttentionGrads attention_backward(const Tensor& g_o, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const Tensor& bias, const Tensor& key_padding, const AttentionOut& fwd,
+                                  const AttentionArgs& a);
+
 // ---------------------------------------------------------------- shape
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim);
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim);  // views

@@ -9,6 +9,12 @@
 
 namespace relpos::nn {
 
+namespace {
+bool g_fused_attention = true;
+}  // namespace
+void set_fused_attention(bool on) { g_fused_attention = on; }
+bool fused_attention_enabled() { return g_fused_attention; }
+
 MultiHeadAttention::MultiHeadAttention(const AttentionConfig& cfg, PositionEncodingPtr pos, bool own_pos,
                                        Generator& gen, DType dtype)
     : cfg_(cfg), pos_(std::move(pos)) {
@@ -60,16 +66,10 @@ Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bo
   geo.q_proj = [this](const Variable& x) { return q_proj_->forward(x); };
   geo.k_proj = [this](const Variable& x) { return k_proj_->forward(x); };
 
-  Variable s = matmul(q, transpose(k, -1, -2));  // [B, H, Lq, Lk]
-  Variable terms = pos_->score_terms(q, k, geo);
-  if (terms.defined()) s = s + terms;
+  Variable terms = pos_->score_terms(q, k, geo);  // [B, H, Lq, Lk] or undefined
   const double scale = pos_->score_scale(head_dim_);
-  if (scale != 1.0) s = s * scale;
   Variable bias = pos_->toeplitz_bias(geo);  // [H, Lq + Lk - 1]
-  if (bias.defined()) {
-    if (alpha_.defined()) bias = bias * alpha_;
-    s = add_toeplitz_bias(s, bias);
-  }
+  if (bias.defined() && alpha_.defined()) bias = bias * alpha_;
   Variable sbias = pos_->score_bias(geo);  // [H, Lq, Lk] or [B, H, Lq, Lk]
   if (sbias.defined()) {
     const int64_t H = cfg_.n_heads;
@@ -80,21 +80,29 @@ Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bo
                  "or [B, H, Lq, Lk] = [{}, {}, {}, {}]",
                  pos_->type(), shape_str(sbias.shape()), H, Lq, Lk, B, H, Lq, Lk);
     if (alpha_.defined()) sbias = sbias * reshape(alpha_, {alpha_.size(0), 1, 1});
-    s = s + sbias;
   }
-  // Masks: the causal one is a predicate on (i, j) inside the kernel; padding is [B, 1, 1, Lk].
-  constexpr double kNegInf = -std::numeric_limits<double>::infinity();
   Tensor kp;  // [B, 1, 1, Lk], 1 = padded key
   if (key_padding.defined()) {
     RELPOS_CHECK(key_padding.dim() == 2 && key_padding.size(0) == B && key_padding.size(1) == Lk,
                  "attention: key padding mask must be [B, Lk] = [{}, {}], got {}", B, Lk,
                  shape_str(key_padding.shape()));
-    kp = key_padding.to(s.data().device()).to(s.dtype()).view({B, 1, 1, Lk});
-    s = masked_fill(s, kp, kNegInf);
+    kp = key_padding.to(q.device()).to(q.dtype()).view({B, 1, 1, Lk});
   }
-  if (causal) s = causal_fill(s, q_offset, k_offset, kNegInf);
-  Variable p = softmax(s, -1);
-  if (stats) {
+
+  // The scores S = scale (q k^T + terms) + bias, masked (causal: a predicate on (i, j);
+  // padding: [B, 1, 1, Lk]): [B, H, Lq, Lk].
+  auto scores = [&]() {
+    constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+    Variable s = matmul(q, transpose(k, -1, -2));
+    if (terms.defined()) s = s + terms;
+    if (scale != 1.0) s = s * scale;
+    if (bias.defined()) s = add_toeplitz_bias(s, bias);
+    if (sbias.defined()) s = s + sbias;
+    if (kp.defined()) s = masked_fill(s, kp, kNegInf);
+    if (causal) s = causal_fill(s, q_offset, k_offset, kNegInf);
+    return s;
+  };
+  auto record_stats = [&](const Variable& s, const Variable& p) {  // monitors only, no graph
     NoGradGuard ng;
     Tensor a = k::unary(k::Unary::Abs, s.data());
     if (kp.defined()) a = k::masked_fill(a, kp, 0.0);
@@ -102,7 +110,26 @@ Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bo
     stats->max_abs_logit = k::reduce(k::Reduce::Max, a, {}, false).item();
     Tensor plogp = k::mul(p.data(), k::unary(k::Unary::Log, k::unary(k::Unary::Clamp, p.data(), 1e-30, 1.0)));
     stats->mean_entropy = -k::reduce(k::Reduce::Sum, plogp, {}, false).item() / double(B * cfg_.n_heads * Lq);
+  };
+
+  // Fused path (k::attention: O(L) memory, causal keys skipped, bias gradient fused) whenever
+  // the scores are q k^T plus a Toeplitz bias and nothing needs P itself.
+  const bool dropout_active = cfg_.dropout > 0 && is_training();
+  if (fused_attention_enabled() && q.device() == Device::CPU && !terms.defined() && !sbias.defined() &&
+      !pos_->has_value_terms() && !dropout_active) {
+    if (stats) {
+      NoGradGuard ng;
+      Variable s = scores();
+      record_stats(s, softmax(s, -1));
+    }
+    k::AttentionArgs args{scale, causal, q_offset, k_offset};
+    Variable o = fused_attention(q, k, v, bias, key_padding.defined() ? key_padding.to(q.device()) : Tensor(), args);
+    return o_proj_->forward(reshape(transpose(o, 1, 2), {B, Lq, cfg_.d_model}));
   }
+
+  Variable s = scores();
+  Variable p = softmax(s, -1);
+  if (stats) record_stats(s, p);
   p = apply_dropout(p, cfg_.dropout, is_training(), gen);
   Variable o = matmul(p, v);  // [B, H, Lq, dh]
   Variable vt = pos_->value_terms(p, geo);

@@ -27,6 +27,11 @@ struct BiasScaleConfig {
   bool per_head = false;
 };
 
+// Fused attention (k::attention) for layers whose scores are q k^T plus a Toeplitz bias:
+// on by default; off forces the materialised path everywhere (tests compare the two).
+void set_fused_attention(bool on);
+bool fused_attention_enabled();
+
 struct AttentionConfig {
   int64_t d_model = 0, n_heads = 0;
   double dropout = 0.0;

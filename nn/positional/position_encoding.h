@@ -89,6 +89,7 @@ class PositionEncoding : public Module {
   virtual Variable score_bias(const AttnGeometry&) const { return {}; }
   // Value terms: p [B, H, Lq, Lk] -> [B, H, Lq, dh] added to P @ V (undefined = none).
   virtual Variable value_terms(const Variable&, const AttnGeometry&) const { return {}; }
+  virtual bool has_value_terms() const { return false; }  // true when value_terms is defined
   // For inspection (`relpos bias`): the lookup index [Lq, Lk] of table-based variants
   // (index-driven ones such as graph_spd: shaped like position_index, undefined without it).
   virtual Tensor bias_index(const AttnGeometry&) const { return {}; }

@@ -40,6 +40,7 @@ class Shaw : public PositionEncoding {
     return gather(rel, -1, expanded_index(q, g));
   }
 
+  bool has_value_terms() const override { return true; }
   // p: [B, H, Lq, Lk] -> [B, H, Lq, dh]
   Variable value_terms(const Variable& p, const AttnGeometry& g) const override {
     Shape s = p.shape();

@@ -1,0 +1,269 @@
+// kernels/cpu/attention.cpp — fused attention with a Toeplitz position bias, forward and
+// backward side by side, never materialising [B, H, Lq, Lk].
+//
+// Per (batch b, head h) — one OpenMP thread owns the pair — and per block of R query rows:
+//   S   = scale * Q_blk K^T                      [r, kend]  (one GEMM; kend = last key the
+//                                                            block's last row may see)
+//   S  += T[h, j - i + Lq - 1]; hidden cells (causal predicate, key padding) = -inf
+//   P   = softmax_rows(S),  lse_i = max_i + log(sum_i)
+//   O_blk = P V                                   [r, dh]   (one GEMM)
+// Backward recomputes S and P = exp(S - lse) block by block:
+//   dP = dO_blk V^T;  D_i = sum_d dO[i,d] O[i,d];  dS = P (dP - D)
+//   dQ_blk = scale dS K;  dK += scale dS^T Q_blk;  dV += P^T dO_blk          (GEMMs)
+//   dT[h, t] += sum over the block's cells on diagonal t of dS (float64, per (b, h)),
+// then dT[h] = sum over b in order b = 0, 1, ...: deterministic for any thread count.
+// Memory: R * Lk scores per thread. BLAS calls inside the parallel region run on one thread
+// (OpenBLAS-OpenMP checks omp_in_parallel), so parallelism is over (b, h).
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/backend.h"
+#include "kernels/cpu/fast_math.h"
+
+namespace relpos::k::cpu {
+
+namespace {
+
+constexpr int64_t kRowBlock = 64;
+
+template <typename T>
+void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, T alpha, const T* a, int64_t lda,
+          const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+  else
+    cblas_dgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+}
+
+template <typename T>
+T exp_t(T x) {
+  if constexpr (std::is_same_v<T, float>) return fast::exp_f32(x);
+  else return std::exp(x);
+}
+
+struct Dims {
+  int64_t B, H, Lq, Lk, dh;
+};
+
+Dims check_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias, const Tensor& kp,
+                const char* op) {
+  check_defined(q, op, "q");
+  check_same_dtype_device(q, k, op);
+  check_same_dtype_device(q, v, op);
+  RELPOS_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, "{}: q, k, v must be [B, H, L, dh], got {}, {}, {}", op,
+               shape_str(q.shape()), shape_str(k.shape()), shape_str(v.shape()));
+  Dims d{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
+  RELPOS_CHECK(k.size(0) == d.B && k.size(1) == d.H && k.size(3) == d.dh && v.shape() == k.shape(),
+               "{}: k {} and v {} must be [B, H, Lk, dh] = [{}, {}, Lk, {}] for q {}", op, shape_str(k.shape()),
+               shape_str(v.shape()), d.B, d.H, d.dh, shape_str(q.shape()));
+  if (bias.defined()) {
+    check_same_dtype_device(q, bias, op);
+    RELPOS_CHECK(bias.dim() == 2 && bias.size(0) == d.H && bias.size(1) == d.Lq + d.Lk - 1,
+                 "{}: bias must be [H, Lq + Lk - 1] = [{}, {}], got {}", op, d.H, d.Lq + d.Lk - 1,
+                 shape_str(bias.shape()));
+  }
+  if (kp.defined())
+    RELPOS_CHECK(kp.dim() == 2 && kp.size(0) == d.B && kp.size(1) == d.Lk,
+                 "{}: key padding must be [B, Lk] = [{}, {}], got {}", op, d.B, d.Lk, describe(kp));
+  return d;
+}
+
+// The scores of rows i0 .. i0+r-1 against keys 0 .. kend-1, biased and masked, into s
+// [r, kend] (row stride kend). Returns nothing; hidden cells are -inf.
+template <typename T>
+void block_scores(const Dims& d, const AttentionArgs& a, const T* Q, const T* K, const T* th, const double* kp_b,
+                  int64_t i0, int64_t r, int64_t kend, T* s) {
+  gemm<T>(CblasNoTrans, CblasTrans, r, kend, d.dh, T(a.scale), Q + i0 * d.dh, d.dh, K, d.dh, T(0), s, kend);
+  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  for (int64_t ii = 0; ii < r; ++ii) {
+    const int64_t i = i0 + ii;
+    T* si = s + ii * kend;
+    if (th) {
+      const T* row_bias = th + (d.Lq - 1 - i);  // row_bias[j] = T[h, j - i + Lq - 1]
+#pragma omp simd
+      for (int64_t j = 0; j < kend; ++j) si[j] += row_bias[j];
+    }
+    if (a.causal) {
+      const int64_t visible = std::clamp<int64_t>(a.q_offset + i - a.k_offset + 1, 0, kend);
+      std::fill(si + visible, si + kend, kNegInf);
+    }
+    if (kp_b)
+      for (int64_t j = 0; j < kend; ++j)
+        if (kp_b[j] != 0.0) si[j] = kNegInf;
+  }
+}
+
+// Keys visible to any row of the block (all keys without a causal mask).
+int64_t block_key_end(const Dims& d, const AttentionArgs& a, int64_t i0, int64_t r) {
+  if (!a.causal) return d.Lk;
+  return std::clamp<int64_t>(a.q_offset + (i0 + r - 1) - a.k_offset + 1, 0, d.Lk);
+}
+
+std::vector<double> padding_rows(const Tensor& kp) {
+  return kp.defined() ? kp.to_vector<double>() : std::vector<double>{};
+}
+
+}  // namespace
+
+AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tensor& bias_in,
+                       const Tensor& kp, const AttentionArgs& a) {
+  const Dims d = check_args(q_in, k_in, v_in, bias_in, kp, "attention");
+  const Tensor q = q_in.contiguous(), k = k_in.contiguous(), v = v_in.contiguous();
+  const Tensor bias = bias_in.defined() ? bias_in.contiguous() : Tensor();
+  const std::vector<double> pad = padding_rows(kp);
+  AttentionOut out{Tensor::empty({d.B, d.H, d.Lq, d.dh}, q.dtype()), Tensor::empty({d.B, d.H, d.Lq}, q.dtype())};
+  visit_float(q.dtype(), "attention", [&]<typename T>() {
+    const T *pq = q.data<T>(), *pk = k.data<T>(), *pv = v.data<T>();
+    const T* pt = bias.defined() ? bias.data<T>() : nullptr;
+    T *po = out.o.data<T>(), *pl = out.lse.data<T>();
+#pragma omp parallel
+    {
+      std::vector<T> s(size_t(kRowBlock * std::max<int64_t>(d.Lk, 1)));
+#pragma omp for schedule(static)
+      for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
+        const int64_t b = bh / d.H, h = bh % d.H;
+        const T* Q = pq + bh * d.Lq * d.dh;
+        const T* K = pk + bh * d.Lk * d.dh;
+        const T* V = pv + bh * d.Lk * d.dh;
+        const T* th = pt ? pt + h * (d.Lq + d.Lk - 1) : nullptr;
+        const double* kp_b = pad.empty() ? nullptr : pad.data() + b * d.Lk;
+        T* O = po + bh * d.Lq * d.dh;
+        T* lse = pl + bh * d.Lq;
+        for (int64_t i0 = 0; i0 < d.Lq; i0 += kRowBlock) {
+          const int64_t r = std::min(kRowBlock, d.Lq - i0), kend = block_key_end(d, a, i0, r);
+          if (kend > 0) block_scores<T>(d, a, Q, K, th, kp_b, i0, r, kend, s.data());
+          for (int64_t ii = 0; ii < r; ++ii) {  // softmax of each row, in place
+            T* si = s.data() + ii * kend;
+            T m = -std::numeric_limits<T>::infinity();
+            for (int64_t j = 0; j < kend; ++j) m = si[j] > m ? si[j] : m;
+            if (kend == 0 || (std::isinf(m) && m < 0)) {  // no visible key: p = 0, o = 0
+              std::fill(si, si + kend, T(0));
+              lse[i0 + ii] = -std::numeric_limits<T>::infinity();
+              continue;
+            }
+            T sum = 0;
+#pragma omp simd reduction(+ : sum)
+            for (int64_t j = 0; j < kend; ++j) {
+              const T e = exp_t<T>(si[j] - m);
+              si[j] = e;
+              sum += e;
+            }
+            const T inv = T(1) / sum;
+#pragma omp simd
+            for (int64_t j = 0; j < kend; ++j) si[j] *= inv;
+            lse[i0 + ii] = m + std::log(sum);
+          }
+          if (kend > 0)
+            gemm<T>(CblasNoTrans, CblasNoTrans, r, d.dh, kend, T(1), s.data(), kend, V, d.dh, T(0), O + i0 * d.dh,
+                    d.dh);
+          else
+            std::fill(O + i0 * d.dh, O + (i0 + r) * d.dh, T(0));
+        }
+      }
+    }
+  });
+  return out;
+}
+
+AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
+                                  const Tensor& bias_in, const Tensor& kp, const AttentionOut& fwd,
+                                  const AttentionArgs& a) {
+  const Dims d = check_args(q_in, k_in, v_in, bias_in, kp, "attention_backward");
+  RELPOS_CHECK(g_in.shape() == fwd.o.shape() && fwd.lse.defined() && fwd.lse.numel() == d.B * d.H * d.Lq,
+               "attention_backward: gradient {} / saved output {} do not match q {}", describe(g_in), describe(fwd.o),
+               describe(q_in));
+  const Tensor q = q_in.contiguous(), k = k_in.contiguous(), v = v_in.contiguous(), g = g_in.contiguous();
+  const Tensor o = fwd.o.contiguous(), lse_t = fwd.lse.contiguous();
+  const Tensor bias = bias_in.defined() ? bias_in.contiguous() : Tensor();
+  const std::vector<double> pad = padding_rows(kp);
+  const int64_t nt = d.Lq + d.Lk - 1;
+  AttentionGrads out{Tensor::empty(q.shape(), q.dtype()), Tensor::zeros(k.shape(), q.dtype()),
+                     Tensor::zeros(v.shape(), q.dtype()), Tensor()};
+  std::vector<double> dbias_parts(bias.defined() ? size_t(d.B * d.H * nt) : 0, 0.0);  // [B, H, nt]
+  visit_float(q.dtype(), "attention_backward", [&]<typename T>() {
+    const T *pq = q.data<T>(), *pk = k.data<T>(), *pv = v.data<T>(), *pg = g.data<T>(), *po = o.data<T>();
+    const T* pl = lse_t.data<T>();
+    const T* pt = bias.defined() ? bias.data<T>() : nullptr;
+    T *dq = out.dq.data<T>(), *dk = out.dk.data<T>(), *dv = out.dv.data<T>();
+#pragma omp parallel
+    {
+      const size_t blk = size_t(kRowBlock * std::max<int64_t>(d.Lk, 1));
+      std::vector<T> p(blk), ds(blk), delta(static_cast<size_t>(kRowBlock));
+#pragma omp for schedule(static)
+      for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
+        const int64_t b = bh / d.H, h = bh % d.H;
+        const T* Q = pq + bh * d.Lq * d.dh;
+        const T* K = pk + bh * d.Lk * d.dh;
+        const T* V = pv + bh * d.Lk * d.dh;
+        const T* G = pg + bh * d.Lq * d.dh;
+        const T* O = po + bh * d.Lq * d.dh;
+        const T* lse = pl + bh * d.Lq;
+        const T* th = pt ? pt + h * nt : nullptr;
+        const double* kp_b = pad.empty() ? nullptr : pad.data() + b * d.Lk;
+        T *dQ = dq + bh * d.Lq * d.dh, *dK = dk + bh * d.Lk * d.dh, *dV = dv + bh * d.Lk * d.dh;
+        double* dT = dbias_parts.empty() ? nullptr : dbias_parts.data() + bh * nt;
+        for (int64_t i0 = 0; i0 < d.Lq; i0 += kRowBlock) {
+          const int64_t r = std::min(kRowBlock, d.Lq - i0), kend = block_key_end(d, a, i0, r);
+          if (kend == 0) {
+            std::fill(dQ + i0 * d.dh, dQ + (i0 + r) * d.dh, T(0));
+            continue;
+          }
+          block_scores<T>(d, a, Q, K, th, kp_b, i0, r, kend, p.data());
+          for (int64_t ii = 0; ii < r; ++ii) {  // P = exp(S - lse); D = rowsum(dO * O)
+            T* pi = p.data() + ii * kend;
+            const T l = lse[i0 + ii];
+            if (std::isinf(l) && l < 0) {
+              std::fill(pi, pi + kend, T(0));
+            } else {
+#pragma omp simd
+              for (int64_t j = 0; j < kend; ++j) pi[j] = exp_t<T>(pi[j] - l);
+            }
+            const T* gi = G + (i0 + ii) * d.dh;
+            const T* oi = O + (i0 + ii) * d.dh;
+            T acc = 0;
+            for (int64_t c = 0; c < d.dh; ++c) acc += gi[c] * oi[c];
+            delta[size_t(ii)] = acc;
+          }
+          // dP = dO_blk V^T  [r, kend]
+          gemm<T>(CblasNoTrans, CblasTrans, r, kend, d.dh, T(1), G + i0 * d.dh, d.dh, V, d.dh, T(0), ds.data(), kend);
+          for (int64_t ii = 0; ii < r; ++ii) {  // dS = P (dP - D)
+            T* di = ds.data() + ii * kend;
+            const T* pi = p.data() + ii * kend;
+            const T dl = delta[size_t(ii)];
+#pragma omp simd
+            for (int64_t j = 0; j < kend; ++j) di[j] = pi[j] * (di[j] - dl);
+            if (dT) {
+              double* diag = dT + (d.Lq - 1 - (i0 + ii));  // diag[j] accumulates T[h, j - i + Lq - 1]
+              for (int64_t j = 0; j < kend; ++j) diag[j] += double(di[j]);
+            }
+          }
+          // dQ_blk = scale dS K;  dK += scale dS^T Q_blk;  dV += P^T dO_blk
+          gemm<T>(CblasNoTrans, CblasNoTrans, r, d.dh, kend, T(a.scale), ds.data(), kend, K, d.dh, T(0),
+                  dQ + i0 * d.dh, d.dh);
+          gemm<T>(CblasTrans, CblasNoTrans, kend, d.dh, r, T(a.scale), ds.data(), kend, Q + i0 * d.dh, d.dh, T(1), dK,
+                  d.dh);
+          gemm<T>(CblasTrans, CblasNoTrans, kend, d.dh, r, T(1), p.data(), kend, G + i0 * d.dh, d.dh, T(1), dV, d.dh);
+        }
+      }
+    }
+    if (bias.defined()) {  // dT[h] = sum over b, in order
+      out.dbias = Tensor::empty({d.H, nt}, q.dtype());
+      T* pdb = out.dbias.data<T>();
+      for (int64_t h = 0; h < d.H; ++h)
+        for (int64_t t = 0; t < nt; ++t) {
+          double acc = 0;
+          for (int64_t b = 0; b < d.B; ++b) acc += dbias_parts[size_t((b * d.H + h) * nt + t)];
+          pdb[h * nt + t] = T(acc);
+        }
+    }
+  });
+  return out;
+}
+
+}  // namespace relpos::k::cpu

@@ -1,0 +1,162 @@
+// tests/kernels/test_fused_attention.cpp — k::attention / fused_attention against the
+// materialised composition of ops it replaces (scores, Toeplitz bias, masks, softmax, P V),
+// float64 gradchecks of every input (q, k, v, bias table), determinism across thread counts,
+// and whole attention layers with the fused path on vs off for every Toeplitz-style encoding.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include "autograd/ops.h"
+#include "kernels/ops.h"
+#include "nn/attention.h"
+#include "nn/positional/registry.h"
+#include "tests/helpers.h"
+
+using namespace relpos;
+using test::rand_var;
+
+namespace {
+
+// The unfused reference: softmax(scale q k^T + toeplitz(bias) + masks) v, as ops.
+Variable reference(const Variable& q, const Variable& k, const Variable& v, const Variable& bias, const Tensor& kp,
+                   const k::AttentionArgs& a) {
+  constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+  Variable s = matmul(q, transpose(k, -1, -2)) * a.scale;
+  if (bias.defined()) s = add_toeplitz_bias(s, bias);
+  if (kp.defined()) s = masked_fill(s, kp.to(q.dtype()).view({q.size(0), 1, 1, k.size(2)}), kNegInf);
+  if (a.causal) s = causal_fill(s, a.q_offset, a.k_offset, kNegInf);
+  return matmul(softmax(s, -1), v);
+}
+
+struct Case {
+  int64_t B, H, Lq, Lk, dh;
+  bool causal, bias, padding;
+  int64_t q_off, k_off;
+};
+
+}  // namespace
+
+TEST_CASE("fused attention equals the materialised ops, values and all four gradients") {
+  const Case cases[] = {
+      {2, 3, 5, 5, 4, true, true, false, 0, 0},    {1, 2, 7, 7, 3, false, true, false, 0, 0},
+      {2, 2, 3, 9, 4, true, true, false, 6, 0},    {2, 1, 70, 70, 5, true, true, false, 0, 0},  // > one row block
+      {2, 2, 6, 6, 4, false, false, true, 0, 0},   {1, 2, 1, 8, 4, true, true, false, 7, 0},   // decode step
+      {2, 2, 130, 67, 3, false, true, true, 0, 0}, {1, 1, 4, 4, 2, true, false, false, 0, 0},
+  };
+  uint64_t seed = 1;
+  for (const Case& c : cases) {
+    INFO("B " << c.B << " H " << c.H << " Lq " << c.Lq << " Lk " << c.Lk << " causal " << c.causal << " bias "
+              << c.bias << " padding " << c.padding << " q_off " << c.q_off);
+    Variable q = rand_var({c.B, c.H, c.Lq, c.dh}, seed++), k = rand_var({c.B, c.H, c.Lk, c.dh}, seed++),
+             v = rand_var({c.B, c.H, c.Lk, c.dh}, seed++);
+    Variable bias = c.bias ? rand_var({c.H, c.Lq + c.Lk - 1}, seed++) : Variable();
+    Tensor kp;
+    if (c.padding) {
+      std::vector<int64_t> pad(size_t(c.B * c.Lk), 0);
+      for (int64_t b = 0; b < c.B; ++b) pad[size_t(b * c.Lk + c.Lk - 1 - b)] = 1;  // one hidden key per row
+      kp = Tensor::from_vector(pad, {c.B, c.Lk});
+    }
+    const k::AttentionArgs a{0.7, c.causal, c.q_off, c.k_off};
+    Variable fo = fused_attention(q, k, v, bias, kp, a), ro = reference(q, k, v, bias, kp, a);
+    REQUIRE(test::allclose(fo.data(), ro.data(), 1e-12, 1e-13));
+    Tensor g = Tensor::randn(fo.shape(), *new Generator(seed++), DType::F64);
+    fo.backward(g);
+    std::vector<Tensor> fused_grads{q.grad(), k.grad(), v.grad()};
+    if (c.bias) fused_grads.push_back(bias.grad());
+    for (Variable* x : {&q, &k, &v, &bias})
+      if (x->defined()) x->zero_grad();
+    ro.backward(g);
+    std::vector<Tensor> ref_grads{q.grad(), k.grad(), v.grad()};
+    if (c.bias) ref_grads.push_back(bias.grad());
+    for (size_t i = 0; i < ref_grads.size(); ++i) {
+      INFO("gradient of input " << i);
+      REQUIRE(test::allclose(fused_grads[i], ref_grads[i], 1e-10, 1e-12));
+    }
+  }
+}
+
+TEST_CASE("fused attention gradcheck (float64): q, k, v and the bias table") {
+  Variable q = rand_var({2, 2, 5, 3}, 21), k = rand_var({2, 2, 6, 3}, 22), v = rand_var({2, 2, 6, 3}, 23);
+  Variable bias = rand_var({2, 10}, 24);
+  for (bool causal : {true, false})
+    test::require_gradcheck("fused_attention", [&](const std::vector<Variable>& in) {
+      return fused_attention(in[0], in[1], in[2], in[3], Tensor(), k::AttentionArgs{0.5, causal, 1, 0});
+    }, {q, k, v, bias});
+}
+
+TEST_CASE("fused attention: float32 close to float64, rows without a visible key give 0, bad shapes are named") {
+  Generator g(5);
+  Tensor q = Tensor::randn({1, 2, 9, 4}, g, DType::F64), kk = Tensor::randn({1, 2, 9, 4}, g, DType::F64),
+         v = Tensor::randn({1, 2, 9, 4}, g, DType::F64), t = Tensor::randn({2, 17}, g, DType::F64);
+  k::AttentionArgs a{0.5, true, 0, 0};
+  auto o64 = k::attention(q, kk, v, t, Tensor(), a);
+  auto o32 = k::attention(q.to(DType::F32), kk.to(DType::F32), v.to(DType::F32), t.to(DType::F32), Tensor(), a);
+  CHECK(test::allclose(o32.o, o64.o, 1e-4, 1e-5));
+  // keys start after the queries: nothing visible
+  auto none = k::attention(q, kk, v, t, Tensor(), k::AttentionArgs{0.5, true, 0, 20});
+  CHECK(k::sum_squares(none.o).item() == 0.0);
+  CHECK(std::isinf(none.lse.at({0, 0, 0})));
+  CHECK_THROWS_WITH(k::attention(q, kk, v, Tensor::zeros({2, 5}, DType::F64), Tensor(), a),
+                    Catch::Contains("bias must be [H, Lq + Lk - 1] = [2, 17]"));
+  CHECK_THROWS_WITH(k::attention(q, kk.narrow(3, 0, 3), v, Tensor(), Tensor(), a), Catch::Contains("[B, H, Lk, dh]"));
+}
+
+TEST_CASE("fused attention backward is the same at 1 and 2 threads (deterministic bias gradient)") {
+  Generator g(8);
+  Tensor q = Tensor::randn({3, 2, 100, 8}, g), kk = Tensor::randn({3, 2, 100, 8}, g), v = Tensor::randn({3, 2, 100, 8}, g),
+         t = Tensor::randn({2, 199}, g), go = Tensor::randn({3, 2, 100, 8}, g);
+  k::AttentionArgs a{0.35, true, 0, 0};
+  const int before = k::num_threads();
+  k::set_num_threads(1);
+  auto f1 = k::attention(q, kk, v, t, Tensor(), a);
+  auto b1 = k::attention_backward(go, q, kk, v, t, Tensor(), f1, a);
+  k::set_num_threads(2);
+  auto f2 = k::attention(q, kk, v, t, Tensor(), a);
+  auto b2 = k::attention_backward(go, q, kk, v, t, Tensor(), f2, a);
+  k::set_num_threads(before);
+  CHECK(f1.o.to_vector<float>() == f2.o.to_vector<float>());
+  CHECK(b1.dbias.to_vector<float>() == b2.dbias.to_vector<float>());
+  CHECK(b1.dk.to_vector<float>() == b2.dk.to_vector<float>());
+}
+
+TEST_CASE("attention layers: fused path on == off for every encoding it serves (values and gradients)") {
+  for (const char* type : {"none", "t5", "alibi", "rope", "kerple_log", "sandwich", "xpos", "dynamic_bias"}) {
+    for (bool causal : {true, false}) {
+      if (std::string(type) == "xpos" && !causal) continue;  // causal-only
+      INFO(type << (causal ? " causal" : " bidirectional"));
+      nn::PositionConfig pc;
+      pc.type = type;
+      pc.d_model = 16;
+      pc.n_heads = 4;
+      pc.head_dim = 4;
+      pc.max_len = 64;
+      pc.dtype = DType::F64;
+      nn::AttentionConfig ac;
+      ac.d_model = 16;
+      ac.n_heads = 4;
+      ac.bias_scale.enabled = true;  // alpha on the bias too
+      ac.bias_scale.init = 0.8;
+      auto run = [&](bool fused) {
+        nn::set_fused_attention(fused);
+        Generator g(3);
+        auto pos = nn::make_position_encoding(pc, g);
+        nn::MultiHeadAttention attn(ac, pos, true, g, DType::F64);
+        Variable x = rand_var({2, 11, 16}, 4);
+        Variable y = attn.forward(x, x, causal, Tensor(), 0, 0);
+        y.backward(Tensor::ones(y.shape(), DType::F64));
+        std::vector<Tensor> out{y.data(), x.grad()};
+        for (auto& [n, p] : attn.named_parameters())
+          if (p.grad().defined()) out.push_back(p.grad());
+        return out;
+      };
+      auto on = run(true), off = run(false);
+      nn::set_fused_attention(true);
+      REQUIRE(on.size() == off.size());
+      for (size_t i = 0; i < on.size(); ++i) {
+        INFO("tensor " << i);
+        CHECK(test::allclose(on[i], off[i], 1e-10, 1e-12));
+      }
+    }
+  }
+}
