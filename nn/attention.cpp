@@ -115,7 +115,7 @@ Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bo
   // Fused path (k::attention: O(L) memory, causal keys skipped, bias gradient fused) whenever
   // the scores are q k^T plus a Toeplitz bias and nothing needs P itself.
   const bool dropout_active = cfg_.dropout > 0 && is_training();
-  if (fused_attention_enabled() && q.device() == Device::CPU && !terms.defined() && !sbias.defined() &&
+  if (cfg_.fused && fused_attention_enabled() && q.device() == Device::CPU && !terms.defined() && !sbias.defined() &&
       !pos_->has_value_terms() && !dropout_active) {
     if (stats) {
       NoGradGuard ng;

@@ -36,6 +36,7 @@ struct AttentionConfig {
   int64_t d_model = 0, n_heads = 0;
   double dropout = 0.0;
   BiasScaleConfig bias_scale;
+  bool fused = true;  // use k::attention where the encoding allows it (model.attention: fused)
 };
 
 struct KVCache {

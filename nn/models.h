@@ -33,6 +33,7 @@ struct ModelConfig {
   std::string norm_type = "layernorm";
   int64_t max_len = 256;
   std::string position = "none";
+  std::string attention = "fused";      // fused (k::attention where supported) | reference
   PositionParams position_params;
   std::optional<bool> position_shared;  // default: the registry's per_layer (shaw, fire, cope)
   BiasScaleConfig bias_scale;

@@ -20,6 +20,7 @@ struct BlockConfig {
   std::string norm_type = "layernorm";  // layernorm | rmsnorm
   bool cross_attention = false;     // decoder blocks of an encoder-decoder
   BiasScaleConfig bias_scale;
+  bool fused_attention = true;      // model.attention: fused | reference
 };
 
 struct BlockState {  // per-block decoding state

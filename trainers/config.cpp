@@ -154,6 +154,7 @@ nn::ModelConfig parse_model(Section s) {
   m.n_heads = s.get_int("n_heads", 4, 1);
   m.d_ff = s.get_int("d_ff", 4 * m.d_model, 1);
   m.dropout = s.get_double("dropout", 0.0, 0.0, 0.99);
+  m.attention = s.get_choice("attention", "fused", {"fused", "reference"});
   m.norm = s.get_choice("norm", "pre", {"pre", "post"});
   m.norm_type = s.get_choice("norm_type", "layernorm", {"layernorm", "rmsnorm"});
   m.max_len = s.get_int("max_len", 512, 1);
@@ -191,8 +192,8 @@ nn::ModelConfig parse_model(Section s) {
     m.position_std = i.get_double("position_std", 0.02, 0.0, 10.0);
     i.finish({"std", "position_std"});
   }
-  s.finish({"kind", "d_model", "n_layers", "n_heads", "d_ff", "dropout", "norm", "norm_type", "max_len", "position",
-            "bias_scale", "init"});
+  s.finish({"kind", "d_model", "n_layers", "n_heads", "d_ff", "dropout", "attention", "norm", "norm_type", "max_len",
+            "position", "bias_scale", "init"});
   return m;
 }
 
