@@ -1,6 +1,10 @@
 // cli/main.cpp — the relpos executable.
 //   relpos train CONFIG [--set k=v ...] [--resume DIR]  train from a YAML config
-//   relpos eval RUN_DIR [--seq-len N ...] [--json]      validation loss/perplexity/accuracy
+//   relpos eval RUN_DIR [--seq-len N ...] [--mode random|windows|sliding] [--stride S]
+//               [--bucket W] [--rope-scaling linear|ntk|yarn --rope-factor F] [--json]
+//                                                      loss per length, per position bucket, beyond training length
+//   relpos sweep SPEC.yaml [--jobs N] [--dir D]        grid of runs (trainers/sweep.h), resumable
+//   relpos report RUN_DIR|SWEEP_DIR [--out D]          Markdown report + PNG figures (scripts/report.py)
 //   relpos sample RUN_DIR [--prompt T] [--tokens N]     generate with the KV cache (decoders)
 //   relpos validate CONFIG [--set k=v ...]             check a config without training
 //   relpos demo [--steps N] [--data PATH] ...          the char-MLP demo
@@ -15,7 +19,10 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "core/cuda_runtime.h"
@@ -23,6 +30,8 @@
 #include "kernels/ops.h"
 #include "nn/positional/registry.h"
 #include "trainers/demo.h"
+#include "trainers/evaluate.h"
+#include "trainers/sweep.h"
 #include "trainers/inspect.h"
 #include "trainers/trainer.h"
 
@@ -99,6 +108,61 @@ int run_bias(const relpos::inspect::BiasRequest& req, bool json) {
   return 0;
 }
 
+std::string fmt_loss(double v) { return std::isfinite(v) ? fmt::format("{:.4f}", v) : std::string("-"); }
+nlohmann::json json_num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+int print_eval(const relpos::train::LoadedRun& run, const std::vector<int64_t>& lens,
+               const relpos::train::EvalOptions& base, const std::string& note, bool json) {
+  nlohmann::json j = nlohmann::json::array();
+  for (int64_t L : lens) {
+    relpos::train::EvalOptions o = base;
+    o.seq_len = L;
+    auto e = relpos::train::evaluate_positions(*run.model, *run.data, run.cfg, o);
+    if (json) {
+      nlohmann::json bj = nlohmann::json::array();
+      for (auto& b : e.buckets) bj.push_back({{"lo", b.lo}, {"hi", b.hi}, {"loss", json_num(b.loss)}, {"tokens", b.tokens}});
+      nlohmann::json row = {{"seq_len", L}, {"mode", e.mode}, {"loss", e.loss}, {"perplexity", e.perplexity},
+                            {"accuracy", e.accuracy}, {"tokens", e.tokens}, {"windows", e.windows},
+                            {"train_len", e.train_len}, {"beyond_loss", json_num(e.beyond_loss)},
+                            {"beyond_tokens", e.beyond_tokens}, {"buckets", bj}, {"step", run.step}};
+      if (e.mode == "sliding") row["stride"] = e.stride;
+      if (!note.empty()) row["position_setting"] = note;
+      j.push_back(row);
+      continue;
+    }
+    std::string mode = e.mode == "random"    ? fmt::format("random windows ({} sequences)", e.windows)
+                       : e.mode == "windows" ? fmt::format("non-overlapping windows ({} windows)", e.windows)
+                                             : fmt::format("sliding window, stride {} ({} windows)", e.stride, e.windows);
+    fmt::print("seq_len {:>5}, mode {}{}: loss {:.4f}  perplexity {:.3f}  accuracy {:.4f}  ({} tokens, step {})\n", L,
+               mode, note.empty() ? "" : ", " + note, e.loss, e.perplexity, e.accuracy, e.tokens, run.step);
+    for (auto& b : e.buckets)
+      fmt::print("    positions {:>5}-{:<5}  loss {:>8}  ({} tokens)\n", b.lo, b.hi - 1, fmt_loss(b.loss), b.tokens);
+    fmt::print("    positions >= {} (beyond the training length): loss {}  ({} tokens)\n", e.train_len,
+               fmt_loss(e.beyond_loss), e.beyond_tokens);
+  }
+  if (json) fmt::print("{}\n", j.dump());
+  return 0;
+}
+
+// `relpos report`: runs scripts/report.py (matplotlib) with the system python3. The script is
+// found next to the executable's source tree (RELPOS_SOURCE_DIR) or via $RELPOS_REPORT_SCRIPT.
+int run_report(const std::string& dir, const std::string& out) {
+  std::string script = std::getenv("RELPOS_REPORT_SCRIPT") ? std::getenv("RELPOS_REPORT_SCRIPT")
+                                                           : std::string(RELPOS_SOURCE_DIR) + "/scripts/report.py";
+  if (!std::filesystem::exists(script)) throw relpos::Error(fmt::format("report: script '{}' not found", script));
+  if (!std::filesystem::is_directory(dir)) throw UsageError(fmt::format("report: '{}' is not a directory", dir));
+  auto quote = [](const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  };
+  std::string cmd = "python3 " + quote(script) + " " + quote(dir) + (out.empty() ? "" : " --out " + quote(out));
+  std::fflush(stdout);
+  int rc = std::system(cmd.c_str());
+  if (rc != 0) throw relpos::Error(fmt::format("report: '{}' failed (status {})", cmd, rc));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -160,11 +224,42 @@ int main(int argc, char** argv) {
   std::string eval_dir;
   std::vector<int64_t> eval_lens;
   bool eval_json = false;
+  relpos::train::EvalOptions eval_opt;
+  std::string rope_scaling;
+  double rope_factor = 0;
   auto* eval_cmd = app.add_subcommand("eval", "evaluate a trained run on its validation data");
   eval_cmd->add_option("run_dir", eval_dir, "run directory or checkpoint directory")->required();
   eval_cmd->add_option("--seq-len", eval_lens, "evaluate at these sequence lengths (default: the training length)")
       ->check(CLI::PositiveNumber);
+  eval_cmd->add_option("--mode", eval_opt.mode,
+                       "random: eval_batches random windows; windows: consecutive non-overlapping windows; sliding: "
+                       "windows advanced by --stride, scoring only the last stride tokens (text decoders)")
+      ->check(CLI::IsMember({"random", "windows", "sliding"}))->capture_default_str();
+  eval_cmd->add_option("--stride", eval_opt.stride, "sliding: tokens scored per window (default seq_len / 2)")
+      ->check(CLI::PositiveNumber);
+  eval_cmd->add_option("--bucket", eval_opt.bucket, "position bucket width (default: the training length)")
+      ->check(CLI::PositiveNumber);
+  eval_cmd->add_option("--max-tokens", eval_opt.max_tokens,
+                       "windows/sliding: score at most N tokens (default eval_batches x batch_size x train length)")
+      ->check(CLI::PositiveNumber);
+  auto* rs_opt = eval_cmd->add_option("--rope-scaling", rope_scaling, "RoPE runs: context scaling at evaluation time")
+                     ->check(CLI::IsMember({"none", "linear", "ntk", "yarn"}));
+  eval_cmd->add_option("--rope-factor", rope_factor, "RoPE scaling factor (e.g. eval length / train length)")
+      ->check(CLI::PositiveNumber)->needs(rs_opt);
   eval_cmd->add_flag("--json", eval_json, "print JSON");
+
+  std::string sweep_spec;
+  relpos::train::SweepOptions sweep_opt;
+  auto* sweep_cmd = app.add_subcommand("sweep", "run a grid of training runs from a sweep spec (resumable)");
+  sweep_cmd->add_option("spec", sweep_spec, "sweep spec YAML (see trainers/sweep.h, docs/config.md)")->required();
+  sweep_cmd->add_option("--jobs", sweep_opt.jobs, "points run at once (threads are split between them)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  sweep_cmd->add_option("--dir", sweep_opt.dir, "sweep directory (default: the spec's dir)");
+
+  std::string report_dir, report_out;
+  auto* report_cmd = app.add_subcommand("report", "write a Markdown report with PNG figures for a run or a sweep");
+  report_cmd->add_option("dir", report_dir, "run directory or sweep directory")->required();
+  report_cmd->add_option("--out", report_out, "output directory (default: DIR/report)");
 
   std::string sample_dir;
   relpos::train::SampleOptions sample_opt;
@@ -222,19 +317,32 @@ int main(int argc, char** argv) {
     if (*eval_cmd) {
       relpos::train::LoadedRun run = relpos::train::load_run(eval_dir);
       if (eval_lens.empty()) eval_lens.push_back(run.cfg.data.seq_len);
-      nlohmann::json j = nlohmann::json::array();
-      for (int64_t L : eval_lens) {
-        auto e = relpos::train::evaluate(*run.model, *run.data, run.cfg, L);
-        if (eval_json)
-          j.push_back({{"seq_len", L}, {"loss", e.loss}, {"perplexity", e.perplexity}, {"accuracy", e.accuracy},
-                       {"tokens", e.tokens}, {"step", run.step}});
-        else
-          fmt::print("seq_len {:>5}: loss {:.4f}  perplexity {:.3f}  accuracy {:.4f}  ({} tokens, step {})\n", L,
-                     e.loss, e.perplexity, e.accuracy, e.tokens, run.step);
+      std::string scaling_note;
+      if (!rope_scaling.empty()) {
+        if (run.cfg.model.position != "rope")
+          throw UsageError(fmt::format("--rope-scaling: this run uses position encoding '{}', not rope",
+                                       run.cfg.model.position));
+        std::map<std::string, std::string> st{{"scaling", rope_scaling}};
+        if (rope_factor > 0) st["factor"] = fmt::format("{}", rope_factor);
+        run.model = relpos::train::with_position_settings(*run.model, run.cfg, st);
+        scaling_note = fmt::format("rope scaling {} factor {}", rope_scaling,
+                                   run.cfg.model.position_params.get_double("factor", 1.0));
       }
-      if (eval_json) fmt::print("{}\n", j.dump());
+      return print_eval(run, eval_lens, eval_opt, scaling_note, eval_json);
+    }
+    if (*sweep_cmd) {
+      relpos::train::SweepSpec spec = relpos::train::load_sweep_spec(sweep_spec);
+      sweep_opt.threads = threads;
+      sweep_opt.log = [](const std::string& s) {
+        fmt::print("{}{}", s, (!s.empty() && s.back() == '\n') ? "" : "\n");
+        std::fflush(stdout);
+      };
+      auto r = relpos::train::run_sweep(spec, sweep_opt);
+      fmt::print("\n{}sweep: {} points run, {} skipped, {:.1f} s; index {}/sweep.jsonl\n", r.summary, r.ran, r.skipped,
+                 r.seconds, sweep_opt.dir.empty() ? spec.dir : sweep_opt.dir);
       return 0;
     }
+    if (*report_cmd) return run_report(report_dir, report_out);
     if (*sample_cmd) {
       relpos::train::LoadedRun run = relpos::train::load_run(sample_dir);
       fmt::print("{}\n", relpos::train::sample(run, sample_opt));

@@ -35,6 +35,11 @@ MultiHeadAttention::MultiHeadAttention(const AttentionConfig& cfg, PositionEncod
     Tensor a = Tensor::full({cfg.bias_scale.per_head ? cfg.n_heads : 1, 1}, cfg.bias_scale.init, dtype);
     alpha_ = cfg.bias_scale.learnable ? register_parameter("bias_scale", a, group::kPosition) : Variable(a);
   }
+  // Stability knob: QK-norm over the head dim (nn/stability.h).
+  if (cfg.stability.qk_norm != "none") {
+    q_norm_ = register_module("q_norm", std::make_shared<Norm>(cfg.stability.qk_norm, head_dim_, dtype));
+    k_norm_ = register_module("k_norm", std::make_shared<Norm>(cfg.stability.qk_norm, head_dim_, dtype));
+  }
 }
 
 Variable MultiHeadAttention::split_heads(const Variable& x) const {
@@ -51,8 +56,11 @@ Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bo
   RELPOS_CHECK(!(pos_->causal_only() && !causal), "position encoding '{}' only works with causal attention",
                pos_->type());
   const int64_t B = xq.size(0), Lq = xq.size(1);
-  Variable q = pos_->rotate(split_heads(q_proj_->forward(xq)), q_offset);  // [B, H, Lq, dh]
-  Variable k = pos_->rotate_key(split_heads(k_proj_->forward(xkv)), k_offset);  // [B, H, Lk_new, dh]
+  Variable q = split_heads(q_proj_->forward(xq));   // [B, H, Lq, dh]
+  Variable k = split_heads(k_proj_->forward(xkv));  // [B, H, Lk_new, dh]
+  if (q_norm_) q = q_norm_->forward(q), k = k_norm_->forward(k);  // stability: qk_norm
+  q = pos_->rotate(q, q_offset);
+  k = pos_->rotate_key(k, k_offset);
   Variable v = split_heads(v_proj_->forward(xkv));
   if (cache) {
     RELPOS_CHECK(k_offset == cache->length(), "attention: KV cache holds {} positions but k_offset is {}",
@@ -92,6 +100,7 @@ Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bo
     if (alpha_.defined()) sbias = sbias * reshape(alpha_, {alpha_.size(0), 1, 1});
     s = s + sbias;
   }
+  if (cfg_.stability.softcap > 0) s = softcap(s, cfg_.stability.softcap);  // stability: c * tanh(S / c)
   Tensor mask;  // [Lq, Lk] or [B, 1, Lq, Lk], 1 = masked
   if (causal) mask = causal_mask(Lq, Lk, q_offset, k_offset, s.dtype());
   if (key_padding.defined()) {

@@ -36,6 +36,7 @@ struct ModelConfig {
   PositionParams position_params;
   std::optional<bool> position_shared;  // default: the registry's per_layer (shaw, fire, cope)
   BiasScaleConfig bias_scale;
+  AttnStability stability;          // model.qk_norm, model.attn_softcap (self-attention)
   double init_std = 0.02;           // embeddings
   double position_std = 0.02;       // position tables
   DType dtype = DType::F32;

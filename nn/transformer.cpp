@@ -9,7 +9,7 @@ TransformerBlock::TransformerBlock(const BlockConfig& cfg, PositionEncodingPtr p
                                    DType dtype)
     : cfg_(cfg) {
   RELPOS_CHECK(cfg.norm == "pre" || cfg.norm == "post", "block: norm must be 'pre' or 'post', got '{}'", cfg.norm);
-  AttentionConfig ac{cfg.d_model, cfg.n_heads, cfg.dropout, cfg.bias_scale};
+  AttentionConfig ac{cfg.d_model, cfg.n_heads, cfg.dropout, cfg.bias_scale, cfg.stability};
   attn_ = register_module("attn", std::make_shared<MultiHeadAttention>(ac, std::move(pos), own_pos, gen, dtype));
   norm1_ = register_module("norm1", std::make_shared<Norm>(cfg.norm_type, cfg.d_model, dtype));
   if (cfg.cross_attention) {

@@ -20,6 +20,7 @@ struct BlockConfig {
   std::string norm_type = "layernorm";  // layernorm | rmsnorm
   bool cross_attention = false;     // decoder blocks of an encoder-decoder
   BiasScaleConfig bias_scale;
+  AttnStability stability;          // self-attention only (nn/stability.h)
 };
 
 struct BlockState {  // per-block decoding state

@@ -185,6 +185,8 @@ nn::ModelConfig parse_model(Section s) {
     m.bias_scale.per_head = b.get<bool>("per_head", false, "true or false");
     b.finish({"enabled", "learnable", "init", "per_head"});
   }
+  m.stability.qk_norm = s.get_choice("qk_norm", "none", {"none", "layernorm", "rmsnorm"});
+  m.stability.softcap = s.get_double("attn_softcap", 0.0, 0.0, 1e6);
   {
     Section i = s.sub("init");
     m.init_std = i.get_double("std", 0.02, 0.0, 10.0, true);
@@ -192,7 +194,7 @@ nn::ModelConfig parse_model(Section s) {
     i.finish({"std", "position_std"});
   }
   s.finish({"kind", "d_model", "n_layers", "n_heads", "d_ff", "dropout", "norm", "norm_type", "max_len", "position",
-            "bias_scale", "init"});
+            "bias_scale", "init", "qk_norm", "attn_softcap"});
   return m;
 }
 
@@ -256,8 +258,9 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
     c.optim.warmup = o.get_int("warmup", 0, 0);
     c.optim.min_lr_ratio = o.get_double("min_lr_ratio", 0.1, 0.0, 1.0);
     c.optim.clip_grad_norm = o.get_double("clip_grad_norm", 1.0, 0.0, 1e9);
+    c.optim.z_loss = o.get_double("z_loss", 0.0, 0.0, 10.0);
     o.finish({"name", "lr", "betas", "eps", "momentum", "weight_decay", "no_decay", "schedule", "warmup",
-              "min_lr_ratio", "clip_grad_norm"});
+              "min_lr_ratio", "clip_grad_norm", "z_loss"});
   }
   {
     Section t = top.sub("train");

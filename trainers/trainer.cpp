@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "autograd/grad_mode.h"
@@ -17,6 +18,7 @@
 #include "nn/optim/param_groups.h"
 #include "nn/optim/schedule.h"
 #include "nn/optim/sgd.h"
+#include "nn/stability.h"
 #include "trainers/checkpoint.h"
 #include "trainers/metrics.h"
 
@@ -64,10 +66,14 @@ nlohmann::json rng_json(const Generator& g) { return {{"seed", g.state().seed}, 
 GeneratorState rng_from(const nlohmann::json& j) { return {j.at("seed").get<uint64_t>(), j.at("offset").get<uint64_t>()}; }
 
 // Cross-entropy of the model on a batch; logits [B, L, V] flattened against targets.
-Variable batch_loss(const nn::Model& m, const Batch& b, Generator* gen, std::vector<nn::AttentionStats>* stats) {
+// With z_coef > 0 the z-loss term z_coef * mean(logsumexp(logits)^2) is returned in *z
+// (nn/stability.h); the caller adds it to the loss it differentiates, not to the logged one.
+Variable batch_loss(const nn::Model& m, const Batch& b, Generator* gen, std::vector<nn::AttentionStats>* stats,
+                    double z_coef = 0.0, Variable* z = nullptr) {
   Variable logits = m.config().kind == "encoder_decoder" ? m.forward_seq2seq(b.input, b.dec_input, b.padding, gen, stats)
                                                          : m.forward(b.input, b.padding, gen, stats, b.position_index);
   const int64_t V = logits.size(-1);
+  if (z_coef > 0 && z) *z = nn::z_loss(logits) * z_coef;
   return cross_entropy(reshape(logits, {-1, V}), b.target.reshape({-1}), kIgnore);
 }
 
@@ -225,7 +231,8 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
   TrainResult res;
   res.run_dir = run_dir;
   res.skipped_steps = skipped;
-  double window_loss = 0;
+  double window_loss = 0, window_z = 0;
+  double run_min = std::numeric_limits<double>::infinity();  // running minimum of the training loss
   int64_t window_n = 0, window_tokens = 0;
   auto window_t0 = Clock::now();
   int64_t last_saved = ck ? start : -1;
@@ -235,16 +242,26 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
     opt.set_lr(lr);
     const bool log_step = step % cfg.train.log_every == 0 || step == cfg.train.steps;
     std::vector<nn::AttentionStats> stats;
-    double loss_sum = 0;
+    double loss_sum = 0, z_sum = 0;
     for (int64_t micro = 0; micro < cfg.train.grad_accum; ++micro) {
       Batch b = data->train_batch(data_gen);
-      Variable loss = batch_loss(model, b, &dropout_gen, log_step && micro == 0 ? &stats : nullptr);
-      (loss * (1.0 / double(cfg.train.grad_accum))).backward();
+      Variable zl;
+      Variable loss = batch_loss(model, b, &dropout_gen, log_step && micro == 0 ? &stats : nullptr, cfg.optim.z_loss, &zl);
+      ((zl.defined() ? loss + zl : loss) * (1.0 / double(cfg.train.grad_accum))).backward();
       loss_sum += loss.item();
+      if (zl.defined()) z_sum += zl.item();
       window_tokens += b.target.numel();
     }
     if (topt.after_backward) topt.after_backward(step, model);
     const double train_loss = loss_sum / double(cfg.train.grad_accum);
+    // Divergence monitor: the first step whose loss is non-finite or > 2x the running minimum.
+    if (res.first_divergence_step < 0 &&
+        (!std::isfinite(train_loss) || (std::isfinite(run_min) && train_loss > 2.0 * run_min))) {
+      res.first_divergence_step = step;
+      metrics.log(step, {{"first_divergence_step", step}, {"divergence_loss", train_loss}, {"running_min_loss", run_min}});
+      say(fmt::format("step {}: first divergence (loss {} vs running minimum {})", step, train_loss, run_min));
+    }
+    if (std::isfinite(train_loss)) run_min = std::min(run_min, train_loss);
     std::string bad = std::isfinite(train_loss) ? first_nonfinite_grad(model) : std::string("(loss)");
     if (!bad.empty()) {
       if (cfg.train.nan_policy == "skip") {
@@ -272,6 +289,7 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
     opt.zero_grad();
     res.losses.push_back(train_loss);
     window_loss += train_loss;
+    window_z += z_sum / double(cfg.train.grad_accum);
     ++window_n;
 
     const bool eval_step = step % cfg.train.eval_every == 0 || step == cfg.train.steps;
@@ -296,6 +314,8 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
           for (double v : p.data().to_vector<double>()) a.push_back(v);
         m["bias_scale"] = a;
       }
+      if (cfg.optim.z_loss > 0) m["z_loss"] = window_z / double(std::max<int64_t>(window_n, 1));
+      if (res.first_divergence_step > 0) m["first_divergence_step"] = res.first_divergence_step;
       if (skipped > 0) m["skipped_steps"] = skipped;
       res.final_train_loss = m["loss"].get<double>();
       if (eval_step) {
@@ -321,6 +341,7 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
                         lr, norm, tok_s));
       }
       window_loss = 0;
+      window_z = 0;
       window_n = 0;
       window_tokens = 0;
       window_t0 = Clock::now();
