@@ -144,7 +144,7 @@ int print_eval(const relpos::train::LoadedRun& run, const std::vector<int64_t>& 
   return 0;
 }
 
-// `relpos report`: runs scripts/report.py (matplotlib) with the system python3. The script is
+// `relpos report`: runs scripts/report.py (matplotlib) with /usr/bin/python3 ($RELPOS_PYTHON). The script is
 // found next to the executable's source tree (RELPOS_SOURCE_DIR) or via $RELPOS_REPORT_SCRIPT.
 int run_report(const std::string& dir, const std::string& out) {
   std::string script = std::getenv("RELPOS_REPORT_SCRIPT") ? std::getenv("RELPOS_REPORT_SCRIPT")
@@ -156,7 +156,11 @@ int run_report(const std::string& dir, const std::string& out) {
     for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
     return q + "'";
   };
-  std::string cmd = "python3 " + quote(script) + " " + quote(dir) + (out.empty() ? "" : " --out " + quote(out));
+  // Debian's matplotlib lives with the system interpreter; $RELPOS_PYTHON overrides.
+  std::string py = std::getenv("RELPOS_PYTHON")                     ? std::getenv("RELPOS_PYTHON")
+                   : std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3"
+                                                                     : "python3";
+  std::string cmd = quote(py) + " " + quote(script) + " " + quote(dir) + (out.empty() ? "" : " --out " + quote(out));
   std::fflush(stdout);
   int rc = std::system(cmd.c_str());
   if (rc != 0) throw relpos::Error(fmt::format("report: '{}' failed (status {})", cmd, rc));

@@ -247,6 +247,7 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& opt) {
       std::lock_guard<std::mutex> l(mu);
       say(fmt::format("[{}] {}", name, s));
     };
+    if (opt.train_hook) to.after_backward = [&opt, pt](int64_t step, nn::Model&) { opt.train_hook(pt, step); };
     int64_t ck_step = 0;
     if (auto ck = list_checkpoints(run_dir); !ck.empty()) ck_step = ck.back().first;
     if (ck_step > 0 && ck_step < cfg.train.steps) {

@@ -60,6 +60,9 @@ struct SweepOptions {
   std::function<void(const std::string&)> log;
   // Test hook: called before a point starts training; throwing aborts the sweep there.
   std::function<void(const SweepPoint&)> before_point;
+  // Test hook: called after each training step's backward (TrainOptions::after_backward);
+  // throwing there interrupts a point mid-training.
+  std::function<void(const SweepPoint&, int64_t step)> train_hook;
 };
 
 struct SweepResult {
