@@ -4,6 +4,9 @@
 //               [--bucket W] [--rope-scaling linear|ntk|yarn --rope-factor F] [--json]
 //                                                      loss per length, per position bucket, beyond training length
 //   relpos sweep SPEC.yaml [--jobs N] [--dir D]        grid of runs (trainers/sweep.h), resumable
+//   relpos inspect RUN_DIR [--out D] [--text T]        learned bias vs distance, per-row position gradients,
+//                                                      attention maps, DOT graph of one attention layer
+//   relpos gradcheck --type T --entry [NAME] [--index i,j]  analytic vs numeric for one parameter entry
 //   relpos report RUN_DIR|SWEEP_DIR [--out D]          Markdown report + PNG figures (scripts/report.py)
 //   relpos sample RUN_DIR [--prompt T] [--tokens N]     generate with the KV cache (decoders)
 //   relpos validate CONFIG [--set k=v ...]             check a config without training
@@ -23,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/cuda_runtime.h"
@@ -31,6 +35,7 @@
 #include "nn/positional/registry.h"
 #include "trainers/demo.h"
 #include "trainers/evaluate.h"
+#include "trainers/inspect_run.h"
 #include "trainers/sweep.h"
 #include "trainers/inspect.h"
 #include "trainers/trainer.h"
@@ -126,12 +131,15 @@ int print_eval(const relpos::train::LoadedRun& run, const std::vector<int64_t>& 
                             {"train_len", e.train_len}, {"beyond_loss", json_num(e.beyond_loss)},
                             {"beyond_tokens", e.beyond_tokens}, {"buckets", bj}, {"step", run.step}};
       if (e.mode == "sliding") row["stride"] = e.stride;
+      if (e.mode == "segments") row["mem_len"] = e.stride;
       if (!note.empty()) row["position_setting"] = note;
       j.push_back(row);
       continue;
     }
     std::string mode = e.mode == "random"    ? fmt::format("random windows ({} sequences)", e.windows)
                        : e.mode == "windows" ? fmt::format("non-overlapping windows ({} windows)", e.windows)
+                       : e.mode == "segments"
+                           ? fmt::format("segments with memory {} ({} batches)", e.stride, e.windows)
                                              : fmt::format("sliding window, stride {} ({} windows)", e.stride, e.windows);
     fmt::print("seq_len {:>5}, mode {}{}: loss {:.4f}  perplexity {:.3f}  accuracy {:.4f}  ({} tokens, step {})\n", L,
                mode, note.empty() ? "" : ", " + note, e.loss, e.perplexity, e.accuracy, e.tokens, run.step);
@@ -141,6 +149,59 @@ int print_eval(const relpos::train::LoadedRun& run, const std::vector<int64_t>& 
                fmt_loss(e.beyond_loss), e.beyond_tokens);
   }
   if (json) fmt::print("{}\n", j.dump());
+  return 0;
+}
+
+// `relpos inspect`: prints a summary and writes inspect.json (+ attention_layer0.dot).
+int run_inspect(const std::string& dir, std::string out, const std::string& text, int64_t n) {
+  relpos::train::LoadedRun run = relpos::train::load_run(dir);
+  if (out.empty()) out = dir + "/inspect";
+  std::filesystem::create_directories(out);
+  nlohmann::json j;
+  j["run"] = dir;
+  j["checkpoint"] = run.checkpoint;
+  j["step"] = run.step;
+  j["position"] = run.cfg.model.position;
+  fmt::print("{} (step {}), position encoding {}\n", run.checkpoint, run.step, run.cfg.model.position);
+  std::string note;
+  auto curves = relpos::train::learned_bias(*run.model, n, &note);
+  j["bias"] = nlohmann::json::array();
+  for (auto& c : curves) {
+    j["bias"].push_back({{"layer", c.layer}, {"head", c.head}, {"distance", c.distance}, {"bias", c.bias}});
+    fmt::print("bias layer {} head {}: d=0 {:+.3f}  d=-1 {:+.3f}  d=-{} {:+.3f}  d=-{} {:+.3f}\n", c.layer, c.head,
+               c.bias[0], c.bias[1], n / 4, c.bias[size_t(n / 4)], n - 1, c.bias.back());
+  }
+  if (!note.empty()) fmt::print("bias: {}\n", note), j["bias_note"] = note;
+  auto rows = relpos::train::position_grad_rows(*run.model, *run.data, run.cfg, run.cfg.train.seed + 1);
+  j["position_grad_rows"] = nlohmann::json::array();
+  for (auto& r : rows) {
+    j["position_grad_rows"].push_back({{"param", r.param}, {"shape", r.shape}, {"row_norm", r.row_norm}});
+    auto mx = *std::max_element(r.row_norm.begin(), r.row_norm.end());
+    int64_t starving = std::count_if(r.row_norm.begin(), r.row_norm.end(), [&](double v) { return v < 1e-3 * mx; });
+    fmt::print("grad per row of {} {}: max {:.3e}, {} of {} rows below 1e-3 x max\n", r.param,
+               fmt::format("[{}]", fmt::join(r.shape, ", ")), mx, starving, r.row_norm.size());
+  }
+  if (run.cfg.model.kind == "decoder" && run.cfg.data.task == "text") {
+    std::vector<int64_t> ids = run.data->encode(text);
+    auto maps = relpos::train::attention_maps(*run.model, relpos::Tensor::from_vector(ids, {1, int64_t(ids.size())}));
+    j["attention"] = {{"text", text}, {"tokens", ids.size()}, {"layers", nlohmann::json::array()}};
+    for (auto& m : maps) {
+      const int64_t H = m.size(0), L = m.size(1);
+      auto v = m.to_vector<double>();  // final [H, L, L] result, copied once for the report
+      nlohmann::json hs = nlohmann::json::array();
+      for (int64_t h = 0; h < H; ++h) {
+        nlohmann::json rowsj = nlohmann::json::array();
+        for (int64_t i = 0; i < L; ++i)
+          rowsj.push_back(std::vector<double>(v.begin() + (h * L + i) * L, v.begin() + (h * L + i + 1) * L));
+        hs.push_back(rowsj);
+      }
+      j["attention"]["layers"].push_back(hs);
+    }
+    fmt::print("attention maps: {} layers x {} heads for {} tokens\n", maps.size(), run.cfg.model.n_heads, ids.size());
+  }
+  std::ofstream(out + "/attention_layer0.dot") << relpos::train::attention_graph_dot(*run.model, 6);
+  std::ofstream(out + "/inspect.json") << j.dump() << "\n";
+  fmt::print("wrote {}/inspect.json and {}/attention_layer0.dot (dot -Tpng)\n", out, out);
   return 0;
 }
 
@@ -210,6 +271,22 @@ int main(int argc, char** argv) {
   auto* gc_cmd = app.add_subcommand("gradcheck", "float64 gradcheck of an attention layer with each position encoding");
   gc_cmd->add_option("--type", gc_type, "position encoding or 'all'")->capture_default_str();
   gc_cmd->add_option("--param", gc_params, "encoding parameter key=value (repeatable, single --type only)");
+  std::string gc_entry;
+  std::vector<int64_t> gc_index;
+  auto* gc_entry_opt = gc_cmd->add_option("--entry", gc_entry,
+                                          "print analytic vs numeric gradient of one entry of this parameter "
+                                          "(e.g. pos.table; empty: the first position table)")
+                           ->expected(0, 1);
+  gc_cmd->add_option("--index", gc_index, "the entry's index (comma separated), default all zeros")->delimiter(',');
+
+  std::string inspect_dir, inspect_out, inspect_text = "ROMEO:\nWhat light through yonder window breaks?";
+  int64_t inspect_n = 32;
+  auto* inspect_cmd = app.add_subcommand("inspect", "what a trained model's position encoding learned");
+  inspect_cmd->add_option("run_dir", inspect_dir, "run directory or checkpoint directory")->required();
+  inspect_cmd->add_option("--out", inspect_out, "output directory (default RUN_DIR/inspect)");
+  inspect_cmd->add_option("--text", inspect_text, "input for the attention maps (text runs)");
+  inspect_cmd->add_option("--distances", inspect_n, "bias curve over distances 0 .. -(N-1)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
 
   auto* info_cmd = app.add_subcommand("info", "print build and device information");
 
@@ -238,7 +315,10 @@ int main(int argc, char** argv) {
   eval_cmd->add_option("--mode", eval_opt.mode,
                        "random: eval_batches random windows; windows: consecutive non-overlapping windows; sliding: "
                        "windows advanced by --stride, scoring only the last stride tokens (text decoders)")
-      ->check(CLI::IsMember({"random", "windows", "sliding"}))->capture_default_str();
+      ->check(CLI::IsMember({"random", "windows", "sliding", "segments"}))->capture_default_str();
+  eval_cmd->add_option("--mem-len", eval_opt.mem_len,
+                       "segments: Transformer-XL memory length (default: the run's model.mem_len)")
+      ->check(CLI::NonNegativeNumber);
   eval_cmd->add_option("--stride", eval_opt.stride, "sliding: tokens scored per window (default seq_len / 2)")
       ->check(CLI::PositiveNumber);
   eval_cmd->add_option("--bucket", eval_opt.bucket, "position bucket width (default: the training length)")
@@ -363,6 +443,16 @@ int main(int argc, char** argv) {
       bias.params = parse_params(bias_params);
       return run_bias(bias, bias_json);
     }
+    if (*gc_cmd && *gc_entry_opt) {
+      if (gc_type == "all") throw UsageError("gradcheck --entry needs one --type");
+      auto r = relpos::train::entry_gradcheck(gc_type, parse_params(gc_params), gc_entry, gc_index);
+      const double err = std::abs(r.analytic - r.numeric);
+      fmt::print("{} attention layer (float64, causal, L 6), parameter {}[{}]\n  analytic {:+.10e}\n  numeric  "
+                 "{:+.10e}   (central difference, eps 1e-6)\n  |difference| {:.2e}\n",
+                 gc_type, r.param, fmt::join(r.index, ","), r.analytic, r.numeric, err);
+      return err <= 1e-6 + 1e-5 * std::abs(r.numeric) ? 0 : 1;
+    }
+    if (*inspect_cmd) return run_inspect(inspect_dir, inspect_out, inspect_text, inspect_n);
     if (*gc_cmd) {
       bool ok = true;
       auto cases = relpos::inspect::attention_gradchecks(gc_type, parse_params(gc_params));

@@ -119,6 +119,7 @@ Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bo
     stats->max_abs_logit = k::reduce(k::Reduce::Max, a, {}, false).item();
     Tensor plogp = k::mul(p.data(), k::unary(k::Unary::Log, k::unary(k::Unary::Clamp, p.data(), 1e-30, 1.0)));
     stats->mean_entropy = -k::reduce(k::Reduce::Sum, plogp, {}, false).item() / double(B * cfg_.n_heads * Lq);
+    stats->probs = p.data();
   }
   p = apply_dropout(p, cfg_.dropout, is_training(), gen);
   Variable o = matmul(p, v);  // [B, H, Lq, dh]

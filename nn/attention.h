@@ -46,6 +46,7 @@ struct KVCache {
 struct AttentionStats {  // filled when a pointer is given (monitors)
   double max_abs_logit = 0;   // max |S| over unmasked cells
   double mean_entropy = 0;    // mean over (b, h, i) of -sum_j P log P
+  Tensor probs;               // [B, H, Lq, Lk] attention probabilities before dropout (shares storage)
 };
 
 class MultiHeadAttention : public Module {

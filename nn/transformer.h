@@ -39,6 +39,7 @@ class TransformerBlock : public Module {
   Variable forward(const Variable& x, bool causal, const Tensor& padding, int64_t offset, const Variable& memory,
                    const Tensor& memory_padding, BlockState* state, Generator* gen, AttentionStats* stats,
                    const Tensor& position_index = Tensor()) const;
+  const MultiHeadAttention& self_attention() const { return *attn_; }  // inspection
 
  private:
   BlockConfig cfg_;

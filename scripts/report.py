@@ -57,7 +57,8 @@ class Figures:
         self.made = []  # (file stem, caption)
 
     def save(self, stem, fig, title, xlabel, ylabel, series, caption, extra=None):
-        fig.tight_layout()
+        if not fig.get_layout_engine():
+            fig.tight_layout()
         fig.savefig(os.path.join(self.out, stem + ".png"), dpi=110)
         plt.close(fig)
         data = {"title": title, "xlabel": xlabel, "ylabel": ylabel, "series": series}
@@ -150,6 +151,49 @@ def run_figures(run_dir, figs, prefix="", name=""):
                     [{"label": "z-loss", "x": x, "y": y}], "The z-loss term added to the training loss.")
     div = [r for r in rows if "first_divergence_step" in r]
     return rows, (div[0]["first_divergence_step"] if div else None)
+
+
+def inspect_figures(run_dir, figs):
+    """Figures from `relpos inspect` output (RUN/inspect/inspect.json), when present."""
+    path = os.path.join(run_dir, "inspect", "inspect.json")
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        ins = json.load(f)
+    if ins.get("bias"):
+        series = [{"label": f"layer {c['layer']} head {c['head']}", "x": c["distance"], "y": c["bias"]}
+                  for c in ins["bias"]]
+        line_figure(figs, "bias_vs_distance", f"Learned bias vs distance ({ins['position']}, step {ins['step']})",
+                    "distance kj - qi (tokens)", "bias added to the logit", series,
+                    "The additive position bias of each layer and head (times alpha), query attending back.")
+    for r in ins.get("position_grad_rows", []):
+        if len(r["row_norm"]) < 2:
+            continue
+        stem = "grad_rows_" + r["param"].replace(".", "_")
+        x = list(range(len(r["row_norm"])))
+        fig, ax = plt.subplots(figsize=(7, 3.5))
+        ax.bar(x, r["row_norm"], color="tab:blue", label="||grad row||")
+        ax.set_yscale("log")
+        ax.set_xlabel("table row (bucket / offset / position)")
+        ax.set_ylabel("gradient L2 norm (one batch)")
+        ax.set_title(f"Gradient per row of {r['param']} {r['shape']}")
+        ax.legend()
+        figs.save(stem, fig, ax.get_title(), ax.get_xlabel(), ax.get_ylabel(),
+                  [{"label": "row norm", "x": x, "y": r["row_norm"]}],
+                  "Gradient magnitude each row of the position table receives on one training batch: "
+                  "rows near zero do not learn.")
+    att = ins.get("attention")
+    if att and att.get("layers"):
+        heads = att["layers"][0]
+        fig, axes = plt.subplots(1, len(heads), figsize=(3.2 * len(heads), 3.4), squeeze=False)
+        for h, (ax, m) in enumerate(zip(axes[0], heads)):
+            im = ax.imshow(m, cmap="magma", vmin=0, vmax=1)
+            ax.set_title(f"layer 0 head {h}")
+            ax.set_xlabel("key position")
+            ax.set_ylabel("query position")
+        fig.colorbar(im, ax=axes[0].tolist(), label="attention probability")
+        figs.save("attention_maps", fig, "Attention maps, layer 0", "key position", "query position",
+                  [], f"Attention probabilities of layer 0 for the input {att['text']!r}.", extra={"maps": heads})
 
 
 def short(rec, keys):
@@ -299,6 +343,7 @@ def main():
     elif os.path.exists(os.path.join(a.dir, "metrics.jsonl")):
         md.append(f"# Run report: `{a.dir}`\n")
         rows, div = run_figures(a.dir, figs)
+        inspect_figures(a.dir, figs)
         last = {}
         for r in rows:
             last.update(r)

@@ -187,6 +187,7 @@ nn::ModelConfig parse_model(Section s) {
   }
   m.stability.qk_norm = s.get_choice("qk_norm", "none", {"none", "layernorm", "rmsnorm"});
   m.stability.softcap = s.get_double("attn_softcap", 0.0, 0.0, 1e6);
+  m.mem_len = s.get_int("mem_len", 0, 0);
   {
     Section i = s.sub("init");
     m.init_std = i.get_double("std", 0.02, 0.0, 10.0, true);
@@ -194,7 +195,7 @@ nn::ModelConfig parse_model(Section s) {
     i.finish({"std", "position_std"});
   }
   s.finish({"kind", "d_model", "n_layers", "n_heads", "d_ff", "dropout", "norm", "norm_type", "max_len", "position",
-            "bias_scale", "init", "qk_norm", "attn_softcap"});
+            "bias_scale", "init", "qk_norm", "attn_softcap", "mem_len"});
   return m;
 }
 
@@ -325,6 +326,10 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
     } catch (const ConfigError& e) {
       fail_config("{}: model.position: {}", where(ctx, root["model"]["position"], "model.position"), e.what());
     }
+    if (c.model.mem_len > 0 && (c.model.kind != "decoder" || c.data.task != "text" || pos->is_absolute()))
+      fail_config("{}: model.mem_len {}: Transformer-XL segment memory trains a decoder on a text task with a "
+                  "relative position encoding (this config: {} on '{}' with '{}')", source, c.model.mem_len,
+                  c.model.kind, c.data.task, c.model.position);
     if (c.model.kind == "encoder" && pos->causal_only())
       fail_config("{}: model.position.type '{}' only works with causal attention; an encoder is bidirectional", source,
                   c.model.position);

@@ -41,6 +41,8 @@ class Dataset {
   // evaluation over consecutive windows (`relpos eval --mode windows|sliding`); empty for
   // synthetic tasks, whose examples are independent.
   virtual std::vector<int64_t> val_stream() const { return {}; }
+  // The training split as one token stream (Transformer-XL segment training); empty if none.
+  virtual std::vector<int64_t> train_stream() const { return {}; }
 };
 
 // Builds the dataset of cfg.data. For text, `vocab` (from a checkpoint) fixes the

@@ -8,6 +8,7 @@
 
 #include "autograd/grad_mode.h"
 #include "kernels/ops.h"
+#include "trainers/segments.h"
 
 namespace relpos::train {
 
@@ -117,9 +118,25 @@ PositionEval evaluate_positions(const nn::Model& model, const Dataset& data, con
       acc.add(logits_of(model, cfg, b), b.target);
     }
     windows = cfg.train.eval_batches * cfg.data.batch_size;
+  } else if (opt.mode == "segments") {
+    RELPOS_CHECK_CONFIG(cfg.model.kind == "decoder" && cfg.data.task == "text",
+                        "eval --mode segments: Transformer-XL memory needs a decoder on a text task");
+    const int64_t budget =
+        opt.max_tokens > 0 ? opt.max_tokens : cfg.train.eval_batches * cfg.data.batch_size * train_len;
+    SegmentStream seg(data.val_stream(), cfg.data.batch_size, L, /*contiguous_rows=*/true);
+    nn::SegmentMemory mem(opt.mem_len >= 0 ? opt.mem_len : cfg.model.mem_len);
+    Generator unused(0);
+    int64_t scored = 0;
+    while (scored < budget && seg.batches_left() > 0) {
+      Batch b = seg.next(unused, nullptr);
+      acc.add(model.forward_with_memory(b.input, mem).data(), b.target);
+      scored += b.target.numel();
+      ++windows;
+    }
+    stride = mem.mem_len;  // reported as the memory length
   } else {
     RELPOS_CHECK_CONFIG(opt.mode == "windows" || opt.mode == "sliding",
-                        "eval --mode '{}': expected random, windows or sliding", opt.mode);
+                        "eval --mode '{}': expected random, windows, sliding or segments", opt.mode);
     RELPOS_CHECK_CONFIG(cfg.model.kind == "decoder" && cfg.data.task == "text",
                         "eval --mode {}: consecutive windows need a decoder on a text task (this run: {} on '{}'); "
                         "use --mode random", opt.mode, cfg.model.kind, cfg.data.task);

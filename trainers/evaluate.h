@@ -9,6 +9,10 @@
 //   sliding  windows of L tokens advanced by `stride` S; the first window scores all its L
 //            tokens, every later one only its last S, so each token is scored once with at least
 //            L - S tokens of context (ALiBi Appendix B "sliding window evaluation"); text only
+//   segments consecutive segments of L tokens on batch_size contiguous parts of the validation
+//            stream, each attending to the detached Transformer-XL memory of its previous
+//            segments (mem_len, default model.mem_len); every token scored once (text decoders
+//            with a relative encoding)
 // Positions are counted inside the window (0 .. L-1): the first scored token of a sliding
 // window after the first sits at position L - S.
 #pragma once
@@ -28,11 +32,12 @@ namespace relpos::train {
 
 struct EvalOptions {
   int64_t seq_len = 0;          // window length L (0: the training length)
-  std::string mode = "random";  // random | windows | sliding
+  std::string mode = "random";  // random | windows | sliding | segments
   int64_t stride = 0;           // sliding: tokens scored per window after the first (0: L / 2)
   int64_t bucket = 0;           // width of the position buckets (0: the training length)
   int64_t max_tokens = 0;       // windows / sliding: score at most this many tokens
                                 // (0: eval_batches * batch_size * train length, the random budget)
+  int64_t mem_len = -1;         // segments: memory length (-1: the model's model.mem_len)
 };
 
 struct BucketLoss {

@@ -78,6 +78,7 @@ class TextDataset : public Dataset {
   }
 
   std::vector<int64_t> val_stream() const override { return {ids_.begin() + n_train_, ids_.end()}; }
+  std::vector<int64_t> train_stream() const override { return {ids_.begin(), ids_.begin() + n_train_}; }
 
   std::vector<int64_t> encode(const std::string& text) const override {
     std::vector<int64_t> out;

@@ -21,6 +21,7 @@
 #include "nn/stability.h"
 #include "trainers/checkpoint.h"
 #include "trainers/metrics.h"
+#include "trainers/segments.h"
 
 namespace fs = std::filesystem;
 
@@ -69,9 +70,10 @@ GeneratorState rng_from(const nlohmann::json& j) { return {j.at("seed").get<uint
 // With z_coef > 0 the z-loss term z_coef * mean(logsumexp(logits)^2) is returned in *z
 // (nn/stability.h); the caller adds it to the loss it differentiates, not to the logged one.
 Variable batch_loss(const nn::Model& m, const Batch& b, Generator* gen, std::vector<nn::AttentionStats>* stats,
-                    double z_coef = 0.0, Variable* z = nullptr) {
+                    double z_coef = 0.0, Variable* z = nullptr, nn::SegmentMemory* mem = nullptr) {
   Variable logits = m.config().kind == "encoder_decoder" ? m.forward_seq2seq(b.input, b.dec_input, b.padding, gen, stats)
-                                                         : m.forward(b.input, b.padding, gen, stats, b.position_index);
+                    : mem ? m.forward_with_memory(b.input, *mem, gen, stats)  // Transformer-XL segments
+                          : m.forward(b.input, b.padding, gen, stats, b.position_index);
   const int64_t V = logits.size(-1);
   if (z_coef > 0 && z) *z = nn::z_loss(logits) * z_coef;
   return cross_entropy(reshape(logits, {-1, V}), b.target.reshape({-1}), kIgnore);
@@ -228,6 +230,13 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
     return p;
   };
 
+  // Transformer-XL segment training (model.mem_len > 0): consecutive segments per batch row,
+  // with the detached memory of the previous segments. A resumed run starts new streams.
+  std::unique_ptr<SegmentStream> segments;
+  nn::SegmentMemory memory(cfg.model.mem_len);
+  if (cfg.model.mem_len > 0)
+    segments = std::make_unique<SegmentStream>(data->train_stream(), cfg.data.batch_size, cfg.data.seq_len);
+
   TrainResult res;
   res.run_dir = run_dir;
   res.skipped_steps = skipped;
@@ -244,9 +253,12 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
     std::vector<nn::AttentionStats> stats;
     double loss_sum = 0, z_sum = 0;
     for (int64_t micro = 0; micro < cfg.train.grad_accum; ++micro) {
-      Batch b = data->train_batch(data_gen);
+      bool fresh = false;
+      Batch b = segments ? segments->next(data_gen, &fresh) : data->train_batch(data_gen);
+      if (fresh) memory.reset();
       Variable zl;
-      Variable loss = batch_loss(model, b, &dropout_gen, log_step && micro == 0 ? &stats : nullptr, cfg.optim.z_loss, &zl);
+      Variable loss = batch_loss(model, b, &dropout_gen, log_step && micro == 0 ? &stats : nullptr, cfg.optim.z_loss, &zl,
+                                 segments ? &memory : nullptr);
       ((zl.defined() ? loss + zl : loss) * (1.0 / double(cfg.train.grad_accum))).backward();
       loss_sum += loss.item();
       if (zl.defined()) z_sum += zl.item();
