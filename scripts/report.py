@@ -69,11 +69,19 @@ class Figures:
         self.made.append((stem, caption))
 
 
+def style(i, n):
+    """Distinct colour + line style for series i of n (tab10 repeats after 10)."""
+    if n <= 10:
+        return {"color": plt.cm.tab10(i % 10)}
+    return {"color": plt.cm.tab20(i % 20), "linestyle": ["-", "--", ":", "-."][(i // 2) % 4]}
+
+
 def line_figure(figs, stem, title, xlabel, ylabel, series, caption, logy=False, markers=None):
     """series: [{"label", "x", "y"}]; markers: optional [{"label", "x", "y"}] drawn as points."""
     fig, ax = plt.subplots(figsize=(7, 4))
-    for s in series:
-        ax.plot(s["x"], s["y"], label=s["label"], marker="o" if len(s["x"]) <= 12 else None, ms=3)
+    for i, s in enumerate(series):
+        ax.plot(s["x"], s["y"], label=s["label"], marker="o" if len(s["x"]) <= 12 else None, ms=3,
+                **style(i, len(series)))
     for m in markers or []:
         ax.scatter(m["x"], m["y"], color="red", marker="x", s=25, label=m["label"], zorder=5)
     ax.set_title(title)
@@ -246,8 +254,8 @@ def sweep_figures(sweep_dir, figs, md):
                 beyond.append({"label": lab, "x": [e["seq_len"] for e in b], "y": [num(e["beyond_loss"]) for e in b]})
         mode = recs[0]["eval"][0].get("mode", "?") if recs and recs[0].get("eval") else "?"
         fig, ax = plt.subplots(figsize=(8, 5))
-        for s in series:
-            ax.plot(s["x"], s["y"], marker="o", ms=3, label=s["label"])
+        for i, s in enumerate(series):
+            ax.plot(s["x"], s["y"], marker="o", ms=3, label=s["label"], **style(i, len(series)))
         ax.set_xscale("log", base=2)
         ax.set_xticks(lens)
         ax.set_xticklabels([str(L) for L in lens])
