@@ -213,14 +213,19 @@ def short(rec, keys):
 
 
 def sweep_figures(sweep_dir, figs, md):
-    recs = {}
-    for r in read_jsonl(os.path.join(sweep_dir, "sweep.jsonl")):
-        recs[r["index"]] = r  # the last line of a point wins
-    recs = [recs[i] for i in sorted(recs)]
     meta = {}
     if os.path.exists(os.path.join(sweep_dir, "sweep.json")):
         with open(os.path.join(sweep_dir, "sweep.json")) as f:
             meta = json.load(f)
+    by_name = {}
+    for r in read_jsonl(os.path.join(sweep_dir, "sweep.jsonl")):
+        by_name[r["name"]] = r  # the last line of a point wins
+    # The spec's order (points are matched by name; a grown grid keeps its finished points).
+    order = meta.get("point_names") or sorted(by_name, key=lambda n: by_name[n]["index"])
+    recs = []
+    for i, n in enumerate(order):
+        if n in by_name:
+            recs.append(dict(by_name[n], index=i))
     grid_keys = meta.get("grid_keys", [])
     varying = [k for k in grid_keys if len({str(r["grid"].get(k)) for r in recs}) > 1]
     recipes = meta.get("recipes", [])

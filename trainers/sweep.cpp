@@ -186,7 +186,9 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& opt) {
   const std::string dir = opt.dir.empty() ? spec.dir : opt.dir;
   fs::create_directories(dir);
   {
-    nlohmann::json meta = {{"spec", spec.source}, {"grid_keys", spec.grid_keys}, {"recipes", spec.recipes},
+    std::vector<std::string> names;
+    for (const auto& p : spec.points) names.push_back(p.name);
+    nlohmann::json meta = {{"spec", spec.source}, {"point_names", names}, {"grid_keys", spec.grid_keys}, {"recipes", spec.recipes},
                            {"eval_lengths", spec.eval_lengths}, {"eval_mode", spec.eval_mode},
                            {"points", int64_t(spec.points.size())}};
     std::ofstream f(dir + "/sweep.json");
@@ -325,6 +327,7 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& opt) {
         std::lock_guard<std::mutex> l(mu);
         if (auto it = done.find(pt.name); it != done.end()) {
           records[i] = it->second;
+          records[i]["index"] = pt.index;  // the spec may have grown since
           ++res.skipped;
           ++finished;
           say(fmt::format("[{}] already done, skipped", pt.name));

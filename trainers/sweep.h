@@ -20,8 +20,9 @@
 //    "status": "done", "final_train_loss", "final_val_loss", "first_divergence_step",
 //    "seconds", "steps", "eval": [{"seq_len", "mode", "loss", "beyond_loss", "buckets"...}]}
 // A point already "done" in sweep.jsonl is skipped; a point whose run directory holds a
-// checkpoint resumes from it (finished training: evaluation only). <dir>/sweep.json holds the
-// spec's grid keys, recipes and eval lengths (for `relpos report`).
+// checkpoint resumes from it (finished training: evaluation only); points are matched by name,
+// so values can be added to a grid and only the new points run. <dir>/sweep.json holds the
+// spec's point names (in order), grid keys, recipes and eval lengths (for `relpos report`).
 // --jobs N runs N points at once, each with max(1, threads / N) CPU threads.
 #pragma once
 #include <functional>

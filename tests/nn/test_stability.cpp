@@ -85,7 +85,12 @@ TEST_CASE("qk_norm: parameters q_norm/k_norm exist and the output ignores the sc
       if (n.rfind("q_proj.", 0) == 0 || n.rfind("k_proj.", 0) == 0) k::mul_(p.data(), 10.0);
     Tensor after = attn->forward(x, x, true, Tensor(), 0, 0).data();
     INFO("qk_norm " << qk);
-    CHECK(test::allclose(after, before, 1e-6, 1e-9) == (qk != "none"));
+    // LayerNorm's eps (1e-5) makes the invariance approximate: (10x)^2 var vs var + eps
+    double diff = 0;
+    auto a = after.to_vector<double>(), b = before.to_vector<double>();
+    for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, std::abs(a[i] - b[i]));
+    if (qk == "none") CHECK(diff > 1e-2);
+    else CHECK(diff < 1e-3);
   }
 }
 

@@ -18,9 +18,9 @@ TEST_CASE("segments: each row continues where its previous segment ended", "[seg
   train::SegmentStream s(ids, 3, 5);
   Generator g(7);
   bool fresh = false;
-  Batch a = s.next(g, &fresh);
+  train::Batch a = s.next(g, &fresh);
   CHECK(fresh);
-  Batch b = s.next(g, &fresh);
+  train::Batch b = s.next(g, &fresh);
   CHECK_FALSE(fresh);
   auto ai = a.input.to_vector<int64_t>(), bi = b.input.to_vector<int64_t>(), bt = b.target.to_vector<int64_t>();
   for (int64_t r = 0; r < 3; ++r) {
@@ -33,7 +33,7 @@ TEST_CASE("segments: each row continues where its previous segment ended", "[seg
   CHECK(restarted);
   train::SegmentStream c(ids, 4, 6, true);  // contiguous: row r starts at r * 25
   CHECK(c.batches_left() == 4);             // (25 - 1) / 6
-  Batch cb = c.next(g, &fresh);
+  train::Batch cb = c.next(g, &fresh);
   CHECK(cb.input.to_vector<int64_t>()[6] == 25);
   CHECK(c.batches_left() == 3);
 }
