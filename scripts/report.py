@@ -298,7 +298,7 @@ def sweep_figures(sweep_dir, figs, md):
                 cells.append({"group": " ".join(g), "lr": lrs[i], "recipe": r["recipe"], "final_train_loss": v,
                               "first_divergence_step": d})
                 txt = ("nan" if math.isnan(v) else f"{v:.2f}") + (f"\ndiv@{d}" if d is not None else "")
-                ax.text(j, i, txt, ha="center", va="center", fontsize=7)
+                ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="white")
             im = ax.imshow(m, cmap="viridis_r", vmin=0, vmax=vmax, aspect="auto")
             ax.set_xticks(range(len(recipes)))
             ax.set_xticklabels(recipes, rotation=30, ha="right", fontsize=8)
@@ -310,7 +310,7 @@ def sweep_figures(sweep_dir, figs, md):
             fig.colorbar(im, ax=ax, label="final train loss (nats / token)")
         fig.suptitle("Stability grid: final train loss; div@N = first divergence step")
         figs.save("stability_grid", fig, "Stability grid", "recipe", "peak learning rate", [],
-                  "Final training loss per learning rate and recipe (darker = lower); 'div@N' marks the first "
+                  "Final training loss per learning rate and recipe (brighter = lower); 'div@N' marks the first "
                   "step whose loss was non-finite or above twice its running minimum.", extra={"cells": cells})
         # max |logit| (last layer) over training for every point of the highest lr
         for g, rs in sorted(groups.items()):
