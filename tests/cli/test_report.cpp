@@ -109,6 +109,18 @@ output: {dir: )" + dir.string() + "}\n", "test");
   CHECK(fig("grad_norm")["ylabel"] == "global L2 norm (pre-clip)");
   CHECK(fs::exists(dir / "rep" / "z_loss.png"));
   CHECK(run_cli("report " + (dir / "nothing").string()) != 0);  // not a directory
+  // after `relpos inspect`, the run report adds bias vs distance and the per-bucket gradients
+  REQUIRE(run_cli("inspect " + dir.string()) == 0);
+  REQUIRE(run_cli("report " + dir.string() + " --out " + (dir / "rep").string()) == 0);
+  auto ins = nlohmann::json::parse(slurp(dir / "inspect" / "inspect.json"));
+  auto bias = fig("bias_vs_distance");
+  REQUIRE(bias["series"].size() == ins["bias"].size());
+  for (size_t i = 0; i < ins["bias"].size(); ++i) {
+    CHECK(bias["series"][i]["x"] == ins["bias"][i]["distance"]);
+    CHECK(bias["series"][i]["y"] == ins["bias"][i]["bias"]);
+  }
+  CHECK(fig("grad_rows_stack_pos_table")["series"][0]["y"] == ins["position_grad_rows"][0]["row_norm"]);
+  CHECK(slurp(dir / "inspect" / "attention_layer0.dot").find("digraph attention") != std::string::npos);
 }
 
 TEST_CASE("report: a sweep's extrapolation figure draws sweep.jsonl's eval losses", "[report][cli][sweep]") {
