@@ -193,7 +193,7 @@ def inspect_figures(run_dir, figs):
     att = ins.get("attention")
     if att and att.get("layers"):
         heads = att["layers"][0]
-        fig, axes = plt.subplots(1, len(heads), figsize=(3.2 * len(heads), 3.4), squeeze=False)
+        fig, axes = plt.subplots(1, len(heads), figsize=(3.2 * len(heads), 3.4), squeeze=False, layout="constrained")
         for h, (ax, m) in enumerate(zip(axes[0], heads)):
             im = ax.imshow(m, cmap="magma", vmin=0, vmax=1)
             ax.set_title(f"layer 0 head {h}")
