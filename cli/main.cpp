@@ -1,6 +1,13 @@
 // cli/main.cpp — the relpos executable.
 //   relpos train CONFIG [--set k=v ...] [--resume DIR]  train from a YAML config
-//   relpos eval RUN_DIR [--seq-len N ...] [--json]      validation loss/perplexity/accuracy
+//   relpos eval RUN_DIR [--seq-len N ...] [--mode random|windows|sliding] [--stride S]
+//               [--bucket W] [--rope-scaling linear|ntk|yarn --rope-factor F] [--json]
+//                                                      loss per length, per position bucket, beyond training length
+//   relpos sweep SPEC.yaml [--jobs N] [--dir D]        grid of runs (trainers/sweep.h), resumable
+//   relpos inspect RUN_DIR [--out D] [--text T]        learned bias vs distance, per-row position gradients,
+//                                                      attention maps, DOT graph of one attention layer
+//   relpos gradcheck --type T --entry [NAME] [--index i,j]  analytic vs numeric for one parameter entry
+//   relpos report RUN_DIR|SWEEP_DIR [--out D]          Markdown report + PNG figures (scripts/report.py)
 //   relpos sample RUN_DIR [--prompt T] [--tokens N]     generate with the KV cache (decoders)
 //   relpos validate CONFIG [--set k=v ...]             check a config without training
 //   relpos demo [--steps N] [--data PATH] ...          the char-MLP demo
@@ -15,7 +22,11 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/cuda_runtime.h"
@@ -23,6 +34,9 @@
 #include "kernels/ops.h"
 #include "nn/positional/registry.h"
 #include "trainers/demo.h"
+#include "trainers/evaluate.h"
+#include "trainers/inspect_run.h"
+#include "trainers/sweep.h"
 #include "trainers/inspect.h"
 #include "trainers/trainer.h"
 
@@ -99,6 +113,121 @@ int run_bias(const relpos::inspect::BiasRequest& req, bool json) {
   return 0;
 }
 
+std::string fmt_loss(double v) { return std::isfinite(v) ? fmt::format("{:.4f}", v) : std::string("-"); }
+nlohmann::json json_num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+int print_eval(const relpos::train::LoadedRun& run, const std::vector<int64_t>& lens,
+               const relpos::train::EvalOptions& base, const std::string& note, bool json) {
+  nlohmann::json j = nlohmann::json::array();
+  for (int64_t L : lens) {
+    relpos::train::EvalOptions o = base;
+    o.seq_len = L;
+    auto e = relpos::train::evaluate_positions(*run.model, *run.data, run.cfg, o);
+    if (json) {
+      nlohmann::json bj = nlohmann::json::array();
+      for (auto& b : e.buckets) bj.push_back({{"lo", b.lo}, {"hi", b.hi}, {"loss", json_num(b.loss)}, {"tokens", b.tokens}});
+      nlohmann::json row = {{"seq_len", L}, {"mode", e.mode}, {"loss", e.loss}, {"perplexity", e.perplexity},
+                            {"accuracy", e.accuracy}, {"tokens", e.tokens}, {"windows", e.windows},
+                            {"train_len", e.train_len}, {"beyond_loss", json_num(e.beyond_loss)},
+                            {"beyond_tokens", e.beyond_tokens}, {"buckets", bj}, {"step", run.step}};
+      if (e.mode == "sliding") row["stride"] = e.stride;
+      if (e.mode == "segments") row["mem_len"] = e.stride;
+      if (!note.empty()) row["position_setting"] = note;
+      j.push_back(row);
+      continue;
+    }
+    std::string mode = e.mode == "random"    ? fmt::format("random windows ({} sequences)", e.windows)
+                       : e.mode == "windows" ? fmt::format("non-overlapping windows ({} windows)", e.windows)
+                       : e.mode == "segments"
+                           ? fmt::format("segments with memory {} ({} batches)", e.stride, e.windows)
+                                             : fmt::format("sliding window, stride {} ({} windows)", e.stride, e.windows);
+    fmt::print("seq_len {:>5}, mode {}{}: loss {:.4f}  perplexity {:.3f}  accuracy {:.4f}  ({} tokens, step {})\n", L,
+               mode, note.empty() ? "" : ", " + note, e.loss, e.perplexity, e.accuracy, e.tokens, run.step);
+    for (auto& b : e.buckets)
+      fmt::print("    positions {:>5}-{:<5}  loss {:>8}  ({} tokens)\n", b.lo, b.hi - 1, fmt_loss(b.loss), b.tokens);
+    fmt::print("    positions >= {} (beyond the training length): loss {}  ({} tokens)\n", e.train_len,
+               fmt_loss(e.beyond_loss), e.beyond_tokens);
+  }
+  if (json) fmt::print("{}\n", j.dump());
+  return 0;
+}
+
+// `relpos inspect`: prints a summary and writes inspect.json (+ attention_layer0.dot).
+int run_inspect(const std::string& dir, std::string out, const std::string& text, int64_t n) {
+  relpos::train::LoadedRun run = relpos::train::load_run(dir);
+  if (out.empty()) out = dir + "/inspect";
+  std::filesystem::create_directories(out);
+  nlohmann::json j;
+  j["run"] = dir;
+  j["checkpoint"] = run.checkpoint;
+  j["step"] = run.step;
+  j["position"] = run.cfg.model.position;
+  fmt::print("{} (step {}), position encoding {}\n", run.checkpoint, run.step, run.cfg.model.position);
+  std::string note;
+  auto curves = relpos::train::learned_bias(*run.model, n, &note);
+  j["bias"] = nlohmann::json::array();
+  for (auto& c : curves) {
+    j["bias"].push_back({{"layer", c.layer}, {"head", c.head}, {"distance", c.distance}, {"bias", c.bias}});
+    fmt::print("bias layer {} head {}: d=0 {:+.3f}  d=-1 {:+.3f}  d=-{} {:+.3f}  d=-{} {:+.3f}\n", c.layer, c.head,
+               c.bias[0], c.bias[1], n / 4, c.bias[size_t(n / 4)], n - 1, c.bias.back());
+  }
+  if (!note.empty()) fmt::print("bias: {}\n", note), j["bias_note"] = note;
+  auto rows = relpos::train::position_grad_rows(*run.model, *run.data, run.cfg, run.cfg.train.seed + 1);
+  j["position_grad_rows"] = nlohmann::json::array();
+  for (auto& r : rows) {
+    j["position_grad_rows"].push_back({{"param", r.param}, {"shape", r.shape}, {"row_norm", r.row_norm}});
+    auto mx = *std::max_element(r.row_norm.begin(), r.row_norm.end());
+    int64_t starving = std::count_if(r.row_norm.begin(), r.row_norm.end(), [&](double v) { return v < 1e-3 * mx; });
+    fmt::print("grad per row of {} {}: max {:.3e}, {} of {} rows below 1e-3 x max\n", r.param,
+               fmt::format("[{}]", fmt::join(r.shape, ", ")), mx, starving, r.row_norm.size());
+  }
+  if (run.cfg.model.kind == "decoder" && run.cfg.data.task == "text") {
+    std::vector<int64_t> ids = run.data->encode(text);
+    auto maps = relpos::train::attention_maps(*run.model, relpos::Tensor::from_vector(ids, {1, int64_t(ids.size())}));
+    j["attention"] = {{"text", text}, {"tokens", ids.size()}, {"layers", nlohmann::json::array()}};
+    for (auto& m : maps) {
+      const int64_t H = m.size(0), L = m.size(1);
+      auto v = m.to_vector<double>();  // final [H, L, L] result, copied once for the report
+      nlohmann::json hs = nlohmann::json::array();
+      for (int64_t h = 0; h < H; ++h) {
+        nlohmann::json rowsj = nlohmann::json::array();
+        for (int64_t i = 0; i < L; ++i)
+          rowsj.push_back(std::vector<double>(v.begin() + (h * L + i) * L, v.begin() + (h * L + i + 1) * L));
+        hs.push_back(rowsj);
+      }
+      j["attention"]["layers"].push_back(hs);
+    }
+    fmt::print("attention maps: {} layers x {} heads for {} tokens\n", maps.size(), run.cfg.model.n_heads, ids.size());
+  }
+  std::ofstream(out + "/attention_layer0.dot") << relpos::train::attention_graph_dot(*run.model, 6);
+  std::ofstream(out + "/inspect.json") << j.dump() << "\n";
+  fmt::print("wrote {}/inspect.json and {}/attention_layer0.dot (dot -Tpng)\n", out, out);
+  return 0;
+}
+
+// `relpos report`: runs scripts/report.py (matplotlib) with /usr/bin/python3 ($RELPOS_PYTHON). The script is
+// found next to the executable's source tree (RELPOS_SOURCE_DIR) or via $RELPOS_REPORT_SCRIPT.
+int run_report(const std::string& dir, const std::string& out) {
+  std::string script = std::getenv("RELPOS_REPORT_SCRIPT") ? std::getenv("RELPOS_REPORT_SCRIPT")
+                                                           : std::string(RELPOS_SOURCE_DIR) + "/scripts/report.py";
+  if (!std::filesystem::exists(script)) throw relpos::Error(fmt::format("report: script '{}' not found", script));
+  if (!std::filesystem::is_directory(dir)) throw UsageError(fmt::format("report: '{}' is not a directory", dir));
+  auto quote = [](const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  };
+  // Debian's matplotlib lives with the system interpreter; $RELPOS_PYTHON overrides.
+  std::string py = std::getenv("RELPOS_PYTHON")                     ? std::getenv("RELPOS_PYTHON")
+                   : std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3"
+                                                                     : "python3";
+  std::string cmd = quote(py) + " " + quote(script) + " " + quote(dir) + (out.empty() ? "" : " --out " + quote(out));
+  std::fflush(stdout);
+  int rc = std::system(cmd.c_str());
+  if (rc != 0) throw relpos::Error(fmt::format("report: '{}' failed (status {})", cmd, rc));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -142,6 +271,22 @@ int main(int argc, char** argv) {
   auto* gc_cmd = app.add_subcommand("gradcheck", "float64 gradcheck of an attention layer with each position encoding");
   gc_cmd->add_option("--type", gc_type, "position encoding or 'all'")->capture_default_str();
   gc_cmd->add_option("--param", gc_params, "encoding parameter key=value (repeatable, single --type only)");
+  std::string gc_entry;
+  std::vector<int64_t> gc_index;
+  auto* gc_entry_opt = gc_cmd->add_option("--entry", gc_entry,
+                                          "print analytic vs numeric gradient of one entry of this parameter "
+                                          "(e.g. pos.table; empty: the first position table)")
+                           ->expected(0, 1);
+  gc_cmd->add_option("--index", gc_index, "the entry's index (comma separated), default all zeros")->delimiter(',');
+
+  std::string inspect_dir, inspect_out, inspect_text = "ROMEO:\nWhat light through yonder window breaks?";
+  int64_t inspect_n = 32;
+  auto* inspect_cmd = app.add_subcommand("inspect", "what a trained model's position encoding learned");
+  inspect_cmd->add_option("run_dir", inspect_dir, "run directory or checkpoint directory")->required();
+  inspect_cmd->add_option("--out", inspect_out, "output directory (default RUN_DIR/inspect)");
+  inspect_cmd->add_option("--text", inspect_text, "input for the attention maps (text runs)");
+  inspect_cmd->add_option("--distances", inspect_n, "bias curve over distances 0 .. -(N-1)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
 
   auto* info_cmd = app.add_subcommand("info", "print build and device information");
 
@@ -160,11 +305,45 @@ int main(int argc, char** argv) {
   std::string eval_dir;
   std::vector<int64_t> eval_lens;
   bool eval_json = false;
+  relpos::train::EvalOptions eval_opt;
+  std::string rope_scaling;
+  double rope_factor = 0;
   auto* eval_cmd = app.add_subcommand("eval", "evaluate a trained run on its validation data");
   eval_cmd->add_option("run_dir", eval_dir, "run directory or checkpoint directory")->required();
   eval_cmd->add_option("--seq-len", eval_lens, "evaluate at these sequence lengths (default: the training length)")
       ->check(CLI::PositiveNumber);
+  eval_cmd->add_option("--mode", eval_opt.mode,
+                       "random: eval_batches random windows; windows: consecutive non-overlapping windows; sliding: "
+                       "windows advanced by --stride, scoring only the last stride tokens (text decoders)")
+      ->check(CLI::IsMember({"random", "windows", "sliding", "segments"}))->capture_default_str();
+  eval_cmd->add_option("--mem-len", eval_opt.mem_len,
+                       "segments: Transformer-XL memory length (default: the run's model.mem_len)")
+      ->check(CLI::NonNegativeNumber);
+  eval_cmd->add_option("--stride", eval_opt.stride, "sliding: tokens scored per window (default seq_len / 2)")
+      ->check(CLI::PositiveNumber);
+  eval_cmd->add_option("--bucket", eval_opt.bucket, "position bucket width (default: the training length)")
+      ->check(CLI::PositiveNumber);
+  eval_cmd->add_option("--max-tokens", eval_opt.max_tokens,
+                       "windows/sliding: score at most N tokens (default eval_batches x batch_size x train length)")
+      ->check(CLI::PositiveNumber);
+  auto* rs_opt = eval_cmd->add_option("--rope-scaling", rope_scaling, "RoPE runs: context scaling at evaluation time")
+                     ->check(CLI::IsMember({"none", "linear", "ntk", "yarn"}));
+  eval_cmd->add_option("--rope-factor", rope_factor, "RoPE scaling factor (e.g. eval length / train length)")
+      ->check(CLI::PositiveNumber)->needs(rs_opt);
   eval_cmd->add_flag("--json", eval_json, "print JSON");
+
+  std::string sweep_spec;
+  relpos::train::SweepOptions sweep_opt;
+  auto* sweep_cmd = app.add_subcommand("sweep", "run a grid of training runs from a sweep spec (resumable)");
+  sweep_cmd->add_option("spec", sweep_spec, "sweep spec YAML (see trainers/sweep.h, docs/config.md)")->required();
+  sweep_cmd->add_option("--jobs", sweep_opt.jobs, "points run at once (threads are split between them)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  sweep_cmd->add_option("--dir", sweep_opt.dir, "sweep directory (default: the spec's dir)");
+
+  std::string report_dir, report_out;
+  auto* report_cmd = app.add_subcommand("report", "write a Markdown report with PNG figures for a run or a sweep");
+  report_cmd->add_option("dir", report_dir, "run directory or sweep directory")->required();
+  report_cmd->add_option("--out", report_out, "output directory (default: DIR/report)");
 
   std::string sample_dir;
   relpos::train::SampleOptions sample_opt;
@@ -222,19 +401,32 @@ int main(int argc, char** argv) {
     if (*eval_cmd) {
       relpos::train::LoadedRun run = relpos::train::load_run(eval_dir);
       if (eval_lens.empty()) eval_lens.push_back(run.cfg.data.seq_len);
-      nlohmann::json j = nlohmann::json::array();
-      for (int64_t L : eval_lens) {
-        auto e = relpos::train::evaluate(*run.model, *run.data, run.cfg, L);
-        if (eval_json)
-          j.push_back({{"seq_len", L}, {"loss", e.loss}, {"perplexity", e.perplexity}, {"accuracy", e.accuracy},
-                       {"tokens", e.tokens}, {"step", run.step}});
-        else
-          fmt::print("seq_len {:>5}: loss {:.4f}  perplexity {:.3f}  accuracy {:.4f}  ({} tokens, step {})\n", L,
-                     e.loss, e.perplexity, e.accuracy, e.tokens, run.step);
+      std::string scaling_note;
+      if (!rope_scaling.empty()) {
+        if (run.cfg.model.position != "rope")
+          throw UsageError(fmt::format("--rope-scaling: this run uses position encoding '{}', not rope",
+                                       run.cfg.model.position));
+        std::map<std::string, std::string> st{{"scaling", rope_scaling}};
+        if (rope_factor > 0) st["factor"] = fmt::format("{}", rope_factor);
+        run.model = relpos::train::with_position_settings(*run.model, run.cfg, st);
+        scaling_note = fmt::format("rope scaling {} factor {}", rope_scaling,
+                                   run.cfg.model.position_params.get_double("factor", 1.0));
       }
-      if (eval_json) fmt::print("{}\n", j.dump());
+      return print_eval(run, eval_lens, eval_opt, scaling_note, eval_json);
+    }
+    if (*sweep_cmd) {
+      relpos::train::SweepSpec spec = relpos::train::load_sweep_spec(sweep_spec);
+      sweep_opt.threads = threads;
+      sweep_opt.log = [](const std::string& s) {
+        fmt::print("{}{}", s, (!s.empty() && s.back() == '\n') ? "" : "\n");
+        std::fflush(stdout);
+      };
+      auto r = relpos::train::run_sweep(spec, sweep_opt);
+      fmt::print("\n{}sweep: {} points run, {} skipped, {:.1f} s; index {}/sweep.jsonl\n", r.summary, r.ran, r.skipped,
+                 r.seconds, sweep_opt.dir.empty() ? spec.dir : sweep_opt.dir);
       return 0;
     }
+    if (*report_cmd) return run_report(report_dir, report_out);
     if (*sample_cmd) {
       relpos::train::LoadedRun run = relpos::train::load_run(sample_dir);
       fmt::print("{}\n", relpos::train::sample(run, sample_opt));
@@ -251,6 +443,16 @@ int main(int argc, char** argv) {
       bias.params = parse_params(bias_params);
       return run_bias(bias, bias_json);
     }
+    if (*gc_cmd && *gc_entry_opt) {
+      if (gc_type == "all") throw UsageError("gradcheck --entry needs one --type");
+      auto r = relpos::train::entry_gradcheck(gc_type, parse_params(gc_params), gc_entry, gc_index);
+      const double err = std::abs(r.analytic - r.numeric);
+      fmt::print("{} attention layer (float64, causal, L 6), parameter {}[{}]\n  analytic {:+.10e}\n  numeric  "
+                 "{:+.10e}   (central difference, eps 1e-6)\n  |difference| {:.2e}\n",
+                 gc_type, r.param, fmt::join(r.index, ","), r.analytic, r.numeric, err);
+      return err <= 1e-6 + 1e-5 * std::abs(r.numeric) ? 0 : 1;
+    }
+    if (*inspect_cmd) return run_inspect(inspect_dir, inspect_out, inspect_text, inspect_n);
     if (*gc_cmd) {
       bool ok = true;
       auto cases = relpos::inspect::attention_gradchecks(gc_type, parse_params(gc_params));

@@ -31,6 +31,11 @@ MultiHeadAttention::MultiHeadAttention(const AttentionConfig& cfg, PositionEncod
     Tensor a = Tensor::full({cfg.bias_scale.per_head ? cfg.n_heads : 1, 1}, cfg.bias_scale.init, dtype);
     alpha_ = cfg.bias_scale.learnable ? register_parameter("bias_scale", a, group::kPosition) : Variable(a);
   }
+  // Stability knob: QK-norm over the head dim (nn/stability.h).
+  if (cfg.stability.qk_norm != "none") {
+    q_norm_ = register_module("q_norm", std::make_shared<Norm>(cfg.stability.qk_norm, head_dim_, dtype));
+    k_norm_ = register_module("k_norm", std::make_shared<Norm>(cfg.stability.qk_norm, head_dim_, dtype));
+  }
 }
 
 Variable MultiHeadAttention::split_heads(const Variable& x) const {
@@ -47,8 +52,11 @@ Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bo
   RELPOS_CHECK(!(pos_->causal_only() && !causal), "position encoding '{}' only works with causal attention",
                pos_->type());
   const int64_t B = xq.size(0), Lq = xq.size(1);
-  Variable q = pos_->rotate(split_heads(q_proj_->forward(xq)), q_offset);  // [B, H, Lq, dh]
-  Variable k = pos_->rotate_key(split_heads(k_proj_->forward(xkv)), k_offset);  // [B, H, Lk_new, dh]
+  Variable q = split_heads(q_proj_->forward(xq));   // [B, H, Lq, dh]
+  Variable k = split_heads(k_proj_->forward(xkv));  // [B, H, Lk_new, dh]
+  if (q_norm_) q = q_norm_->forward(q), k = k_norm_->forward(k);  // stability: qk_norm
+  q = pos_->rotate(q, q_offset);
+  k = pos_->rotate_key(k, k_offset);
   Variable v = split_heads(v_proj_->forward(xkv));
   if (cache) {
     RELPOS_CHECK(k_offset == cache->length(), "attention: KV cache holds {} positions but k_offset is {}",
@@ -98,6 +106,7 @@ Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bo
     if (scale != 1.0) s = s * scale;
     if (bias.defined()) s = add_toeplitz_bias(s, bias);
     if (sbias.defined()) s = s + sbias;
+    if (cfg_.stability.softcap > 0) s = softcap(s, cfg_.stability.softcap);  // stability: c * tanh(S / c)
     if (kp.defined()) s = masked_fill(s, kp, kNegInf);
     if (causal) s = causal_fill(s, q_offset, k_offset, kNegInf);
     return s;
@@ -110,13 +119,14 @@ Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bo
     stats->max_abs_logit = k::reduce(k::Reduce::Max, a, {}, false).item();
     Tensor plogp = k::mul(p.data(), k::unary(k::Unary::Log, k::unary(k::Unary::Clamp, p.data(), 1e-30, 1.0)));
     stats->mean_entropy = -k::reduce(k::Reduce::Sum, plogp, {}, false).item() / double(B * cfg_.n_heads * Lq);
+    stats->probs = p.data();
   };
 
   // Fused path (k::attention: O(L) memory, causal keys skipped, bias gradient fused) whenever
   // the scores are q k^T plus a Toeplitz bias and nothing needs P itself.
   const bool dropout_active = cfg_.dropout > 0 && is_training();
   if (cfg_.fused && fused_attention_enabled() && q.device() == Device::CPU && !terms.defined() && !sbias.defined() &&
-      !pos_->has_value_terms() && !dropout_active) {
+      !pos_->has_value_terms() && !dropout_active && !(cfg_.stability.softcap > 0)) {
     if (stats) {
       NoGradGuard ng;
       Variable s = scores();

@@ -4,6 +4,8 @@
 //   S = s * (q k^T + pos.score_terms(q, k))      s = 1/sqrt(dh) unless the encoding says not
 //   S = S + alpha * pos.toeplitz_bias()          Toeplitz form, no [H, Lq, Lk] bias tensor
 //   S = S + alpha * pos.score_bias()             index-based biases: [H, Lq, Lk] or [B, H, Lq, Lk]
+//   [qk_norm: q, k = norm(q), norm(k) over dh, before the rotation]   (stability knobs,
+//   [softcap: S = c * tanh(S / c), after the biases, before the masks]  nn/stability.h)
 //   S = masked_fill(S, causal | key padding, -inf);  P = softmax(S);  P = dropout(P)
 //   O = P v + pos.value_terms(P);  out = o_proj(merge_heads(O))
 // Masked keys get probability exactly 0 and bias gradient exactly 0.
@@ -13,8 +15,10 @@
 #include <memory>
 
 #include "core/rng.h"
+#include "nn/layers.h"
 #include "nn/linear.h"
 #include "nn/positional/position_encoding.h"
+#include "nn/stability.h"
 
 namespace relpos::nn {
 
@@ -36,6 +40,7 @@ struct AttentionConfig {
   int64_t d_model = 0, n_heads = 0;
   double dropout = 0.0;
   BiasScaleConfig bias_scale;
+  AttnStability stability;  // qk_norm, softcap (nn/stability.h)
   bool fused = true;  // use k::attention where the encoding allows it (model.attention: fused)
 };
 
@@ -47,6 +52,7 @@ struct KVCache {
 struct AttentionStats {  // filled when a pointer is given (monitors)
   double max_abs_logit = 0;   // max |S| over unmasked cells
   double mean_entropy = 0;    // mean over (b, h, i) of -sum_j P log P
+  Tensor probs;               // [B, H, Lq, Lk] attention probabilities before dropout (shares storage)
 };
 
 class MultiHeadAttention : public Module {
@@ -71,6 +77,7 @@ class MultiHeadAttention : public Module {
   std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_, o_proj_;
   PositionEncodingPtr pos_;
   Variable alpha_;  // [1, 1] or [H, 1]
+  std::shared_ptr<Norm> q_norm_, k_norm_;  // qk_norm over dh (undefined when off)
 };
 
 }  // namespace relpos::nn

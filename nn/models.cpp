@@ -55,7 +55,7 @@ TransformerStack::TransformerStack(const ModelConfig& cfg, bool causal, bool cro
   pc.shared_across_layers = false;
   if (shared) register_module("pos", pos_);  // per-layer encodings live in layers.N.attn.pos
   BlockConfig bc{cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.dropout, cfg.norm, cfg.norm_type, cross_attention,
-                 cfg.bias_scale, cfg.attention != "reference"};
+                 cfg.bias_scale, cfg.stability, cfg.attention != "reference"};
   for (int64_t i = 0; i < cfg.n_layers; ++i) {
     // Shared: the instance itself, or its per-layer part (Transformer-XL's W_r) if it has one.
     PositionEncodingPtr p = shared ? pos_->make_layer(gen) : make_position_encoding(pc, gen);

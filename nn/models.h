@@ -37,6 +37,8 @@ struct ModelConfig {
   PositionParams position_params;
   std::optional<bool> position_shared;  // default: the registry's per_layer (shaw, fire, cope)
   BiasScaleConfig bias_scale;
+  AttnStability stability;          // model.qk_norm, model.attn_softcap (self-attention)
+  int64_t mem_len = 0;              // model.mem_len: Transformer-XL segment memory in training (decoder, text)
   double init_std = 0.02;           // embeddings
   double position_std = 0.02;       // position tables
   DType dtype = DType::F32;
@@ -73,6 +75,7 @@ class TransformerStack : public Module {
   Variable forward_with_memory(const Tensor& tokens, SegmentMemory& mem, Generator* gen,
                                std::vector<AttentionStats>* stats) const;
   const PositionEncodingPtr& position() const { return pos_; }
+  const std::vector<std::shared_ptr<TransformerBlock>>& blocks() const { return layers_; }  // inspection
 
  private:
   ModelConfig cfg_;
@@ -101,6 +104,8 @@ class Model : public Module {
   // logits [B, L, V] and updates mem. Needs a relative (non-absolute) position encoding.
   Variable forward_with_memory(const Tensor& tokens, SegmentMemory& mem, Generator* gen = nullptr,
                                std::vector<AttentionStats>* stats = nullptr) const;
+  // Inspection: the stack whose self-attention `forward` runs (decoder, or the encoder).
+  const TransformerStack& main_stack() const { return encoder_ && !decoder_ ? *encoder_ : *decoder_; }
 
  private:
   ModelConfig cfg_;

@@ -9,7 +9,7 @@ TransformerBlock::TransformerBlock(const BlockConfig& cfg, PositionEncodingPtr p
                                    DType dtype)
     : cfg_(cfg) {
   RELPOS_CHECK(cfg.norm == "pre" || cfg.norm == "post", "block: norm must be 'pre' or 'post', got '{}'", cfg.norm);
-  AttentionConfig ac{cfg.d_model, cfg.n_heads, cfg.dropout, cfg.bias_scale, cfg.fused_attention};
+  AttentionConfig ac{cfg.d_model, cfg.n_heads, cfg.dropout, cfg.bias_scale, cfg.stability, cfg.fused_attention};
   attn_ = register_module("attn", std::make_shared<MultiHeadAttention>(ac, std::move(pos), own_pos, gen, dtype));
   norm1_ = register_module("norm1", std::make_shared<Norm>(cfg.norm_type, cfg.d_model, dtype));
   if (cfg.cross_attention) {
@@ -18,7 +18,7 @@ TransformerBlock::TransformerBlock(const BlockConfig& cfg, PositionEncodingPtr p
     none.d_model = cfg.d_model;
     none.n_heads = cfg.n_heads;
     none.head_dim = cfg.d_model / cfg.n_heads;
-    AttentionConfig cc{cfg.d_model, cfg.n_heads, cfg.dropout, {}, cfg.fused_attention};
+    AttentionConfig cc{cfg.d_model, cfg.n_heads, cfg.dropout, {}, {}, cfg.fused_attention};
     cross_ = register_module("cross_attn",
                              std::make_shared<MultiHeadAttention>(cc, make_position_encoding(none, gen), false, gen, dtype));
     norm_c_ = register_module("norm_cross", std::make_shared<Norm>(cfg.norm_type, cfg.d_model, dtype));

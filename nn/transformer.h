@@ -20,6 +20,7 @@ struct BlockConfig {
   std::string norm_type = "layernorm";  // layernorm | rmsnorm
   bool cross_attention = false;     // decoder blocks of an encoder-decoder
   BiasScaleConfig bias_scale;
+  AttnStability stability;          // self-attention only (nn/stability.h)
   bool fused_attention = true;      // model.attention: fused | reference
 };
 
@@ -39,6 +40,7 @@ class TransformerBlock : public Module {
   Variable forward(const Variable& x, bool causal, const Tensor& padding, int64_t offset, const Variable& memory,
                    const Tensor& memory_padding, BlockState* state, Generator* gen, AttentionStats* stats,
                    const Tensor& position_index = Tensor()) const;
+  const MultiHeadAttention& self_attention() const { return *attn_; }  // inspection
 
  private:
   BlockConfig cfg_;

@@ -186,6 +186,9 @@ nn::ModelConfig parse_model(Section s) {
     m.bias_scale.per_head = b.get<bool>("per_head", false, "true or false");
     b.finish({"enabled", "learnable", "init", "per_head"});
   }
+  m.stability.qk_norm = s.get_choice("qk_norm", "none", {"none", "layernorm", "rmsnorm"});
+  m.stability.softcap = s.get_double("attn_softcap", 0.0, 0.0, 1e6);
+  m.mem_len = s.get_int("mem_len", 0, 0);
   {
     Section i = s.sub("init");
     m.init_std = i.get_double("std", 0.02, 0.0, 10.0, true);
@@ -193,7 +196,7 @@ nn::ModelConfig parse_model(Section s) {
     i.finish({"std", "position_std"});
   }
   s.finish({"kind", "d_model", "n_layers", "n_heads", "d_ff", "dropout", "attention", "norm", "norm_type", "max_len",
-            "position", "bias_scale", "init"});
+            "position", "bias_scale", "init", "qk_norm", "attn_softcap", "mem_len"});
   return m;
 }
 
@@ -257,8 +260,9 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
     c.optim.warmup = o.get_int("warmup", 0, 0);
     c.optim.min_lr_ratio = o.get_double("min_lr_ratio", 0.1, 0.0, 1.0);
     c.optim.clip_grad_norm = o.get_double("clip_grad_norm", 1.0, 0.0, 1e9);
+    c.optim.z_loss = o.get_double("z_loss", 0.0, 0.0, 10.0);
     o.finish({"name", "lr", "betas", "eps", "momentum", "weight_decay", "no_decay", "schedule", "warmup",
-              "min_lr_ratio", "clip_grad_norm"});
+              "min_lr_ratio", "clip_grad_norm", "z_loss"});
   }
   {
     Section t = top.sub("train");
@@ -324,6 +328,10 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
     } catch (const ConfigError& e) {
       fail_config("{}: model.position: {}", where(ctx, root["model"]["position"], "model.position"), e.what());
     }
+    if (c.model.mem_len > 0 && (c.model.kind != "decoder" || c.data.task != "text" || pos->is_absolute()))
+      fail_config("{}: model.mem_len {}: Transformer-XL segment memory trains a decoder on a text task with a "
+                  "relative position encoding (this config: {} on '{}' with '{}')", source, c.model.mem_len,
+                  c.model.kind, c.data.task, c.model.position);
     if (c.model.kind == "encoder" && pos->causal_only())
       fail_config("{}: model.position.type '{}' only works with causal attention; an encoder is bidirectional", source,
                   c.model.position);

@@ -35,6 +35,7 @@ struct OptimConfig {
   int64_t warmup = 0;
   double min_lr_ratio = 0.1;
   double clip_grad_norm = 1.0;  // 0 = no clipping
+  double z_loss = 0.0;          // coefficient of mean(logsumexp(logits)^2) (0 = off)
 };
 
 struct TrainLoopConfig {

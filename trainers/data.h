@@ -37,6 +37,12 @@ class Dataset {
   virtual std::string decode(const std::vector<int64_t>& ids) const = 0;
   // Vocabulary to save with a run (text: the characters), empty for synthetic tasks.
   virtual std::vector<std::string> vocabulary() const { return {}; }
+  // The validation split as one token stream (text: every character id in order), for
+  // evaluation over consecutive windows (`relpos eval --mode windows|sliding`); empty for
+  // synthetic tasks, whose examples are independent.
+  virtual std::vector<int64_t> val_stream() const { return {}; }
+  // The training split as one token stream (Transformer-XL segment training); empty if none.
+  virtual std::vector<int64_t> train_stream() const { return {}; }
 };
 
 // Builds the dataset of cfg.data. For text, `vocab` (from a checkpoint) fixes the

@@ -77,6 +77,9 @@ class TextDataset : public Dataset {
     return windows(lo, hi, seq_len, g);
   }
 
+  std::vector<int64_t> val_stream() const override { return {ids_.begin() + n_train_, ids_.end()}; }
+  std::vector<int64_t> train_stream() const override { return {ids_.begin(), ids_.begin() + n_train_}; }
+
   std::vector<int64_t> encode(const std::string& text) const override {
     std::vector<int64_t> out;
     for (const auto& c : utf8_chars(text, "prompt")) {

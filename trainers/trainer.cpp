@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "autograd/grad_mode.h"
@@ -18,8 +19,10 @@
 #include "nn/optim/param_groups.h"
 #include "nn/optim/schedule.h"
 #include "nn/optim/sgd.h"
+#include "nn/stability.h"
 #include "trainers/checkpoint.h"
 #include "trainers/metrics.h"
+#include "trainers/segments.h"
 
 namespace fs = std::filesystem;
 
@@ -65,10 +68,15 @@ nlohmann::json rng_json(const Generator& g) { return {{"seed", g.state().seed}, 
 GeneratorState rng_from(const nlohmann::json& j) { return {j.at("seed").get<uint64_t>(), j.at("offset").get<uint64_t>()}; }
 
 // Cross-entropy of the model on a batch; logits [B, L, V] flattened against targets.
-Variable batch_loss(const nn::Model& m, const Batch& b, Generator* gen, std::vector<nn::AttentionStats>* stats) {
+// With z_coef > 0 the z-loss term z_coef * mean(logsumexp(logits)^2) is returned in *z
+// (nn/stability.h); the caller adds it to the loss it differentiates, not to the logged one.
+Variable batch_loss(const nn::Model& m, const Batch& b, Generator* gen, std::vector<nn::AttentionStats>* stats,
+                    double z_coef = 0.0, Variable* z = nullptr, nn::SegmentMemory* mem = nullptr) {
   Variable logits = m.config().kind == "encoder_decoder" ? m.forward_seq2seq(b.input, b.dec_input, b.padding, gen, stats)
-                                                         : m.forward(b.input, b.padding, gen, stats, b.position_index);
+                    : mem ? m.forward_with_memory(b.input, *mem, gen, stats)  // Transformer-XL segments
+                          : m.forward(b.input, b.padding, gen, stats, b.position_index);
   const int64_t V = logits.size(-1);
+  if (z_coef > 0 && z) *z = nn::z_loss(logits) * z_coef;
   return cross_entropy(reshape(logits, {-1, V}), b.target.reshape({-1}), kIgnore);
 }
 
@@ -243,10 +251,18 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
     return p;
   };
 
+  // Transformer-XL segment training (model.mem_len > 0): consecutive segments per batch row,
+  // with the detached memory of the previous segments. A resumed run starts new streams.
+  std::unique_ptr<SegmentStream> segments;
+  nn::SegmentMemory memory(cfg.model.mem_len);
+  if (cfg.model.mem_len > 0)
+    segments = std::make_unique<SegmentStream>(data->train_stream(), cfg.data.batch_size, cfg.data.seq_len);
+
   TrainResult res;
   res.run_dir = run_dir;
   res.skipped_steps = skipped;
-  double window_loss = 0;
+  double window_loss = 0, window_z = 0;
+  double run_min = std::numeric_limits<double>::infinity();  // running minimum of the training loss
   int64_t window_n = 0, window_tokens = 0;
   auto window_t0 = Clock::now();
   int64_t last_saved = ck ? start : -1;
@@ -256,16 +272,29 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
     opt.set_lr(lr);
     const bool log_step = step % cfg.train.log_every == 0 || step == cfg.train.steps;
     std::vector<nn::AttentionStats> stats;
-    double loss_sum = 0;
+    double loss_sum = 0, z_sum = 0;
     for (int64_t micro = 0; micro < cfg.train.grad_accum; ++micro) {
-      Batch b = to_device(data->train_batch(data_gen), device);
-      Variable loss = batch_loss(model, b, &dropout_gen, log_step && micro == 0 ? &stats : nullptr);
-      (loss * (1.0 / double(cfg.train.grad_accum))).backward();
+      bool fresh = false;
+      Batch b = to_device(segments ? segments->next(data_gen, &fresh) : data->train_batch(data_gen), device);
+      if (fresh) memory.reset();
+      Variable zl;
+      Variable loss = batch_loss(model, b, &dropout_gen, log_step && micro == 0 ? &stats : nullptr, cfg.optim.z_loss, &zl,
+                                 segments ? &memory : nullptr);
+      ((zl.defined() ? loss + zl : loss) * (1.0 / double(cfg.train.grad_accum))).backward();
       loss_sum += loss.item();
+      if (zl.defined()) z_sum += zl.item();
       window_tokens += b.target.numel();
     }
     if (topt.after_backward) topt.after_backward(step, model);
     const double train_loss = loss_sum / double(cfg.train.grad_accum);
+    // Divergence monitor: the first step whose loss is non-finite or > 2x the running minimum.
+    if (res.first_divergence_step < 0 &&
+        (!std::isfinite(train_loss) || (std::isfinite(run_min) && train_loss > 2.0 * run_min))) {
+      res.first_divergence_step = step;
+      metrics.log(step, {{"first_divergence_step", step}, {"divergence_loss", train_loss}, {"running_min_loss", run_min}});
+      say(fmt::format("step {}: first divergence (loss {} vs running minimum {})", step, train_loss, run_min));
+    }
+    if (std::isfinite(train_loss)) run_min = std::min(run_min, train_loss);
     // The global gradient norm doubles as the non-finite check (NaN/Inf anywhere makes it
     // non-finite): one reduction on the device and one host read per step.
     const double pre_clip_norm = nn::optim::grad_norm(params);
@@ -299,6 +328,7 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
     opt.zero_grad();
     res.losses.push_back(train_loss);
     window_loss += train_loss;
+    window_z += z_sum / double(cfg.train.grad_accum);
     ++window_n;
 
     const bool eval_step = step % cfg.train.eval_every == 0 || step == cfg.train.steps;
@@ -323,6 +353,8 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
           for (double v : p.data().to_vector<double>()) a.push_back(v);
         m["bias_scale"] = a;
       }
+      if (cfg.optim.z_loss > 0) m["z_loss"] = window_z / double(std::max<int64_t>(window_n, 1));
+      if (res.first_divergence_step > 0) m["first_divergence_step"] = res.first_divergence_step;
       if (skipped > 0) m["skipped_steps"] = skipped;
       res.final_train_loss = m["loss"].get<double>();
       if (eval_step) {
@@ -348,6 +380,7 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
                         lr, norm, tok_s));
       }
       window_loss = 0;
+      window_z = 0;
       window_n = 0;
       window_tokens = 0;
       window_t0 = Clock::now();

@@ -28,6 +28,9 @@ struct TrainResult {
   double final_val_loss = 0;
   double seconds = 0;
   std::vector<double> losses;   // training loss of every step run in this process
+  // First step whose training loss was non-finite or > 2x the running minimum of the
+  // earlier steps' losses (-1: none); also logged to metrics.jsonl as first_divergence_step.
+  int64_t first_divergence_step = -1;
 };
 
 struct TrainOptions {

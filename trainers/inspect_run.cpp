@@ -1,0 +1,230 @@
+// trainers/inspect_run.cpp — `relpos inspect` views (see inspect_run.h). Everything on the
+// model side is tensor ops; the host reads only final, small results (a bias row per layer,
+// one norm per table row) and, for the one-entry gradcheck, writes one parameter element.
+#include "trainers/inspect_run.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
+#include "kernels/ops.h"
+#include "nn/positional/registry.h"
+
+namespace relpos::train {
+
+std::vector<BiasCurve> learned_bias(const nn::Model& model, int64_t n, std::string* note) {
+  NoGradGuard ng;
+  std::vector<BiasCurve> out;
+  const auto& blocks = model.main_stack().blocks();
+  const std::string type = model.config().position;
+  for (size_t li = 0; li < blocks.size(); ++li) {
+    const nn::MultiHeadAttention& a = blocks[li]->self_attention();
+    const auto& pos = a.position();
+    nn::AttnGeometry geo{n, n, 0, 0, true, Tensor()};
+    Tensor row;  // [H, n]: bias of query n-1 against keys 0..n-1 (distance j - (n-1))
+    if (Variable tb = pos->toeplitz_bias(geo); tb.defined()) {
+      // entry t <-> distance t - (n - 1); the causal half is t = 0 .. n-1
+      row = tb.data().narrow(1, 0, n).contiguous();
+      if (a.bias_scale().defined()) row = k::mul(row, a.bias_scale().data());
+    } else if (type == "fire") {
+      const int64_t H = model.config().n_heads, dh = model.config().d_model / H;
+      Variable z(Tensor::zeros({1, H, n, dh}, model.config().dtype));
+      Variable st = pos->score_terms(z, z, geo);  // [1, H, n, n], pre-divided by the score scale
+      row = k::mul(st.data().select(0, 0).select(1, n - 1).contiguous(),
+                   Tensor::full({1}, pos->score_scale(dh), st.dtype()));
+    } else {
+      if (note)
+        *note = fmt::format("'{}' adds no distance-only bias (it rotates q/k, adds content-dependent terms or "
+                            "absolute embeddings): see the attention maps", type);
+      return {};
+    }
+    // Host loop over the final [H, n] result.
+    const auto v = row.to_vector<double>();
+    const int64_t H = row.size(0);
+    for (int64_t h = 0; h < H; ++h) {
+      BiasCurve c{int64_t(li), h, {}, {}};
+      for (int64_t j = n - 1; j >= 0; --j) {  // distance 0, -1, ...
+        c.distance.push_back(j - (n - 1));
+        c.bias.push_back(v[size_t(h * n + j)]);
+      }
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::vector<RowGrad> position_grad_rows(nn::Model& model, const Dataset& data, const Config& cfg, uint64_t seed) {
+  Generator g(seed);
+  Batch b = data.train_batch(g);
+  model.zero_grad();
+  Variable logits = cfg.model.kind == "encoder_decoder" ? model.forward_seq2seq(b.input, b.dec_input, b.padding)
+                                                        : model.forward(b.input, b.padding, nullptr, nullptr, b.position_index);
+  const int64_t V = logits.size(-1);
+  cross_entropy(reshape(logits, {-1, V}), b.target.reshape({-1}), kIgnore).backward();
+  std::vector<RowGrad> out;
+  for (const auto& np : model.named_parameters_with_groups()) {
+    if (np.group != nn::group::kPosition || !np.param.grad().defined()) continue;
+    const Tensor& gr = np.param.grad();
+    RowGrad r{np.name, gr.shape(), {}};
+    Tensor sq = k::mul(gr, gr);
+    std::vector<int64_t> rest;
+    for (int64_t d = 1; d < gr.dim(); ++d) rest.push_back(d);
+    Tensor rows = rest.empty() ? sq : k::reduce(k::Reduce::Sum, sq, rest, false);  // [shape[0]]
+    r.row_norm = k::unary(k::Unary::Sqrt, rows).to_vector<double>();
+    out.push_back(r);
+  }
+  model.zero_grad();
+  return out;
+}
+
+std::vector<Tensor> attention_maps(const nn::Model& model, const Tensor& tokens) {
+  NoGradGuard ng;
+  std::vector<nn::AttentionStats> stats;
+  model.forward(tokens, Tensor(), nullptr, &stats);
+  std::vector<Tensor> out;
+  for (auto& s : stats) out.push_back(s.probs.select(0, 0).contiguous());  // [H, L, L]
+  return out;
+}
+
+namespace {
+
+std::string shape_label(const Shape& s) {
+  std::string o = "[";
+  for (size_t i = 0; i < s.size(); ++i) o += (i ? ", " : "") + std::to_string(s[i]);
+  return o + "]";
+}
+
+}  // namespace
+
+std::string attention_graph_dot(const nn::Model& model, int64_t L, uint64_t seed) {
+  const nn::MultiHeadAttention& a = model.main_stack().blocks().front()->self_attention();
+  const int64_t D = model.config().d_model;
+  Generator g(seed);
+  Variable x(Tensor::randn({1, L, D}, g, model.config().dtype), true);
+  x.set_name("x");
+  Variable y = a.forward(x, x, model.config().kind != "encoder", Tensor(), 0, 0);
+  Tensor u = Tensor::randn(y.shape(), g, y.dtype());
+  // Name the leaves: AccumulateGrad node -> parameter name.
+  std::map<const Node*, std::string> leaf;
+  leaf[x.gradient_edge().fn.get()] = "input x";
+  for (auto& [n, p] : a.named_parameters())
+    if (auto e = p.gradient_edge(); e.fn) leaf[e.fn.get()] = n;
+  // Walk the graph from the output; hook every node to record the gradient reaching it.
+  struct Seen {
+    int id;
+    std::string shape;
+    double norm = -1;
+  };
+  std::map<const Node*, Seen> nodes;
+  std::vector<std::pair<const Node*, const Node*>> edges;  // producer -> consumer
+  std::vector<std::shared_ptr<Node>> stack{y.grad_fn()};
+  while (!stack.empty()) {
+    auto n = stack.back();
+    stack.pop_back();
+    if (!n || nodes.count(n.get())) continue;
+    nodes[n.get()] = {int(nodes.size()), "", -1};
+    Node* raw = n.get();
+    n->pre_hooks().push_back([raw, &nodes](const Tensor& gout) {
+      Seen& s = nodes[raw];
+      s.shape = shape_label(gout.shape());
+      s.norm = std::sqrt(k::sum(k::mul(gout, gout)).item());
+      return Tensor();
+    });
+    for (auto& e : n->next_edges())
+      if (e.fn) {
+        edges.emplace_back(e.fn.get(), raw);
+        stack.push_back(e.fn);
+      }
+  }
+  sum(y * Variable(u)).backward();
+  std::ostringstream o;
+  o << "// autograd graph of layers.0 self-attention: out = attn(x, x), loss = sum(out * u), seed " << seed
+    << "\n// node: op (or parameter), shape of its output, ||dL/d output||; edges point along the forward pass\n";
+  o << "digraph attention {\n  rankdir=LR;\n  node [shape=record, fontname=\"monospace\", fontsize=10];\n";
+  for (auto& [n, s] : nodes) {
+    auto it = leaf.find(n);
+    const bool is_leaf = it != leaf.end();
+    std::string name = is_leaf ? it->second : n->name();
+    o << fmt::format("  n{} [label=\"{{{}|{}|grad norm {:.3e}}}\"{}];\n", s.id, name, s.shape, s.norm,
+                     is_leaf ? ", style=filled, fillcolor=\"#dde8f7\"" : "");
+  }
+  o << fmt::format("  out [label=\"{{loss = sum(out * u)|{}}}\", style=filled, fillcolor=\"#f7e3dd\"];\n",
+                   shape_label(y.shape()));
+  o << fmt::format("  n{} -> out;\n", nodes[y.grad_fn().get()].id);
+  for (auto& [p, c] : edges)
+    o << fmt::format("  n{} -> n{} [label=\"{} |g| {:.2e}\"];\n", nodes[p].id, nodes[c].id, nodes[p].shape,
+                     nodes[p].norm);
+  o << "}\n";
+  // The hooks captured a local map: drop them with the graph.
+  for (auto& [n, s] : nodes) const_cast<Node*>(n)->pre_hooks().clear();
+  return o.str();
+}
+
+EntryCheck entry_gradcheck(const std::string& type, const std::map<std::string, std::string>& params,
+                           const std::string& param, const std::vector<int64_t>& index, double eps) {
+  Generator gen(5);
+  nn::PositionConfig pc;
+  pc.type = type;
+  pc.d_model = 8;
+  pc.n_heads = 2;
+  pc.head_dim = 4;
+  pc.max_len = 64;
+  pc.init_std = 0.5;
+  pc.params = nn::PositionParams(params);
+  pc.dtype = DType::F64;
+  nn::AttentionConfig ac;
+  ac.d_model = 8;
+  ac.n_heads = 2;
+  ac.bias_scale.enabled = true;
+  ac.bias_scale.init = 0.7;
+  ac.bias_scale.per_head = true;
+  nn::MultiHeadAttention attn(ac, nn::make_position_encoding(pc, gen), true, gen, DType::F64);
+  const bool causal = nn::find_position_variant(type).causal_capable;
+  Generator g(11);
+  Variable x(Tensor::rand({2, 6, 8}, g, DType::F64, -1, 1));
+  Tensor u = Tensor::rand({2, 6, 8}, g, DType::F64, -1, 1);
+  EntryCheck r;
+  Variable target;
+  for (const auto& np : attn.named_parameters_with_groups()) {
+    r.params.push_back(np.name);
+    if (!target.defined() && (param.empty() ? np.group == nn::group::kPosition && np.name != "bias_scale" : np.name == param)) {
+      target = np.param;
+      r.param = np.name;
+    }
+  }
+  RELPOS_CHECK_CONFIG(target.defined(), "gradcheck --entry: no parameter '{}' in a '{}' attention layer; it has: {}",
+                      param.empty() ? "(position table)" : param, type, fmt::format("{}", fmt::join(r.params, ", ")));
+  r.index = index.empty() ? std::vector<int64_t>(size_t(target.dim()), 0) : index;
+  RELPOS_CHECK_CONFIG(int64_t(r.index.size()) == target.dim(), "gradcheck --entry: '{}' is {}, the index needs {} "
+                      "numbers", r.param, shape_label(target.shape()), target.dim());
+  int64_t flat = 0;
+  for (int64_t d = 0; d < target.dim(); ++d) {
+    RELPOS_CHECK_CONFIG(r.index[size_t(d)] >= 0 && r.index[size_t(d)] < target.size(d),
+                        "gradcheck --entry: index {} is outside {} {}", fmt::format("{}", fmt::join(r.index, ",")),
+                        r.param, shape_label(target.shape()));
+    flat = flat * target.size(d) + r.index[size_t(d)];
+  }
+  auto loss = [&]() {
+    return sum(attn.forward(x, x, causal, Tensor(), 0, 0) * Variable(u));
+  };
+  loss().backward();
+  r.analytic = target.grad().contiguous().to_vector<double>()[size_t(flat)];
+  NoGradGuard ng;
+  double* p = target.data().data<double>() + flat;  // one element of a contiguous float64 parameter
+  const double v = *p;
+  *p = v + eps;
+  const double lp = loss().item();
+  *p = v - eps;
+  const double lm = loss().item();
+  *p = v;
+  r.numeric = (lp - lm) / (2 * eps);
+  return r;
+}
+
+}  // namespace relpos::train

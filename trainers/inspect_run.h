@@ -1,0 +1,58 @@
+// trainers/inspect_run.h — what `relpos inspect RUN` shows of a trained model (the teaching
+// views of how gradients reach position encodings):
+//   learned_bias        the additive bias each layer's encoding adds vs distance kj - qi <= 0,
+//                       per head, times alpha (Toeplitz biases: T5 buckets, ALiBi, KERPLE,
+//                       Sandwich, dynamic MLP; FIRE through its score term at query n-1)
+//   position_grad_rows  one training batch forward + backward; for every position
+//                       parameter, the L2 norm of its gradient per row (T5: per bucket, Shaw:
+//                       per clipped offset, learned: per position) — which rows learn, which starve
+//   attention_maps      attention probabilities [H, L, L] of every layer for one input
+//   attention_graph_dot the autograd graph of one attention layer as Graphviz DOT, every node
+//                       labelled with its op, output shape and the norm of the gradient
+//                       reaching it (micrograd's draw_dot, with shapes)
+//   entry_gradcheck     analytic vs central-difference gradient of one parameter entry of a
+//                       float64 attention layer (`relpos gradcheck --entry`)
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "nn/models.h"
+#include "trainers/config.h"
+#include "trainers/data.h"
+
+namespace relpos::train {
+
+struct BiasCurve {
+  int64_t layer = 0, head = 0;
+  std::vector<int64_t> distance;  // kj - qi: 0, -1, ..., -(n-1)
+  std::vector<double> bias;       // the logit added at that distance
+};
+// Empty for encodings without a distance-only bias (rotations, content terms): the note says why.
+std::vector<BiasCurve> learned_bias(const nn::Model& model, int64_t n, std::string* note = nullptr);
+
+struct RowGrad {
+  std::string param;
+  std::vector<int64_t> shape;
+  std::vector<double> row_norm;  // [shape[0]]: ||grad[r, ...]||_2
+};
+std::vector<RowGrad> position_grad_rows(nn::Model& model, const Dataset& data, const Config& cfg, uint64_t seed);
+
+// tokens [1, L] -> per layer [H, L, L]
+std::vector<Tensor> attention_maps(const nn::Model& model, const Tensor& tokens);
+
+// The first self-attention layer of the model on x [1, L, D] (seeded), backward of sum(out * u).
+std::string attention_graph_dot(const nn::Model& model, int64_t L, uint64_t seed = 0);
+
+struct EntryCheck {
+  std::string param;
+  std::vector<int64_t> index;
+  double analytic = 0, numeric = 0;
+  std::vector<std::string> params;  // every parameter name of the layer (for messages)
+};
+// A float64 attention layer (d_model 8, 2 heads, causal, L = 6, bias scale alpha on) with
+// encoding `type`; param "" picks the first position parameter, index {} its first entry.
+EntryCheck entry_gradcheck(const std::string& type, const std::map<std::string, std::string>& params,
+                           const std::string& param, const std::vector<int64_t>& index, double eps = 1e-6);
+
+}  // namespace relpos::train

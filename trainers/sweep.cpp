@@ -1,0 +1,376 @@
+// trainers/sweep.cpp — the sweep runner (see sweep.h): spec parsing, the point list,
+// skip/resume bookkeeping in sweep.jsonl, N points at once on split threads.
+#include "trainers/sweep.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "kernels/ops.h"
+#include "trainers/checkpoint.h"
+#include "trainers/evaluate.h"
+#include "trainers/trainer.h"
+
+namespace fs = std::filesystem;
+
+namespace relpos::train {
+
+namespace {
+
+std::string yaml_text(const YAML::Node& n) {
+  if (n.IsScalar()) return n.Scalar();
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  return e.c_str();
+}
+
+// {a: {b: 1}} -> ["a.b=1"]; lists and scalars end the recursion.
+void flatten(const YAML::Node& n, const std::string& prefix, std::vector<std::string>& out) {
+  if (n.IsMap()) {
+    for (const auto& kv : n) flatten(kv.second, prefix.empty() ? kv.first.as<std::string>() : prefix + "." + kv.first.as<std::string>(), out);
+    return;
+  }
+  out.push_back(prefix + "=" + yaml_text(n));
+}
+
+std::string sanitize(const std::string& s) {
+  std::string o;
+  for (char c : s) o += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-') ? c : '-';
+  return o;
+}
+
+std::string last_component(const std::string& key) {
+  auto p = key.rfind('.');
+  return p == std::string::npos ? key : key.substr(p + 1);
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream f(p);
+  RELPOS_CHECK_CONFIG(f.good(), "sweep: cannot open '{}'", p.string());
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Rows of <run_dir>/metrics.jsonl (a last line cut short is ignored).
+std::vector<nlohmann::json> read_metrics(const std::string& run_dir) {
+  std::vector<nlohmann::json> rows;
+  std::ifstream f(run_dir + "/metrics.jsonl");
+  for (std::string line; std::getline(f, line);) {
+    if (line.empty()) continue;
+    try {
+      rows.push_back(nlohmann::json::parse(line));
+    } catch (const nlohmann::json::exception&) {
+    }
+  }
+  return rows;
+}
+
+nlohmann::json num_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+}  // namespace
+
+SweepSpec load_sweep_spec(const std::string& path) {
+  SweepSpec s;
+  s.source = path;
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    fail_config("sweep spec '{}' cannot be opened (does it exist?)", path);
+  } catch (const YAML::ParserException& e) {
+    fail_config("{}:{}:{}: invalid YAML: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg);
+  }
+  RELPOS_CHECK_CONFIG(root.IsMap(), "{}: a sweep spec is a mapping (base, config, grid, points, eval, dir)", path);
+  const std::set<std::string> known = {"base", "config", "dir", "grid", "points", "eval", "checkpoint_every"};
+  for (const auto& kv : root)
+    RELPOS_CHECK_CONFIG(known.count(kv.first.as<std::string>()), "{}:{}: unknown sweep key '{}'; expected one of "
+                        "base, config, dir, grid, points, eval, checkpoint_every",
+                        path, kv.first.Mark().line + 1, kv.first.as<std::string>());
+  RELPOS_CHECK_CONFIG(root["base"] || root["config"], "{}: a sweep needs 'base' (a config file) or 'config'", path);
+  if (root["base"]) s.base_yaml = read_file(fs::path(path).parent_path() / root["base"].as<std::string>());
+  if (root["config"]) flatten(root["config"], "", s.base_overrides);
+  s.dir = root["dir"] ? root["dir"].as<std::string>() : "runs/sweeps/" + fs::path(path).stem().string();
+  s.checkpoint_every = root["checkpoint_every"] ? root["checkpoint_every"].as<int64_t>() : 0;
+  if (const YAML::Node e = root["eval"]) {
+    for (const auto& l : e["lengths"]) s.eval_lengths.push_back(l.as<int64_t>());
+    if (e["mode"]) s.eval_mode = e["mode"].as<std::string>();
+    if (e["stride"]) s.eval_stride = e["stride"].as<int64_t>();
+    if (e["bucket"]) s.eval_bucket = e["bucket"].as<int64_t>();
+    if (e["max_tokens"]) s.eval_max_tokens = e["max_tokens"].as<int64_t>();
+    RELPOS_CHECK_CONFIG(s.eval_mode == "random" || s.eval_mode == "windows" || s.eval_mode == "sliding",
+                        "{}: eval.mode '{}': expected random, windows or sliding", path, s.eval_mode);
+  }
+  // grid: cartesian product in key order (the last key varies fastest)
+  std::vector<std::vector<std::string>> values;
+  if (const YAML::Node g = root["grid"]) {
+    RELPOS_CHECK_CONFIG(g.IsMap(), "{}: grid: expected a mapping key -> list of values", path);
+    for (const auto& kv : g) {
+      s.grid_keys.push_back(kv.first.as<std::string>());
+      std::vector<std::string> vs;
+      if (kv.second.IsSequence())
+        for (const auto& v : kv.second) vs.push_back(yaml_text(v));
+      else
+        vs.push_back(yaml_text(kv.second));
+      RELPOS_CHECK_CONFIG(!vs.empty(), "{}: grid.{} has no values", path, s.grid_keys.back());
+      values.push_back(vs);
+    }
+  }
+  struct Recipe {
+    std::string name;
+    std::vector<std::string> sets;
+  };
+  std::vector<Recipe> recipes;
+  if (const YAML::Node p = root["points"]) {
+    RELPOS_CHECK_CONFIG(p.IsSequence(), "{}: points: expected a list of {{name, set}}", path);
+    for (const auto& e : p) {
+      Recipe r;
+      r.name = e["name"] ? e["name"].as<std::string>() : fmt::format("point{}", recipes.size());
+      if (e["set"])
+        for (const auto& kv : e["set"]) r.sets.push_back(kv.first.as<std::string>() + "=" + yaml_text(kv.second));
+      s.recipes.push_back(r.name);
+      recipes.push_back(r);
+    }
+  }
+  if (recipes.empty()) recipes.push_back({});
+  std::vector<size_t> idx(values.size(), 0);
+  for (bool more = true; more;) {
+    for (const auto& r : recipes) {
+      SweepPoint pt;
+      pt.index = int64_t(s.points.size());
+      std::vector<std::string> names, dirs;
+      for (size_t k = 0; k < values.size(); ++k) {
+        pt.grid.emplace_back(s.grid_keys[k], values[k][idx[k]]);
+        pt.overrides.push_back(s.grid_keys[k] + "=" + values[k][idx[k]]);
+        names.push_back(last_component(s.grid_keys[k]) + "=" + values[k][idx[k]]);
+        dirs.push_back(sanitize(values[k][idx[k]]));
+      }
+      pt.recipe = r.name;
+      if (!r.name.empty()) names.push_back(r.name), dirs.push_back(sanitize(r.name));
+      pt.overrides.insert(pt.overrides.end(), r.sets.begin(), r.sets.end());
+      for (size_t i = 0; i < names.size(); ++i) pt.name += (i ? " " : "") + names[i];
+      pt.dir_name = fmt::format("{:03d}", pt.index);
+      for (const auto& d : dirs) pt.dir_name += "_" + d;
+      s.points.push_back(pt);
+    }
+    // odometer over the grid
+    more = false;
+    for (size_t k = values.size(); k-- > 0;) {
+      if (++idx[k] < values[k].size()) {
+        more = true;
+        break;
+      }
+      idx[k] = 0;
+    }
+  }
+  // Every point's config must be valid before anything runs.
+  for (const auto& pt : s.points) {
+    std::vector<std::string> ov = s.base_overrides;
+    ov.insert(ov.end(), pt.overrides.begin(), pt.overrides.end());
+    parse_config(s.base_yaml, path + " (point " + pt.name + ")", ov);
+  }
+  return s;
+}
+
+SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string dir = opt.dir.empty() ? spec.dir : opt.dir;
+  fs::create_directories(dir);
+  {
+    std::vector<std::string> names;
+    for (const auto& p : spec.points) names.push_back(p.name);
+    nlohmann::json meta = {{"spec", spec.source}, {"point_names", names}, {"grid_keys", spec.grid_keys}, {"recipes", spec.recipes},
+                           {"eval_lengths", spec.eval_lengths}, {"eval_mode", spec.eval_mode},
+                           {"points", int64_t(spec.points.size())}};
+    std::ofstream f(dir + "/sweep.json");
+    f << meta.dump(2) << "\n";
+  }
+  // Points already done (a re-run of the same spec skips them).
+  std::map<std::string, nlohmann::json> done;
+  {
+    std::ifstream f(dir + "/sweep.jsonl");
+    for (std::string line; std::getline(f, line);) {
+      try {
+        auto j = nlohmann::json::parse(line);
+        if (j.value("status", "") == "done") done[j.at("name").get<std::string>()] = j;
+      } catch (const nlohmann::json::exception&) {  // a line cut short by a crash
+      }
+    }
+  }
+  std::mutex mu;  // sweep.jsonl, log, counters
+  std::ofstream index(dir + "/sweep.jsonl", std::ios::app);
+  auto say = [&](const std::string& s) {
+    if (opt.log) opt.log(s);
+  };
+  SweepResult res;
+  std::vector<nlohmann::json> records(spec.points.size());
+  const int total_threads = opt.threads > 0 ? opt.threads : k::num_threads();
+  const int jobs = std::max(1, std::min<int>(opt.jobs, int(spec.points.size())));
+  const int per_job = std::max(1, total_threads / jobs);
+  std::atomic<size_t> next{0};
+  int64_t finished = 0;
+  std::exception_ptr first_error;
+
+  auto progress = [&]() {  // under mu
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const int64_t ran = res.ran;
+    const int64_t left = int64_t(spec.points.size()) - finished;
+    const double eta = ran > 0 ? el / double(ran) * double(left) / double(jobs) : 0.0;
+    say(fmt::format("sweep: {}/{} points finished ({} skipped), {:.0f} s elapsed{}", finished, spec.points.size(),
+                    res.skipped, el, ran > 0 && left > 0 ? fmt::format(", ETA {:.0f} s", eta) : ""));
+  };
+
+  auto run_point = [&](const SweepPoint& pt) {
+    const std::string run_dir = dir + "/" + pt.dir_name;
+    std::vector<std::string> ov = spec.base_overrides;
+    ov.insert(ov.end(), pt.overrides.begin(), pt.overrides.end());
+    ov.push_back("output.dir=" + run_dir);
+    if (jobs > 1 || opt.threads > 0) ov.push_back(fmt::format("train.threads={}", per_job));
+    if (spec.checkpoint_every > 0) ov.push_back(fmt::format("train.checkpoint_every={}", spec.checkpoint_every));
+    Config cfg = parse_config(spec.base_yaml, spec.source + " (point " + pt.name + ")", ov);
+    nlohmann::json rec = {{"index", pt.index}, {"name", pt.name}, {"run_dir", run_dir}};
+    nlohmann::json g = nlohmann::json::object();
+    for (auto& [k, v] : pt.grid) g[k] = v;
+    rec["grid"] = g;
+    rec["recipe"] = pt.recipe;
+    rec["overrides"] = pt.overrides;
+    const auto p0 = std::chrono::steady_clock::now();
+    TrainOptions to;
+    to.log = [&, name = pt.name](const std::string& s) {
+      std::lock_guard<std::mutex> l(mu);
+      say(fmt::format("[{}] {}", name, s));
+    };
+    if (opt.train_hook) to.after_backward = [&opt, pt](int64_t step, nn::Model&) { opt.train_hook(pt, step); };
+    int64_t ck_step = 0;
+    if (auto ck = list_checkpoints(run_dir); !ck.empty()) ck_step = ck.back().first;
+    if (ck_step > 0 && ck_step < cfg.train.steps) {
+      to.resume = run_dir;
+      rec["resumed_from"] = ck_step;
+    }
+    std::string status = "done";
+    if (ck_step < cfg.train.steps) {
+      try {
+        train(cfg, to);
+      } catch (const Error& e) {  // e.g. a non-finite loss with nan_policy abort: a result, not a crash
+        status = "failed";
+        rec["error"] = e.what();
+      }
+    }
+    // Final numbers from metrics.jsonl (also right for a point whose training finished earlier).
+    double tl = NAN, vl = NAN;
+    int64_t last_step = 0;
+    nlohmann::json div = nullptr;
+    for (const auto& r : read_metrics(run_dir)) {
+      if (r.contains("loss") && r["loss"].is_number()) tl = r["loss"].get<double>();
+      if (r.contains("loss") && r["loss"].is_string()) tl = NAN;
+      if (r.contains("val_loss") && r["val_loss"].is_number()) vl = r["val_loss"].get<double>();
+      if (r.contains("first_divergence_step") && div.is_null()) div = r["first_divergence_step"];
+      last_step = std::max<int64_t>(last_step, r.value("step", int64_t(0)));
+    }
+    rec["status"] = status;
+    rec["steps"] = last_step;
+    rec["final_train_loss"] = num_or_null(tl);
+    rec["final_val_loss"] = num_or_null(vl);
+    rec["first_divergence_step"] = div;
+    if (status == "done" && !spec.eval_lengths.empty()) {
+      LoadedRun run = load_run(run_dir);
+      nlohmann::json evs = nlohmann::json::array();
+      for (int64_t L : spec.eval_lengths) {
+        EvalOptions eo;
+        eo.seq_len = L;
+        eo.mode = run.cfg.data.task == "text" ? spec.eval_mode : "random";
+        eo.stride = spec.eval_stride;
+        eo.bucket = spec.eval_bucket;
+        eo.max_tokens = spec.eval_max_tokens;
+        PositionEval e = evaluate_positions(*run.model, *run.data, run.cfg, eo);
+        nlohmann::json bj = nlohmann::json::array();
+        for (auto& b : e.buckets) bj.push_back({{"lo", b.lo}, {"hi", b.hi}, {"loss", num_or_null(b.loss)}, {"tokens", b.tokens}});
+        evs.push_back({{"seq_len", L}, {"mode", e.mode}, {"stride", e.stride}, {"loss", e.loss},
+                       {"accuracy", e.accuracy}, {"tokens", e.tokens}, {"beyond_loss", num_or_null(e.beyond_loss)},
+                       {"beyond_tokens", e.beyond_tokens}, {"buckets", bj}});
+      }
+      rec["eval"] = evs;
+    }
+    rec["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
+    std::lock_guard<std::mutex> l(mu);
+    index << rec.dump() << "\n";
+    index.flush();
+    records[size_t(pt.index)] = rec;
+    ++res.ran;
+    ++finished;
+    say(fmt::format("[{}] {}: train loss {:.4f}, val loss {:.4f}{} ({:.1f} s)", pt.name, status, tl, vl,
+                    div.is_null() ? "" : fmt::format(", first divergence at step {}", div.dump()),
+                    rec["seconds"].get<double>()));
+    progress();
+  };
+
+  auto worker = [&]() {
+    k::set_num_threads(per_job);  // OpenMP's thread count is per calling thread
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> l(mu);
+        if (first_error) return;
+      }
+      const size_t i = next.fetch_add(1);
+      if (i >= spec.points.size()) return;
+      const SweepPoint& pt = spec.points[i];
+      {
+        std::lock_guard<std::mutex> l(mu);
+        if (auto it = done.find(pt.name); it != done.end()) {
+          records[i] = it->second;
+          records[i]["index"] = pt.index;  // the spec may have grown since
+          ++res.skipped;
+          ++finished;
+          say(fmt::format("[{}] already done, skipped", pt.name));
+          continue;
+        }
+      }
+      try {
+        if (opt.before_point) opt.before_point(pt);
+        run_point(pt);
+      } catch (...) {
+        std::lock_guard<std::mutex> l(mu);
+        if (!first_error) first_error = std::current_exception();
+        return;
+      }
+    }
+  };
+  say(fmt::format("sweep: {} points in {} ({} at a time, {} threads each)", spec.points.size(), dir, jobs, per_job));
+  if (jobs == 1) {
+    worker();
+  } else {
+    std::vector<std::thread> ts;
+    for (int j = 0; j < jobs; ++j) ts.emplace_back(worker);
+    for (auto& t : ts) t.join();
+  }
+  if (first_error) std::rethrow_exception(first_error);
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  res.records = records;
+  // Summary table: one row per point.
+  std::string t = fmt::format("{:<4} {:<44} {:>7} {:>10} {:>10} {:>6}", "#", "point", "status", "train", "val", "div");
+  for (int64_t L : spec.eval_lengths) t += fmt::format(" {:>9}", fmt::format("L={}", L));
+  t += "\n";
+  for (const auto& r : records) {
+    if (r.is_null()) continue;
+    auto f = [](const nlohmann::json& v) { return v.is_number() ? fmt::format("{:.4f}", v.get<double>()) : std::string("-"); };
+    t += fmt::format("{:<4} {:<44} {:>7} {:>10} {:>10} {:>6}", r["index"].get<int64_t>(), r["name"].get<std::string>(),
+                     r["status"].get<std::string>(), f(r["final_train_loss"]), f(r["final_val_loss"]),
+                     r["first_divergence_step"].is_null() ? "-" : r["first_divergence_step"].dump());
+    if (r.contains("eval"))
+      for (const auto& e : r["eval"]) t += fmt::format(" {:>9}", f(e["loss"]));
+    t += "\n";
+  }
+  res.summary = t;
+  return res;
+}
+
+}  // namespace relpos::train
