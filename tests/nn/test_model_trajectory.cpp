@@ -4,9 +4,11 @@
 // float32 model of the fixture's config, loads the fixture's weights and must reproduce
 //   logits   |relpos - torch| <= 2e-5 (absolute; logits are O(1))
 //   loss     |relpos - torch| <= 1e-5
-//   grads    every parameter, element-wise |relpos - torch| <= 1e-4 |torch| + 2e-5 max|torch grad of that parameter|
-//            (same parameter set: nothing missing, nothing extra)
-//   5 AdamW steps (lr 1e-2, wd 0.01, no clipping): loss k within 2e-4 of torch's (absolute)
+//   grads    every parameter, element-wise |relpos - torch| <= 1e-4 |torch| + 2e-5 max(G_p, G / 100), G_p = max
+//            |torch grad| of that parameter, G = over all parameters (a parameter whose gradient is 0 in
+//            exact arithmetic, e.g. k_proj.bias, is compared against the model's gradient scale);
+//            same parameter set: nothing missing, nothing extra
+//   5 AdamW steps (lr 1e-2, wd 0.01, no clipping): loss k within 5e-5 of torch's (absolute)
 // The float32-vs-float64 gap measured when the fixtures were made is well below these bounds
 // (RELPOS_TRAJECTORY_VERBOSE=1 prints the worst errors per case).
 #include <catch2/catch.hpp>
@@ -29,7 +31,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr double kLogitsAtol = 2e-5, kLossAtol = 1e-5, kGradRtol = 1e-4, kGradScaledAtol = 2e-5, kTrajAtol = 2e-4;
+constexpr double kLogitsAtol = 2e-5, kLossAtol = 1e-5, kGradRtol = 1e-4, kGradScaledAtol = 2e-5, kTrajAtol = 5e-5;
 
 struct Fixture {
   std::map<std::string, Tensor> t;
@@ -159,14 +161,16 @@ TEST_CASE("model trajectory: logits, loss, gradients and 5 AdamW steps match PyT
       INFO(name << ": loss " << loss.data().item() << " vs " << f.at("loss").item());
       CHECK(loss_err <= kLossAtol);
       loss.backward();
-      double worst_rel = 0;
+      double global = 0, worst_rel = 0;
+      for (const auto& [pname, p] : model.named_parameters()) global = std::max(global, max_abs(f.at("grad." + pname)));
+      REQUIRE(global > 0);
       for (const auto& [pname, p] : model.named_parameters()) {
         const Tensor& want = f.at("grad." + pname);
         INFO(name << ": gradient of " << pname);
         REQUIRE(p.grad().defined());
-        const double scale = max_abs(want);
+        const double scale = std::max(max_abs(want), global / 100);
         auto [gerr, gok] = compare(p.grad(), want, kGradRtol, kGradScaledAtol * scale);
-        worst_rel = std::max(worst_rel, scale > 0 ? gerr / scale : gerr);
+        worst_rel = std::max(worst_rel, gerr / scale);
         CHECK(gok);
       }
 
