@@ -18,7 +18,7 @@ import torch
 import yaml
 
 from . import safetensors_io
-from .data import Generator, StructuredData, TextData
+from .data import Generator, StructuredData, SyntheticData, TextData
 from .model import ModelConfig, RelposModel, loss_fn
 from .positional import ENCODINGS
 
@@ -72,7 +72,8 @@ def dataset(run, root="."):
     if task in ("patch_grid", "graph"):
         return StructuredData(task, int(d.get("vocab_size", 16)), B, int(d.get("grid_h", 4)), int(d.get("grid_w", 4)),
                               float(d.get("edge_prob", 0.2)))
-    raise NotImplementedError(f"data.task '{task}': only text, patch_grid and graph batches are reproduced here")
+    kind = (run.cfg.get("model", {}) or {}).get("kind", "decoder")
+    return SyntheticData(task, kind, int(d.get("vocab_size", 16)), B)
 
 
 def seq_len_of(run):
@@ -91,7 +92,10 @@ def evaluate(run, seq_len=None, root="."):
     loss_sum, tokens, correct = 0.0, 0, 0
     for i in range(n):
         b = data.val_batch(i, L)
-        logits = run.model(b["input"], None, b.get("position_index"))
+        if "dec_input" in b:
+            logits = run.model.forward_seq2seq(b["input"], b["dec_input"], b.get("padding"))
+        else:
+            logits = run.model(b["input"], b.get("padding"), b.get("position_index"))
         flat, tg = logits.reshape(-1, logits.shape[-1]).double(), b["target"].reshape(-1)
         keep = tg != -100
         loss_sum += float(torch.nn.functional.cross_entropy(flat[keep], tg[keep], reduction="sum"))

@@ -91,3 +91,73 @@ class StructuredData:
         x = [[4 + (0 if i == 0 else 1) for i in range(L)] for _ in range(B)]
         y = [[4 + (V - 1 if spd[b][i][0] < 0 else min(spd[b][i][0], V - 2)) for i in range(L)] for b in range(B)]
         return {"input": torch.tensor(x), "target": torch.tensor(y), "position_index": torch.tensor(spd)}
+
+
+class SyntheticData:
+    """copy / reverse / sort / recall / addition (trainers/tasks.cpp); tokens 0 PAD, 1 BOS,
+    2 SEP, 3 EOS, symbols from 4. Validation batch i at length n uses Generator(0xE7A10000 + i)."""
+
+    PAD, BOS, SEP, EOS, FIRST = 0, 1, 2, 3, 4
+
+    def __init__(self, task, kind, vocab_size, batch_size):
+        self.task, self.kind, self.V, self.B = task, kind, vocab_size, batch_size
+
+    def _sym(self, g):
+        return self.FIRST + g.next_u64() % self.V
+
+    def _example(self, n, g):
+        t, F = self.task, self.FIRST
+        if t in ("copy", "reverse", "sort"):
+            x = [self._sym(g) for _ in range(n)]
+            y = list(reversed(x)) if t == "reverse" else sorted(x) if t == "sort" else list(x)
+        elif t == "recall":
+            p = max(1, n // 2)
+            keys = [F + i for i in range(self.V)]
+            for i in range(p):
+                j = i + g.next_u64() % (self.V - i)
+                keys[i], keys[j] = keys[j], keys[i]
+            x, vals = [], []
+            for i in range(p):
+                vals.append(self._sym(g))
+                x += [keys[i], vals[-1]]
+            q = g.next_u64() % p
+            x.append(keys[q])
+            y = [vals[q]]
+        else:  # addition
+            a = [g.next_u64() % 10 for _ in range(n)]
+            b = [g.next_u64() % 10 for _ in range(n)]
+            x = [F + d for d in a] + [F + 10] + [F + d for d in b]
+            s, carry = [0] * (n + 1), 0
+            for i in range(n - 1, -1, -1):
+                v = a[i] + b[i] + carry
+                s[i + 1], carry = v % 10, v // 10
+            s[0] = carry
+            y = [F + d for d in s]
+        return x, y
+
+    def val_batch(self, i, n):
+        g = Generator(0xE7A10000 + i)
+        ex = [self._example(n, g) for _ in range(self.B)]
+        xmax, ymax = max(len(e[0]) for e in ex), max(len(e[1]) for e in ex)
+        if self.kind == "decoder":
+            L = xmax + ymax + 2
+            inp, tg = [[self.PAD] * L for _ in ex], [[IGNORE] * L for _ in ex]
+            for b, (x, y) in enumerate(ex):
+                seq = [self.BOS] + x + [self.SEP]
+                y0 = len(seq)
+                seq += y + [self.EOS]
+                for t in range(len(seq) - 1):
+                    inp[b][t] = seq[t]
+                    if t + 1 >= y0:
+                        tg[b][t] = seq[t + 1]
+            return {"input": torch.tensor(inp), "target": torch.tensor(tg)}
+        inp = [x + [self.PAD] * (xmax - len(x)) for x, _ in ex]
+        pad = [[0.0] * len(x) + [1.0] * (xmax - len(x)) for x, _ in ex]
+        out = {"input": torch.tensor(inp), "padding": torch.tensor(pad)}
+        if self.kind == "encoder":
+            out["target"] = torch.tensor([y + [IGNORE] * (xmax - len(y)) for _, y in ex])
+            return out
+        Ly = ymax + 1
+        out["dec_input"] = torch.tensor([[self.BOS] + y + [self.PAD] * (Ly - 1 - len(y)) for _, y in ex])
+        out["target"] = torch.tensor([y + [self.EOS] + [IGNORE] * (Ly - 1 - len(y)) for _, y in ex])
+        return out

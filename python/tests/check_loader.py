@@ -59,6 +59,17 @@ CASES = [
      {"task": "patch_grid", "grid_h": 3, "grid_w": 4, "vocab_size": 6, "batch_size": 4}),
     ("graph_spd", {"type": "graph_spd", "max_dist": 4}, {"kind": "encoder", "bias_scale": {"enabled": True}},
      {"task": "graph", "seq_len": 10, "edge_prob": 0.2, "vocab_size": 6, "batch_size": 4}),
+    # the synthetic tasks and the other model kinds
+    ("t5_encoder_decoder_reverse", {"type": "t5", "num_buckets": 8, "max_distance": 16}, {"kind": "encoder_decoder"},
+     {"task": "reverse", "seq_len": 6, "vocab_size": 8, "batch_size": 4}),
+    ("rope_encoder_decoder_post_copy", {"type": "rope"}, {"kind": "encoder_decoder", "norm": "post"},
+     {"task": "copy", "seq_len": 5, "vocab_size": 8, "batch_size": 4}),
+    ("alibi_encoder_sort", {"type": "alibi"}, {"kind": "encoder"},
+     {"task": "sort", "seq_len": 7, "vocab_size": 8, "batch_size": 4}),
+    ("kerple_log_decoder_addition", {"type": "kerple_log"}, {},
+     {"task": "addition", "seq_len": 3, "vocab_size": 11, "batch_size": 4}),
+    ("shaw_decoder_recall", {"type": "shaw", "k_max": 3}, {},
+     {"task": "recall", "seq_len": 6, "vocab_size": 8, "batch_size": 4}),
 ]
 
 
