@@ -41,3 +41,16 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/relposConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/relposConfig.cmake ${PROJECT_BINARY_DIR}/relposConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/relpos)
+
+# pkg-config (relpos.pc) for non-CMake builds: static libraries in link order plus their
+# dependencies (BLAS, CUDA runtime when built with CUDA).
+string(REPLACE ";" " " RELPOS_PC_LIBS "${BLAS_LIBRARIES}")
+set(RELPOS_PC_DEFINES "")
+if(RELPOS_CUDA)
+  string(APPEND RELPOS_PC_LIBS " ${CUDA_cudart_LIBRARY}")
+  set(RELPOS_PC_DEFINES "-DRELPOS_WITH_CUDA=1")
+endif()
+file(RELATIVE_PATH RELPOS_PC_UP "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")  # relocatable: prefix from the .pc's place
+string(REGEX REPLACE "/$" "" RELPOS_PC_UP "${RELPOS_PC_UP}")
+configure_file(${PROJECT_SOURCE_DIR}/cmake/relpos.pc.in ${PROJECT_BINARY_DIR}/relpos.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/relpos.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

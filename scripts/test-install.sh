@@ -30,4 +30,15 @@ if grep -E -- "-march=native|-Werror|-Wpedantic|$src" "$tmp/build.log" | grep -q
 fi
 (cd "$tmp" && OMP_NUM_THREADS=1 "$tmp/build/train_tiny" "$tmp/run")
 test -f "$tmp/run/checkpoints/step_00000030/model.safetensors"
+# The same program through pkg-config (no CMake on the consumer side).
+pc=$(find "$prefix" -name relpos.pc | head -1)
+if command -v pkg-config >/dev/null && [[ -n "$pc" ]]; then
+  export PKG_CONFIG_PATH="$(dirname "$pc")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+  # shellcheck disable=SC2046
+  c++ -O1 -o "$tmp/train_tiny_pc" "$tmp/examples/train_tiny.cpp" $(pkg-config --cflags --libs relpos)
+  (cd "$tmp" && OMP_NUM_THREADS=1 "$tmp/train_tiny_pc" "$tmp/run_pc" >/dev/null)
+  echo "pkg-config build: ok"
+else
+  echo "pkg-config build: skipped (no pkg-config or relpos.pc)"
+fi
 echo "test-install: ok (example built against $prefix and ran)"
