@@ -11,10 +11,11 @@
 //   relpos sample RUN_DIR [--prompt T] [--tokens N]     generate with the KV cache (decoders)
 //   relpos validate CONFIG [--set k=v ...]             check a config without training
 //   relpos demo [--steps N] [--data PATH] ...          the char-MLP demo
-//   relpos list                                        registered position encodings
+//   relpos list [--params [--markdown]]                registered position encodings (and their parameters)
 //   relpos bias --type NAME --heads H --lq N --lk M    the bias a fresh encoding adds [H][Lq][Lk]
 //   relpos gradcheck [--type NAME|all]                 float64 gradcheck of attention + encoding
-//   relpos info                                        build and device facts
+//   relpos info                                        version, commit, build, BLAS, threads, CUDA devices
+//   relpos --version                                   version and git commit
 // Exit codes: 0 ok, 2 usage error, 1 runtime failure (including a failed gradcheck).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -30,6 +31,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/cuda_runtime.h"
+#include "nn/positional/param_docs.h"
+#include "relpos/version.h"
+#include "relpos_build_info.h"
 #include "core/error.h"
 #include "kernels/ops.h"
 #include "nn/positional/registry.h"
@@ -41,6 +45,34 @@
 #include "trainers/trainer.h"
 
 namespace {
+
+#if defined(RELPOS_BLAS_IS_OPENBLAS)
+extern "C" char* openblas_get_config(void);
+extern "C" int openblas_get_parallel(void);
+#endif
+
+std::string blas_description() {
+#if defined(RELPOS_BLAS_IS_OPENBLAS)
+  const int par = openblas_get_parallel();
+  return fmt::format("{} ({}; threading: {})", RELPOS_BLAS_VENDOR, openblas_get_config(),
+                     par == 0 ? "sequential" : par == 1 ? "pthreads" : par == 2 ? "OpenMP" : "unknown");
+#else
+  return fmt::format("{} ({})", RELPOS_BLAS_VENDOR, RELPOS_BLAS_LIBRARIES);
+#endif
+}
+
+void print_info() {
+  fmt::print("relpos {}\n", RELPOS_VERSION);
+  fmt::print("git commit:   {}\n", RELPOS_GIT_COMMIT);
+  fmt::print("build type:   {}{}\n", RELPOS_BUILD_TYPE,
+             std::string(RELPOS_NATIVE_BUILD) == "ON" ? " (-march=native)" : "");
+  fmt::print("compiler:     {} (C++{})\n", RELPOS_COMPILER, __cplusplus / 100 % 100);
+  fmt::print("BLAS:         {}\n", blas_description());
+  fmt::print("BLAS library: {}\n", RELPOS_BLAS_LIBRARIES);
+  fmt::print("CPU threads:  {} (OpenMP)\n", relpos::k::num_threads());
+  fmt::print("CUDA:         {}\n", relpos::cuda::built_with_cuda() ? "built" : "not built");
+  fmt::print("CUDA devices: {}\n", relpos::cuda::device_count());
+}
 
 struct UsageError : relpos::Error {
   using relpos::Error::Error;
@@ -232,7 +264,9 @@ int run_report(const std::string& dir, const std::string& out) {
 
 int main(int argc, char** argv) {
   CLI::App app{"relpos — train small transformers with relative position encodings"};
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);
+  bool show_version = false;
+  app.add_flag("--version", show_version, "print the version and git commit");
 
   relpos::demo::CharMlpConfig demo;
   int threads = 0;
@@ -246,6 +280,9 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "CPU threads (default: OMP_NUM_THREADS or all cores)")->check(CLI::NonNegativeNumber);
 
   auto* list_cmd = app.add_subcommand("list", "list the registered position encodings");
+  bool list_params = false, list_markdown = false;
+  list_cmd->add_flag("--params", list_params, "also print each encoding's parameters (type, default, meaning)");
+  list_cmd->add_flag("--markdown", list_markdown, "with --params: the Markdown table of docs/config.md");
 
   relpos::inspect::BiasRequest bias;
   std::vector<std::string> bias_params;
@@ -360,11 +397,18 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  if (show_version) {
+    fmt::print("relpos {} (commit {})\n", RELPOS_VERSION, RELPOS_GIT_COMMIT);
+    return 0;
+  }
+  if (app.get_subcommands().empty()) {
+    fmt::print(stderr, "{}\nerror: a subcommand is required\n", app.help());
+    return 2;
+  }
   try {
     if (threads > 0) relpos::k::set_num_threads(threads);
     if (*info_cmd) {
-      fmt::print("relpos 0.1.0\nthreads: {}\ncuda: {}\ncuda devices: {}\n", relpos::k::num_threads(),
-                 relpos::cuda::built_with_cuda() ? "built" : "not built", relpos::cuda::device_count());
+      print_info();
       return 0;
     }
     if (*validate_cmd) {
@@ -433,8 +477,18 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*list_cmd) {
-      for (const auto& v : relpos::nn::position_variants())
-        fmt::print("{:<15} {}{}\n", v.name, v.description, v.causal_capable ? "" : " [encoder only]");
+      if (list_markdown && !list_params) throw UsageError("--markdown needs --params");
+      if (list_markdown) {
+        fmt::print("{}", relpos::nn::position_params_markdown());
+        return 0;
+      }
+      for (const auto& v : relpos::nn::position_variants()) {
+        fmt::print("{:<15} {}{}{}\n", v.name, v.description, v.causal_capable ? "" : " [encoder only]",
+                   list_params && v.per_layer ? " [per layer by default]" : "");
+        if (!list_params) continue;
+        for (const auto& d : relpos::nn::position_param_docs(v.name))
+          fmt::print("    {:<24} {:<30} default {:<20} {}\n", d.name, d.type, d.default_value, d.meaning);
+      }
       return 0;
     }
     if (*bias_cmd) {

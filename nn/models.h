@@ -31,7 +31,7 @@ struct ModelConfig {
   double dropout = 0.0;
   std::string norm = "pre";
   std::string norm_type = "layernorm";
-  int64_t max_len = 256;
+  int64_t max_len = 512;           // as the YAML default (docs/config.md)
   std::string position = "none";
   std::string attention = "fused";      // fused (k::attention where supported) | reference
   PositionParams position_params;

@@ -1,9 +1,11 @@
 // trainers/text_data.cpp — character-level language modelling on a UTF-8 text file.
 // Vocabulary: the distinct characters (code points) of the file, sorted; saved with each
 // run so a checkpoint decodes the same way. Split: the first (1 - val_fraction) of the
-// characters train, the rest validate. A training batch is B random windows of seq_len + 1
-// characters (input = window[:-1], target = window[1:]); validation batch i uses windows
-// drawn from a generator seeded with i, so it is the same every time.
+// characters train (n_train = int(n * (1 - val_fraction))), the rest validate. A training batch
+// is B random windows of seq_len + 1 characters (input = window[:-1], target = window[1:]),
+// drawn with the trainer's data generator; validation batch i draws its B window starts from
+// Generator(0x5EED0000 + i), start = n_train + next_u64() % (n - n_train - seq_len - 1), so it
+// is the same every time (docs/model.md, "Evaluation windows").
 #include <fmt/format.h>
 
 #include <algorithm>

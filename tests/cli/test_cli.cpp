@@ -221,3 +221,25 @@ TEST_CASE("cli: train and validate report config errors with exit code 2", "[cli
   REQUIRE(c.code == 1);
   REQUIRE_THAT(c.out, Catch::Contains("/nonexistent/run"));
 }
+
+TEST_CASE("cli: --version and info name the version, commit, build, BLAS and CUDA", "[cli]") {
+  Run v = run("--version");
+  REQUIRE(v.code == 0);
+  REQUIRE_THAT(v.out, Catch::StartsWith("relpos 0.") && Catch::Contains("commit"));
+  Run i = run("info");
+  INFO(i.out);
+  REQUIRE(i.code == 0);
+  for (const char* key : {"git commit:", "build type:", "compiler:", "BLAS:", "CPU threads:", "CUDA:", "CUDA devices:"})
+    REQUIRE_THAT(i.out, Catch::Contains(key));
+  REQUIRE(run("").code == 2);  // no subcommand: usage error
+}
+
+TEST_CASE("cli: list --params prints every encoding's parameters", "[cli]") {
+  Run r = run("list --params");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  for (const char* s : {"num_buckets", "k_max", "clamp_len", "npos_max", "position_buckets", "grid_h", "max_dist",
+                        "log_distance", "scale_base", "init_L"})
+    REQUIRE_THAT(r.out, Catch::Contains(s));
+  REQUIRE(run("list --markdown").code == 2);
+}

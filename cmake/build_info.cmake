@@ -1,0 +1,20 @@
+# cmake -P script (target relpos_build_info): writes OUT from build_info.h.in with the current
+# git commit (+ "-dirty" when the tree has uncommitted changes); unchanged content is not rewritten.
+set(RELPOS_GIT_COMMIT "unknown")
+if(GIT)
+  execute_process(COMMAND ${GIT} -C ${SOURCE_DIR} rev-parse --short=12 HEAD OUTPUT_VARIABLE c
+                  OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE rc)
+  if(rc EQUAL 0 AND c)
+    set(RELPOS_GIT_COMMIT ${c})
+    execute_process(COMMAND ${GIT} -C ${SOURCE_DIR} diff --quiet HEAD -- RESULT_VARIABLE dirty ERROR_QUIET)
+    if(NOT dirty EQUAL 0)
+      string(APPEND RELPOS_GIT_COMMIT "-dirty")
+    endif()
+  endif()
+endif()
+set(CMAKE_BUILD_TYPE ${BUILD_TYPE})
+set(RELPOS_COMPILER_STRING ${COMPILER})
+set(RELPOS_BLAS_VENDOR ${BLAS_VENDOR})
+set(BLAS_LIBRARIES ${BLAS_LIBRARIES})
+set(RELPOS_NATIVE ${NATIVE})
+configure_file(${CMAKE_CURRENT_LIST_DIR}/build_info.h.in ${OUT} @ONLY)

@@ -1,0 +1,163 @@
+"""relpos's validation batches, reproduced: the counter-based generator (core/rng.cpp), the
+text windows (trainers/text_data.cpp) and the patch_grid / graph tasks
+(trainers/structured_tasks.cpp). See docs/model.md "Evaluation windows"."""
+from collections import deque
+
+import torch
+
+M64 = (1 << 64) - 1
+IGNORE = -100
+
+
+def _splitmix64(x):
+    x = (x + 0x9E3779B97F4A7C15) & M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & M64
+    return x ^ (x >> 31)
+
+
+class Generator:
+    """relpos::Generator: draw n hashes (seed, n) with SplitMix64."""
+
+    def __init__(self, seed=0, offset=0):
+        self.seed, self.offset = seed & M64, offset
+
+    def next_u64(self):
+        k = _splitmix64(self.seed ^ 0x5851F42D4C957F2D)
+        v = _splitmix64((k + self.offset * 0xD1B54A32D192ED03) & M64)
+        self.offset += 1
+        return v
+
+    def uniform(self):
+        return (self.next_u64() >> 11) * 2.0 ** -53
+
+
+class TextData:
+    """task: text. vocab: the run's vocabulary (trainer_state.json "vocab": characters sorted
+    by code point); the text file is split at int(n * (1 - val_fraction))."""
+
+    def __init__(self, path, vocab, val_fraction, batch_size):
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        index = {c: i for i, c in enumerate(vocab)}
+        self.ids = [index[c] for c in text]
+        self.n_train = int(len(self.ids) * (1.0 - val_fraction))
+        self.B = batch_size
+
+    def val_batch(self, i, L):
+        g = Generator(0x5EED0000 + i)
+        lo, hi = self.n_train, len(self.ids)
+        x, y = [], []
+        for _ in range(self.B):
+            s = lo + g.next_u64() % (hi - lo - L - 1)
+            x.append(self.ids[s:s + L])
+            y.append(self.ids[s + 1:s + L + 1])
+        return {"input": torch.tensor(x), "target": torch.tensor(y)}
+
+
+class StructuredData:
+    """task: patch_grid or graph (encoder tasks; symbols start at token 4)."""
+
+    def __init__(self, task, vocab_size, batch_size, grid_h=4, grid_w=4, edge_prob=0.2):
+        self.task, self.V, self.B = task, vocab_size, batch_size
+        self.gh, self.gw, self.edge_prob = grid_h, grid_w, edge_prob
+
+    def val_batch(self, i, L):
+        g = Generator(0x57A7000 + i)
+        B, V = self.B, self.V
+        if self.task == "patch_grid":
+            x = [[4 + g.next_u64() % V for _ in range(L)] for _ in range(B)]
+            y = [[row[((p // self.gw + 1) % self.gh) * self.gw + p % self.gw] for p in range(L)] for row in x]
+            return {"input": torch.tensor(x), "target": torch.tensor(y)}
+        adj = [[[] for _ in range(L)] for _ in range(B)]
+        for b in range(B):
+            for u in range(L):
+                for v in range(u + 1, L):
+                    if g.uniform() < self.edge_prob:
+                        adj[b][u].append(v)
+                        adj[b][v].append(u)
+        spd = [[[-1] * L for _ in range(L)] for _ in range(B)]
+        for b in range(B):
+            for s in range(L):
+                row = spd[b][s]
+                row[s] = 0
+                q = deque([s])
+                while q:
+                    u = q.popleft()
+                    for v in adj[b][u]:
+                        if row[v] == -1:
+                            row[v] = row[u] + 1
+                            q.append(v)
+        x = [[4 + (0 if i == 0 else 1) for i in range(L)] for _ in range(B)]
+        y = [[4 + (V - 1 if spd[b][i][0] < 0 else min(spd[b][i][0], V - 2)) for i in range(L)] for b in range(B)]
+        return {"input": torch.tensor(x), "target": torch.tensor(y), "position_index": torch.tensor(spd)}
+
+
+class SyntheticData:
+    """copy / reverse / sort / recall / addition (trainers/tasks.cpp); tokens 0 PAD, 1 BOS,
+    2 SEP, 3 EOS, symbols from 4. Validation batch i at length n uses Generator(0xE7A10000 + i)."""
+
+    PAD, BOS, SEP, EOS, FIRST = 0, 1, 2, 3, 4
+
+    def __init__(self, task, kind, vocab_size, batch_size):
+        self.task, self.kind, self.V, self.B = task, kind, vocab_size, batch_size
+
+    def _sym(self, g):
+        return self.FIRST + g.next_u64() % self.V
+
+    def _example(self, n, g):
+        t, F = self.task, self.FIRST
+        if t in ("copy", "reverse", "sort"):
+            x = [self._sym(g) for _ in range(n)]
+            y = list(reversed(x)) if t == "reverse" else sorted(x) if t == "sort" else list(x)
+        elif t == "recall":
+            p = max(1, n // 2)
+            keys = [F + i for i in range(self.V)]
+            for i in range(p):
+                j = i + g.next_u64() % (self.V - i)
+                keys[i], keys[j] = keys[j], keys[i]
+            x, vals = [], []
+            for i in range(p):
+                vals.append(self._sym(g))
+                x += [keys[i], vals[-1]]
+            q = g.next_u64() % p
+            x.append(keys[q])
+            y = [vals[q]]
+        else:  # addition
+            a = [g.next_u64() % 10 for _ in range(n)]
+            b = [g.next_u64() % 10 for _ in range(n)]
+            x = [F + d for d in a] + [F + 10] + [F + d for d in b]
+            s, carry = [0] * (n + 1), 0
+            for i in range(n - 1, -1, -1):
+                v = a[i] + b[i] + carry
+                s[i + 1], carry = v % 10, v // 10
+            s[0] = carry
+            y = [F + d for d in s]
+        return x, y
+
+    def val_batch(self, i, n):
+        g = Generator(0xE7A10000 + i)
+        ex = [self._example(n, g) for _ in range(self.B)]
+        xmax, ymax = max(len(e[0]) for e in ex), max(len(e[1]) for e in ex)
+        if self.kind == "decoder":
+            L = xmax + ymax + 2
+            inp, tg = [[self.PAD] * L for _ in ex], [[IGNORE] * L for _ in ex]
+            for b, (x, y) in enumerate(ex):
+                seq = [self.BOS] + x + [self.SEP]
+                y0 = len(seq)
+                seq += y + [self.EOS]
+                for t in range(len(seq) - 1):
+                    inp[b][t] = seq[t]
+                    if t + 1 >= y0:
+                        tg[b][t] = seq[t + 1]
+            return {"input": torch.tensor(inp), "target": torch.tensor(tg)}
+        inp = [x + [self.PAD] * (xmax - len(x)) for x, _ in ex]
+        pad = [[0.0] * len(x) + [1.0] * (xmax - len(x)) for x, _ in ex]
+        out = {"input": torch.tensor(inp), "padding": torch.tensor(pad)}
+        if self.kind == "encoder":
+            out["target"] = torch.tensor([y + [IGNORE] * (xmax - len(y)) for _, y in ex])
+            return out
+        Ly = ymax + 1
+        out["dec_input"] = torch.tensor([[self.BOS] + y + [self.PAD] * (Ly - 1 - len(y)) for _, y in ex])
+        out["target"] = torch.tensor([y + [self.EOS] + [IGNORE] * (Ly - 1 - len(y)) for _, y in ex])
+        return out
