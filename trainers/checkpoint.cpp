@@ -89,8 +89,13 @@ void prune(const fs::path& ckdir, const std::string& run_dir, int64_t saved_step
     if (s <= saved_step) older.emplace_back(s, p);
   std::sort(older.begin(), older.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   for (size_t i = size_t(keep_last); i < older.size(); ++i) {
+    // Renamed out of the step_* namespace first (atomic), then deleted: a kill -9 in the
+    // middle of remove_all leaves a .tmp-* leftover, never a half-deleted step_<S>.
     std::error_code ec;
-    fs::remove_all(older[i].second, ec);
+    const fs::path victim = ckdir / (std::string(kTmpPrefix) + "prune-" + fs::path(older[i].second).filename().string());
+    fs::rename(older[i].second, victim, ec);
+    if (!ec) fsync_directory(ckdir.string());
+    fs::remove_all(ec ? fs::path(older[i].second) : victim, ec);
     if (ec)
       fail("checkpoint of step {} saved, but removing the old checkpoint '{}' failed: {}", saved_step,
            older[i].second, ec.message());

@@ -18,7 +18,8 @@
 // <= the one just saved, the keep_last with the highest steps are kept (so the new one
 // always is) and the others are deleted. Checkpoints with a higher step (left by an
 // abandoned run after resuming from an earlier step) are never pruned. keep_last <= 0
-// keeps everything.
+// keeps everything. A pruned checkpoint is first renamed to .tmp-prune-step_<S> and then
+// deleted, so a crash while deleting never leaves a partial step_<S>.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>

@@ -32,7 +32,8 @@ TEST_CASE("data: text vocabulary is the sorted set of UTF-8 characters; batches 
   c.data.path = write_tmp("utf8.txt", text);
   auto d = train::make_dataset(c);
   auto v = d->vocabulary();
-  REQUIRE(v == std::vector<std::string>{" ", "d", "e", "h", "l", "o", "r", "w", "é", "ö"});
+  // the distinct characters of "héllo wörld " (there is no plain 'e' in it)
+  REQUIRE(v == std::vector<std::string>{" ", "d", "h", "l", "o", "r", "w", "é", "ö"});
   Generator g(1);
   train::Batch b = d->train_batch(g);
   REQUIRE(b.input.shape() == Shape{4, 8});
