@@ -281,6 +281,11 @@ int main(int argc, char** argv) {
       bias.causal = bias_causal;
       bias.identity_table = table_mode == "identity";
       bias.params = parse_params(bias_params);
+      // H * Lq * Lk values are printed: bounded (each factor is capped, so no overflow here).
+      if (bias.heads * bias.lq * bias.lk > relpos::train::kMaxBiasCells)
+        throw UsageError(fmt::format("bias: --heads {} x --lq {} x --lk {} = {} values, more than the {} it prints",
+                                     bias.heads, bias.lq, bias.lk, bias.heads * bias.lq * bias.lk,
+                                     relpos::train::kMaxBiasCells));
       return run_bias(bias, bias_json);
     }
     if (*gc_cmd) {

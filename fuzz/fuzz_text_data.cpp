@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   cfg.data.val_fraction = (data[0] & 0x80) ? 0.5 : 0.1;
   try {
     auto ds = relpos::train::make_dataset(cfg);
-    Generator g(data[0]);
+    relpos::Generator g(data[0]);
     relpos::train::Batch b = ds->train_batch(g);
     relpos::train::Batch v = ds->val_batch(0, cfg.data.seq_len);
     if (b.input.numel() != 2 * cfg.data.seq_len || v.input.numel() != 2 * cfg.data.seq_len) __builtin_trap();

@@ -39,6 +39,7 @@ TEST_CASE("hostile: CLI sizes are capped, not clamped", "[hostile]") {
   config_error("bias --type t5 --lq 4611686018427387904 --lk 4", "--lq");
   config_error("bias --type t5 --lq 4 --lk -3", "--lk");
   config_error("bias --type t5 --heads 100000", "--heads");
+  config_error("bias --type t5 --heads 256 --lq 4096 --lk 4096", "more than");
   config_error("bias --type t5 --q-offset 9223372036854775807", "--q-offset");
   config_error("sample /nonexistent --tokens 99999999999999999999", "--tokens");
   config_error("eval /nonexistent --seq-len 4611686018427387904", "--seq-len");
