@@ -1,5 +1,6 @@
 // cli/main.cpp — the relpos executable.
-//   relpos train CONFIG [--set k=v ...] [--resume DIR]  train from a YAML config
+//   relpos train CONFIG [--set k=v ...] [--resume DIR] [--overwrite] [--ignore-memory-check]
+//                                                      train from a YAML config
 //   relpos eval RUN_DIR [--seq-len N ...] [--mode random|windows|sliding] [--stride S]
 //               [--bucket W] [--rope-scaling linear|ntk|yarn --rope-factor F] [--json]
 //                                                      loss per length, per position bucket, beyond training length
@@ -16,13 +17,15 @@
 //   relpos gradcheck [--type NAME|all]                 float64 gradcheck of attention + encoding
 //   relpos info                                        version, commit, build, BLAS, threads, CUDA devices
 //   relpos --version                                   version and git commit
-// Exit codes: 0 ok, 2 usage error, 1 runtime failure (including a failed gradcheck).
+// Exit codes: 0 ok, 2 usage or config error (including a config that does not fit in memory),
+// 1 runtime failure (a failed gradcheck, a damaged checkpoint, an I/O error, out of memory).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -37,10 +40,12 @@
 #include "core/error.h"
 #include "kernels/ops.h"
 #include "nn/positional/registry.h"
+#include "trainers/data.h"
 #include "trainers/demo.h"
 #include "trainers/evaluate.h"
 #include "trainers/inspect_run.h"
 #include "trainers/sweep.h"
+#include "trainers/limits.h"
 #include "trainers/inspect.h"
 #include "trainers/trainer.h"
 
@@ -155,6 +160,10 @@ int print_eval(const relpos::train::LoadedRun& run, const std::vector<int64_t>& 
     relpos::train::EvalOptions o = base;
     o.seq_len = L;
     auto e = relpos::train::evaluate_positions(*run.model, *run.data, run.cfg, o);
+    // A non-finite loss is a failure, never a result.
+    if (!std::isfinite(e.loss))
+      throw relpos::Error(fmt::format("eval {}: the loss at seq_len {} is {} (the model's outputs are not finite)",
+                                      run.checkpoint, L, e.loss));
     if (json) {
       nlohmann::json bj = nlohmann::json::array();
       for (auto& b : e.buckets) bj.push_back({{"lo", b.lo}, {"hi", b.hi}, {"loss", json_num(b.loss)}, {"tokens", b.tokens}});
@@ -290,11 +299,12 @@ int main(int argc, char** argv) {
   std::string table_mode = "init";
   auto* bias_cmd = app.add_subcommand("bias", "print the additive bias [H][Lq][Lk] (and lookup index) of an encoding");
   bias_cmd->add_option("--type", bias.type, "position encoding (relpos list)")->required();
-  bias_cmd->add_option("--heads", bias.heads, "number of heads")->check(CLI::PositiveNumber)->capture_default_str();
-  bias_cmd->add_option("--lq", bias.lq, "query length")->check(CLI::PositiveNumber)->capture_default_str();
-  bias_cmd->add_option("--lk", bias.lk, "key length")->check(CLI::PositiveNumber)->capture_default_str();
-  bias_cmd->add_option("--q-offset", bias.q_offset, "absolute position of query 0")->check(CLI::NonNegativeNumber);
-  bias_cmd->add_option("--k-offset", bias.k_offset, "absolute position of key 0")->check(CLI::NonNegativeNumber);
+  using relpos::train::kMaxBiasHeads, relpos::train::kMaxBiasLen, relpos::train::kMaxOffset;
+  bias_cmd->add_option("--heads", bias.heads, "number of heads")->check(CLI::Range(int64_t(1), kMaxBiasHeads))->capture_default_str();
+  bias_cmd->add_option("--lq", bias.lq, "query length")->check(CLI::Range(int64_t(1), kMaxBiasLen))->capture_default_str();
+  bias_cmd->add_option("--lk", bias.lk, "key length")->check(CLI::Range(int64_t(1), kMaxBiasLen))->capture_default_str();
+  bias_cmd->add_option("--q-offset", bias.q_offset, "absolute position of query 0")->check(CLI::Range(int64_t(0), kMaxOffset));
+  bias_cmd->add_option("--k-offset", bias.k_offset, "absolute position of key 0")->check(CLI::Range(int64_t(0), kMaxOffset));
   auto* causal_flag = bias_cmd->add_flag("--causal", bias_causal, "decoder (causal) form");
   bias_cmd->add_flag("--bidirectional", bias_bidir, "encoder (bidirectional) form (default)")->excludes(causal_flag);
   bias_cmd->add_option("--param", bias_params, "encoding parameter key=value (repeatable)");
@@ -329,15 +339,20 @@ int main(int argc, char** argv) {
 
   std::string train_config, resume_dir;
   std::vector<std::string> sets;
+  bool overwrite = false, ignore_memory = false;
   auto* train_cmd = app.add_subcommand("train", "train a model from a YAML config");
   train_cmd->add_option("config", train_config, "YAML config file")->required();
   train_cmd->add_option("--set", sets, "override a config value, e.g. --set model.n_layers=4 (repeatable)");
-  train_cmd->add_option("--resume", resume_dir, "continue from a run directory (latest checkpoint) or a checkpoint");
+  train_cmd->add_option("--resume", resume_dir, "continue from a run directory (latest checkpoint) or a checkpoint; "
+                        "the run continues in that directory");
+  train_cmd->add_flag("--overwrite", overwrite, "replace the run files (checkpoints, metrics, config.yaml) of a non-empty output.dir");
+  train_cmd->add_flag("--ignore-memory-check", ignore_memory, "train even when the memory estimate exceeds MemAvailable");
 
   std::string validate_config;
   auto* validate_cmd = app.add_subcommand("validate", "check a config (and its --set overrides) without training");
   validate_cmd->add_option("config", validate_config, "YAML config file")->required();
   validate_cmd->add_option("--set", sets, "override a config value (repeatable)");
+  validate_cmd->add_flag("--ignore-memory-check", ignore_memory, "report the memory estimate without refusing");
 
   std::string eval_dir;
   std::vector<int64_t> eval_lens;
@@ -348,7 +363,7 @@ int main(int argc, char** argv) {
   auto* eval_cmd = app.add_subcommand("eval", "evaluate a trained run on its validation data");
   eval_cmd->add_option("run_dir", eval_dir, "run directory or checkpoint directory")->required();
   eval_cmd->add_option("--seq-len", eval_lens, "evaluate at these sequence lengths (default: the training length)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t(1), relpos::train::kMaxLen));
   eval_cmd->add_option("--mode", eval_opt.mode,
                        "random: eval_batches random windows; windows: consecutive non-overlapping windows; sliding: "
                        "windows advanced by --stride, scoring only the last stride tokens (text decoders)")
@@ -367,6 +382,7 @@ int main(int argc, char** argv) {
                      ->check(CLI::IsMember({"none", "linear", "ntk", "yarn"}));
   eval_cmd->add_option("--rope-factor", rope_factor, "RoPE scaling factor (e.g. eval length / train length)")
       ->check(CLI::PositiveNumber)->needs(rs_opt);
+  eval_cmd->add_flag("--ignore-memory-check", ignore_memory, "evaluate even when the memory estimate exceeds MemAvailable");
   eval_cmd->add_flag("--json", eval_json, "print JSON");
 
   std::string sweep_spec;
@@ -387,7 +403,8 @@ int main(int argc, char** argv) {
   auto* sample_cmd = app.add_subcommand("sample", "generate from a trained decoder (KV cache)");
   sample_cmd->add_option("run_dir", sample_dir, "run directory or checkpoint directory")->required();
   sample_cmd->add_option("--prompt", sample_opt.prompt, "text to continue");
-  sample_cmd->add_option("--tokens", sample_opt.tokens, "tokens to generate")->check(CLI::PositiveNumber)->capture_default_str();
+  sample_cmd->add_option("--tokens", sample_opt.tokens, "tokens to generate")
+      ->check(CLI::Range(int64_t(1), relpos::train::kMaxSampleTokens))->capture_default_str();
   sample_cmd->add_option("--temperature", sample_opt.temperature, "sampling temperature (0 = greedy)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   sample_cmd->add_option("--seed", sample_opt.seed, "sampling seed")->capture_default_str();
@@ -413,15 +430,26 @@ int main(int argc, char** argv) {
     }
     if (*validate_cmd) {
       relpos::train::Config c = relpos::train::load_config(validate_config, sets);
-      fmt::print("{}: ok ({} {} with {} position encoding, task {}, {} steps)\n", validate_config, c.model.kind,
-                 fmt::format("d_model {} x {} layers", c.model.d_model, c.model.n_layers), c.model.position, c.data.task,
-                 c.train.steps);
+      // What train checks before it starts: the data file (exists, readable, UTF-8) and memory.
+      int64_t vocab = c.model.vocab;
+      if (c.data.task == "text") {
+        std::vector<std::string> chars = relpos::train::read_text_data(c.data.path);
+        std::sort(chars.begin(), chars.end());
+        vocab = std::unique(chars.begin(), chars.end()) - chars.begin();
+      }
+      relpos::train::ResourceEstimate est = relpos::train::estimate_resources(c, vocab);
+      relpos::train::check_memory(est, ignore_memory, "validate");
+      fmt::print("{}: ok ({} {} with {} position encoding, task {}, {} steps; {} parameters, estimated memory {})\n",
+                 validate_config, c.model.kind, fmt::format("d_model {} x {} layers", c.model.d_model, c.model.n_layers),
+                 c.model.position, c.data.task, c.train.steps, est.parameters, est.str());
       return 0;
     }
     if (*train_cmd) {
       relpos::train::Config c = relpos::train::load_config(train_config, sets);
       relpos::train::TrainOptions to;
       if (!resume_dir.empty()) to.resume = resume_dir;
+      to.overwrite = overwrite;
+      to.ignore_memory_check = ignore_memory;
       to.progress_bar = isatty(fileno(stdout));
       to.log = [](const std::string& s) {
         fmt::print("{}", s);
@@ -445,6 +473,9 @@ int main(int argc, char** argv) {
     if (*eval_cmd) {
       relpos::train::LoadedRun run = relpos::train::load_run(eval_dir);
       if (eval_lens.empty()) eval_lens.push_back(run.cfg.data.seq_len);
+      for (int64_t L : eval_lens)
+        relpos::train::check_memory(relpos::train::estimate_resources(run.cfg, run.data->vocab_size(), L), ignore_memory,
+                                    fmt::format("eval --seq-len {}", L));
       std::string scaling_note;
       if (!rope_scaling.empty()) {
         if (run.cfg.model.position != "rope")
@@ -495,6 +526,11 @@ int main(int argc, char** argv) {
       bias.causal = bias_causal;
       bias.identity_table = table_mode == "identity";
       bias.params = parse_params(bias_params);
+      // H * Lq * Lk values are printed: bounded (each factor is capped, so no overflow here).
+      if (bias.heads * bias.lq * bias.lk > relpos::train::kMaxBiasCells)
+        throw UsageError(fmt::format("bias: --heads {} x --lq {} x --lk {} = {} values, more than the {} it prints",
+                                     bias.heads, bias.lq, bias.lk, bias.heads * bias.lq * bias.lk,
+                                     relpos::train::kMaxBiasCells));
       return run_bias(bias, bias_json);
     }
     if (*gc_cmd && *gc_entry_opt) {
@@ -538,6 +574,9 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const relpos::Error& e) {
     fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "error: out of memory (an allocation failed); reduce the sizes in the config or free memory\n");
     return 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "internal error: {}\n", e.what());

@@ -13,6 +13,24 @@ int64_t numel_of(const Shape& s) {
   return n;
 }
 
+bool checked_mul(int64_t a, int64_t b, int64_t& out) {
+  if (a < 0 || b < 0) return false;
+  return !__builtin_mul_overflow(a, b, &out);
+}
+
+bool checked_add(int64_t a, int64_t b, int64_t& out) {
+  if (a < 0 || b < 0) return false;
+  return !__builtin_add_overflow(a, b, &out);
+}
+
+bool checked_product(std::initializer_list<int64_t> factors, int64_t& out) {
+  int64_t acc = 1;
+  for (int64_t f : factors)
+    if (!checked_mul(acc, f, acc)) return false;
+  out = acc;
+  return true;
+}
+
 Shape contiguous_strides(const Shape& s) {
   Shape st(s.size());
   int64_t acc = 1;

@@ -1,6 +1,7 @@
 // core/shape.h — shapes, strides and broadcasting rules (row-major, element strides).
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,12 @@ namespace relpos {
 using Shape = std::vector<int64_t>;
 
 int64_t numel_of(const Shape& s);
+// Checked size arithmetic for sizes that come from user input (configs, CLI flags, file
+// headers): false when the exact result does not fit in int64 (or an operand is negative).
+bool checked_mul(int64_t a, int64_t b, int64_t& out);
+bool checked_add(int64_t a, int64_t b, int64_t& out);
+// The product of `factors` (each >= 0), or false on overflow.
+bool checked_product(std::initializer_list<int64_t> factors, int64_t& out);
 Shape contiguous_strides(const Shape& s);
 std::string shape_str(const Shape& s);  // "[2, 3]"
 // Wrap a possibly negative dim into [0, ndim); throws naming op and ndim when out of range.

@@ -78,7 +78,7 @@ void Module::load_state_dict(const std::vector<std::pair<std::string, Tensor>>& 
   auto params = named_parameters_with_groups();
   std::unordered_set<std::string> given;
   for (const auto& [name, t] : state) {
-    auto it = std::find_if(params.begin(), params.end(), [&](const NamedParameter& p) { return p.name == name; });
+    auto it = std::find_if(params.begin(), params.end(), [&key = name](const NamedParameter& p) { return p.name == key; });
     RELPOS_CHECK(it != params.end(), "load_state_dict: unexpected key '{}'", name);
     RELPOS_CHECK(it->param.shape() == t.shape(), "load_state_dict: '{}' has shape {} in the state, {} in the model",
                  name, shape_str(t.shape()), shape_str(it->param.shape()));

@@ -89,8 +89,13 @@ void prune(const fs::path& ckdir, const std::string& run_dir, int64_t saved_step
     if (s <= saved_step) older.emplace_back(s, p);
   std::sort(older.begin(), older.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   for (size_t i = size_t(keep_last); i < older.size(); ++i) {
+    // Renamed out of the step_* namespace first (atomic), then deleted: a kill -9 in the
+    // middle of remove_all leaves a .tmp-* leftover, never a half-deleted step_<S>.
     std::error_code ec;
-    fs::remove_all(older[i].second, ec);
+    const fs::path victim = ckdir / (std::string(kTmpPrefix) + "prune-" + fs::path(older[i].second).filename().string());
+    fs::rename(older[i].second, victim, ec);
+    if (!ec) fsync_directory(ckdir.string());
+    fs::remove_all(ec ? fs::path(older[i].second) : victim, ec);
     if (ec)
       fail("checkpoint of step {} saved, but removing the old checkpoint '{}' failed: {}", saved_step,
            older[i].second, ec.message());
@@ -130,8 +135,8 @@ std::string save_checkpoint(const std::string& run_dir, int64_t step, const Chec
     if (ec) fail("cannot create directory '{}': {}", tmp.string(), ec.message());
     const std::map<std::string, std::string> md = {{"format", "relpos-checkpoint"},
                                                    {"step", std::to_string(step)}};
-    write_safetensors((tmp / kModelFile).string(), ckpt.model, md);
-    write_safetensors((tmp / kOptimizerFile).string(), ckpt.optimizer, md);
+    write_safetensors((tmp / kModelFile).string(), ckpt.model, md, /*require_finite=*/true);
+    write_safetensors((tmp / kOptimizerFile).string(), ckpt.optimizer, md, /*require_finite=*/true);
     write_json_file(tmp / kTrainerStateFile, ckpt.state);
     fsync_directory(tmp.string());
     old_in_tmp = move_into_place(tmp, final_dir, ckdir);
@@ -147,23 +152,50 @@ std::string save_checkpoint(const std::string& run_dir, int64_t step, const Chec
   return final_dir.string();
 }
 
-Checkpoint load_checkpoint(const std::string& dir) {
+namespace {
+void check_complete(const std::string& dir) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) fail("checkpoint '{}' does not exist", dir);
   if (!fs::is_directory(dir, ec)) fail("checkpoint '{}' is not a directory", dir);
   for (const char* f : {kModelFile, kOptimizerFile, kTrainerStateFile})
     if (!fs::exists(fs::path(dir) / f, ec)) fail("checkpoint '{}' is incomplete: {} is missing", dir, f);
+}
+}  // namespace
 
-  Checkpoint c;
-  c.model = read_safetensors((fs::path(dir) / kModelFile).string());
-  c.optimizer = read_safetensors((fs::path(dir) / kOptimizerFile).string());
+nlohmann::json load_checkpoint_state(const std::string& dir) {
+  check_complete(dir);
   const std::string state_path = (fs::path(dir) / kTrainerStateFile).string();
-  std::string text = read_whole_file(state_path, "trainer state");
+  std::string text = read_whole_file(state_path, "trainer state", 64u << 20);
+  nlohmann::json state;
   try {
-    c.state = nlohmann::json::parse(text);
+    state = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     fail("trainer state '{}' is not valid JSON: {}", state_path, e.what());
   }
+  if (!state.is_object()) fail("trainer state '{}' is not a JSON object", state_path);
+  return state;
+}
+
+void load_checkpoint_tensors(const std::string& dir, const NamedTensors& model_like, uint64_t optimizer_max_bytes,
+                             Checkpoint& out) {
+  check_complete(dir);
+  SafetensorsExpect m;
+  m.require_finite = true;
+  m.like = &model_like;
+  out.model = read_safetensors((fs::path(dir) / kModelFile).string(), nullptr, m);
+  SafetensorsExpect o;
+  o.require_finite = true;
+  o.max_data_bytes = optimizer_max_bytes;
+  out.optimizer = read_safetensors((fs::path(dir) / kOptimizerFile).string(), nullptr, o);
+}
+
+Checkpoint load_checkpoint(const std::string& dir) {
+  Checkpoint c;
+  c.state = load_checkpoint_state(dir);
+  SafetensorsExpect finite;
+  finite.require_finite = true;
+  c.model = read_safetensors((fs::path(dir) / kModelFile).string(), nullptr, finite);
+  c.optimizer = read_safetensors((fs::path(dir) / kOptimizerFile).string(), nullptr, finite);
   return c;
 }
 

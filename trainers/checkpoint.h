@@ -18,7 +18,8 @@
 // <= the one just saved, the keep_last with the highest steps are kept (so the new one
 // always is) and the others are deleted. Checkpoints with a higher step (left by an
 // abandoned run after resuming from an earlier step) are never pruned. keep_last <= 0
-// keeps everything.
+// keeps everything. A pruned checkpoint is first renamed to .tmp-prune-step_<S> and then
+// deleted, so a crash while deleting never leaves a partial step_<S>.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -50,8 +51,18 @@ std::string save_checkpoint(const std::string& run_dir, int64_t step, const Chec
                             int keep_last);
 
 // Reads a checkpoint directory; errors name the directory or file and what is wrong
-// (missing file, corrupted safetensors, invalid JSON).
+// (missing file, corrupted safetensors, invalid JSON, non-finite values: a checkpoint holds
+// only finite state, so save_checkpoint refuses NaN/Inf and loading rejects them).
 Checkpoint load_checkpoint(const std::string& dir);
+
+// The parts separately, for a caller that validates the state before reading tensors.
+// trainer_state.json alone (must be a JSON object):
+nlohmann::json load_checkpoint_state(const std::string& dir);
+// The two safetensors files, checked against what the caller will load them into, from the
+// headers before any data is read: model.safetensors must hold exactly `model_like`'s names,
+// dtypes and shapes; optimizer.safetensors may declare at most optimizer_max_bytes of data.
+void load_checkpoint_tensors(const std::string& dir, const NamedTensors& model_like,
+                             uint64_t optimizer_max_bytes, Checkpoint& out);
 
 // The checkpoints of a run — directories named step_<digits> (a directory gets that name
 // only once complete) — by increasing step; empty when <run_dir>/checkpoints does not exist.

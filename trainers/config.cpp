@@ -6,13 +6,18 @@
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
+#include "autograd/grad_mode.h"
 #include "nn/positional/params.h"
+#include <cctype>
 #include "nn/positional/registry.h"
+#include "trainers/file_io.h"
+#include "trainers/limits.h"
 
 namespace relpos::train {
 
@@ -29,6 +34,33 @@ std::string where(const Ctx& c, const YAML::Node& n, const std::string& key) {
   if (n.IsDefined() && n.Mark().line >= 0)
     return fmt::format("{}:{}:{}", c.source, n.Mark().line + 1, n.Mark().column + 1);
   return c.source;
+}
+
+// A mapping key as a string; complex keys (lists, mappings) are config errors.
+std::string scalar_key(const Ctx& c, const YAML::Node& k, const std::string& section) {
+  if (!k.IsScalar())
+    fail_config("{}: a key in '{}' is a {}, expected a plain name", where(c, k, section), section.empty() ? "(top level)" : section,
+                k.IsMap() ? "mapping" : k.IsSequence() ? "list" : "null");
+  return k.Scalar();
+}
+
+// yaml-cpp keeps every pair of a mapping and reads the first of duplicate keys: reject them
+// (anywhere in the document), naming both places. Depth is bounded by the YAML parser.
+void reject_duplicate_keys(const Ctx& c, const YAML::Node& n, const std::string& path, int depth = 0) {
+  if (depth > 64) fail_config("{}: the config nests deeper than 64 levels", c.source);
+  if (n.IsMap()) {
+    std::map<std::string, YAML::Mark> seen;
+    for (const auto& kv : n) {
+      std::string k = scalar_key(c, kv.first, path);
+      std::string full = path.empty() ? k : path + "." + k;
+      auto [it, fresh] = seen.emplace(k, kv.first.Mark());
+      if (!fresh)
+        fail_config("{}: duplicate key '{}' (first at line {})", where(c, kv.first, full), full, it->second.line + 1);
+      reject_duplicate_keys(c, kv.second, full, depth + 1);
+    }
+  } else if (n.IsSequence()) {
+    for (const auto& e : n) reject_duplicate_keys(c, e, path, depth + 1);
+  }
 }
 
 class Section {
@@ -71,6 +103,8 @@ class Section {
   }
   double get_double(const std::string& k, double def, double lo, double hi, bool lo_open = false) {
     double v = get<double>(k, def, "a number");
+    if (!std::isfinite(v))
+      fail_config("{}: {}: {} is not a finite number", where(ctx_, raw(k), key(k)), key(k), raw(k).Scalar());
     if (!(lo_open ? v > lo : v >= lo) || !(v <= hi))
       fail_config("{}: {}: {} is out of range (expected {} {} value <= {})", where(ctx_, raw(k), key(k)), key(k), v, lo,
                   lo_open ? "<" : "<=", hi);
@@ -90,7 +124,11 @@ class Section {
     if (!n.IsDefined() || n.IsNull()) return def;
     if (!n.IsSequence()) fail_config("{}: {}: expected a list of strings", where(ctx_, n, key(k)), key(k));
     std::vector<std::string> out;
-    for (const auto& e : n) out.push_back(e.as<std::string>());
+    for (const auto& e : n) {
+      if (!e.IsScalar()) fail_config("{}: {}: expected a list of strings, got a nested {}", where(ctx_, e, key(k)), key(k),
+                                     e.IsMap() ? "mapping" : "list");
+      out.push_back(e.Scalar());
+    }
     return out;
   }
   Section sub(const std::string& k) { return Section(ctx_, raw(k), key(k)); }
@@ -98,7 +136,7 @@ class Section {
   void finish(const std::vector<std::string>& known) {
     if (!node_.IsMap()) return;
     for (const auto& kv : node_) {
-      std::string k = kv.first.as<std::string>();
+      std::string k = scalar_key(ctx_, kv.first, prefix_);
       if (used_.count(k)) continue;
       std::string hint = nn::did_you_mean(k, known);
       fail_config("{}: unknown key '{}'{}; expected one of: {}", where(ctx_, kv.first, key(k)), key(k),
@@ -106,6 +144,7 @@ class Section {
     }
   }
   const YAML::Node& node() const { return node_; }
+  const Ctx& ctx() const { return ctx_; }
 
  private:
   const Ctx& ctx_;
@@ -119,6 +158,10 @@ void apply_override(YAML::Node& root, const std::string& spec, Ctx& ctx) {
   if (eq == std::string::npos || eq == 0)
     fail_config("--set '{}': expected key=value, e.g. --set model.n_layers=4", spec);
   std::string key = spec.substr(0, eq), value = spec.substr(eq + 1);
+  if (value.find_first_not_of(" \t") == std::string::npos)
+    fail_config("--set '{}': the value is empty (write the value after '=', e.g. --set {}=VALUE)", spec, key);
+  if (size_t bad = utf8_error_offset(spec); bad != std::string::npos)
+    fail_config("--set: invalid UTF-8 at byte offset {} of the argument", bad);
   std::vector<std::string> parts;
   std::stringstream ss(key);
   for (std::string p; std::getline(ss, p, '.');) {
@@ -142,6 +185,7 @@ void apply_override(YAML::Node& root, const std::string& spec, Ctx& ctx) {
   } catch (const YAML::Exception& e) {
     fail_config("--set '{}': value is not valid YAML: {}", spec, e.msg);
   }
+  reject_duplicate_keys(ctx, v, key);
   cur[parts.back()] = v;
   ctx.overridden[key] = "--set " + spec;
 }
@@ -149,15 +193,15 @@ void apply_override(YAML::Node& root, const std::string& spec, Ctx& ctx) {
 nn::ModelConfig parse_model(Section s) {
   nn::ModelConfig m;
   m.kind = s.get_choice("kind", "decoder", {"encoder", "decoder", "encoder_decoder"});
-  m.d_model = s.get_int("d_model", 128, 1);
-  m.n_layers = s.get_int("n_layers", 2, 1);
-  m.n_heads = s.get_int("n_heads", 4, 1);
-  m.d_ff = s.get_int("d_ff", 4 * m.d_model, 1);
+  m.d_model = s.get_int("d_model", 128, 1, kMaxDModel);
+  m.n_layers = s.get_int("n_layers", 2, 1, kMaxLayers);
+  m.n_heads = s.get_int("n_heads", 4, 1, kMaxDModel);
+  m.d_ff = s.get_int("d_ff", 4 * m.d_model, 1, kMaxDff);
   m.dropout = s.get_double("dropout", 0.0, 0.0, 0.99);
   m.attention = s.get_choice("attention", "fused", {"fused", "reference"});
   m.norm = s.get_choice("norm", "pre", {"pre", "post"});
   m.norm_type = s.get_choice("norm_type", "layernorm", {"layernorm", "rmsnorm"});
-  m.max_len = s.get_int("max_len", 512, 1);
+  m.max_len = s.get_int("max_len", 512, 1, kMaxLen);
   if (m.d_model % m.n_heads != 0)
     fail_config("{}: model.d_model ({}) must be divisible by model.n_heads ({})",
                 where(Ctx{}, s.node()["n_heads"], "model.n_heads"), m.d_model, m.n_heads);
@@ -170,10 +214,31 @@ nn::ModelConfig parse_model(Section s) {
     std::map<std::string, std::string> params;
     if (p.node().IsMap())
       for (const auto& kv : p.node()) {
-        std::string k = kv.first.as<std::string>();
+        std::string k = scalar_key(Ctx{}, kv.first, "model.position");
         if (k == "type" || k == "shared") continue;
         if (!kv.second.IsScalar()) fail_config("model.position.{}: expected a scalar value", k);
-        params[k] = kv.second.Scalar();
+        std::string v = kv.second.Scalar();
+        std::string lower = v;
+        for (char& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+        for (const char* nf : {".nan", ".inf", "+.inf", "-.inf", "nan", "inf", "+inf", "-inf", "infinity", "-infinity"})
+          if (lower == nf)
+            fail_config("{}: model.position.{}: '{}' is not a finite number", where(p.ctx(), kv.second, "model.position." + k),
+                        k, v);
+        // Keys that set table rows, times the width of a row, bound what building the
+        // encoding allocates (checked before it is built).
+        if (nn::position_int_cap(k) == nn::kMaxPositionTableRows) {
+          const std::string at = where(p.ctx(), kv.second, "model.position." + k);
+          int64_t rows = 0;
+          try {
+            rows = nn::PositionParams(std::map<std::string, std::string>{{k, v}}).get_int(k, 0);
+          } catch (const ConfigError& e) {
+            fail_config("{}: model.position: {}", at, e.what());
+          }
+          if (rows > 0 && rows > (int64_t(1) << 28) / m.d_model)
+            fail_config("{}: model.position.{} ({}) x model.d_model ({}) is too large for a position table (at most "
+                        "2^28 entries)", at, k, rows, m.d_model);
+        }
+        params[k] = v;
         p.raw(k);
       }
     m.position_params = nn::PositionParams(params);
@@ -204,14 +269,18 @@ nn::ModelConfig parse_model(Section s) {
 
 Config parse_config(const std::string& yaml_text, const std::string& source, const std::vector<std::string>& overrides) {
   Ctx ctx{source, {}};
+  // The config text is saved in every checkpoint's trainer_state.json (JSON: strict UTF-8).
+  if (size_t bad = utf8_error_offset(yaml_text); bad != std::string::npos)
+    fail_config("{}: invalid UTF-8 at byte offset {}", source, bad);
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
-  } catch (const YAML::ParserException& e) {
+  } catch (const YAML::Exception& e) {
     fail_config("{}:{}:{}: invalid YAML: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg);
   }
   if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) fail_config("{}: the config must be a mapping with sections model, data, optim, train, output", source);
+  reject_duplicate_keys(ctx, root, "");
   for (const auto& o : overrides) apply_override(root, o, ctx);
 
   Config c;
@@ -224,10 +293,10 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
                                {"text", "copy", "reverse", "sort", "recall", "addition", "patch_grid", "graph"});
     c.data.path = d.get<std::string>("path", c.data.path, "a file path");
     c.data.val_fraction = d.get_double("val_fraction", 0.1, 0.0, 0.9, true);
-    c.data.seq_len = d.get_int("seq_len", 128, 1);
-    c.data.batch_size = d.get_int("batch_size", 16, 1);
-    c.data.vocab_size = d.get_int("vocab_size", 16, 2);
-    c.data.min_len = d.get_int("min_len", 0, 0);
+    c.data.seq_len = d.get_int("seq_len", 128, 1, kMaxLen);
+    c.data.batch_size = d.get_int("batch_size", 16, 1, kMaxBatch);
+    c.data.vocab_size = d.get_int("vocab_size", 16, 2, kMaxVocab);
+    c.data.min_len = d.get_int("min_len", 0, 0, kMaxLen);
     c.data.grid_h = d.get_int("grid_h", 4, 1, 64);
     c.data.grid_w = d.get_int("grid_w", 4, 1, 64);
     c.data.edge_prob = d.get_double("edge_prob", 0.2, 0.0, 1.0);
@@ -244,8 +313,17 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
     std::vector<std::string> betas = o.get_list("betas", {});
     if (!betas.empty()) {
       if (betas.size() != 2) fail_config("{}: optim.betas: expected a list of two numbers", source);
-      c.optim.beta1 = std::stod(betas[0]);
-      c.optim.beta2 = std::stod(betas[1]);
+      auto beta = [&](const std::string& text) {
+        double v = 0;
+        try {
+          v = YAML::Load(text).as<double>();
+        } catch (const YAML::Exception&) {
+          fail_config("{}: optim.betas: '{}' is not a number", source, text);
+        }
+        return v;
+      };
+      c.optim.beta1 = beta(betas[0]);
+      c.optim.beta2 = beta(betas[1]);
       if (!(c.optim.beta1 >= 0 && c.optim.beta1 < 1 && c.optim.beta2 >= 0 && c.optim.beta2 < 1))
         fail_config("{}: optim.betas: each must be in [0, 1), got [{}, {}]", source, c.optim.beta1, c.optim.beta2);
     }
@@ -257,7 +335,7 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
       if (g != "position" && g != "norms_biases" && g != "weights")
         fail_config("{}: optim.no_decay: '{}' is not a parameter group (position, norms_biases, weights)", source, g);
     c.optim.schedule = o.get_choice("schedule", "cosine", {"constant", "cosine", "linear"});
-    c.optim.warmup = o.get_int("warmup", 0, 0);
+    c.optim.warmup = o.get_int("warmup", 0, 0, kMaxRepeat);
     c.optim.min_lr_ratio = o.get_double("min_lr_ratio", 0.1, 0.0, 1.0);
     c.optim.clip_grad_norm = o.get_double("clip_grad_norm", 1.0, 0.0, 1e9);
     c.optim.z_loss = o.get_double("z_loss", 0.0, 0.0, 10.0);
@@ -266,13 +344,13 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
   }
   {
     Section t = top.sub("train");
-    c.train.steps = t.get_int("steps", 1000, 1);
-    c.train.grad_accum = t.get_int("grad_accum", 1, 1);
-    c.train.eval_every = t.get_int("eval_every", 200, 1);
-    c.train.eval_batches = t.get_int("eval_batches", 20, 1);
-    c.train.log_every = t.get_int("log_every", 10, 1);
-    c.train.checkpoint_every = t.get_int("checkpoint_every", 0, 0);
-    c.train.keep_last = t.get_int("keep_last", 2, 0);
+    c.train.steps = t.get_int("steps", 1000, 1, kMaxRepeat);
+    c.train.grad_accum = t.get_int("grad_accum", 1, 1, kMaxRepeat);
+    c.train.eval_every = t.get_int("eval_every", 200, 1, kMaxRepeat);
+    c.train.eval_batches = t.get_int("eval_batches", 20, 1, kMaxRepeat);
+    c.train.log_every = t.get_int("log_every", 10, 1, kMaxRepeat);
+    c.train.checkpoint_every = t.get_int("checkpoint_every", 0, 0, kMaxRepeat);
+    c.train.keep_last = t.get_int("keep_last", 2, 0, kMaxRepeat);
     c.train.seed = uint64_t(t.get_int("seed", 1337, 0));
     c.train.device = t.get_choice("device", "cpu", {"cpu", "cuda"});
     c.train.threads = t.get_int("threads", 0, 0, 1024);
@@ -286,6 +364,8 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
   {
     Section o = top.sub("output");
     c.output_dir = o.get<std::string>("dir", "runs/default", "a directory path");
+    if (c.output_dir.empty() || c.output_dir.find('\0') != std::string::npos)
+      fail_config("{}: output.dir: expected a non-empty directory path", where(ctx, o.node()["dir"], "output.dir"));
     o.finish({"dir"});
   }
   top.finish({"model", "data", "optim", "train", "output"});
@@ -332,6 +412,16 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
       fail_config("{}: model.mem_len {}: Transformer-XL segment memory trains a decoder on a text task with a "
                   "relative position encoding (this config: {} on '{}' with '{}')", source, c.model.mem_len,
                   c.model.kind, c.data.task, c.model.position);
+    // alpha scales additive biases (Toeplitz or score_bias); an encoding without one (rotary,
+    // content terms such as Shaw, CoPE, DeBERTa) would carry a parameter that does nothing.
+    if (c.model.bias_scale.enabled && c.model.position != "graph_spd") {
+      NoGradGuard ng;
+      nn::AttnGeometry g{2, 2, 0, 0, true};
+      if (!pos->toeplitz_bias(g).defined() && !pos->score_bias(g).defined())
+        fail_config("{}: model.bias_scale.enabled: position encoding '{}' adds no additive bias for alpha to scale "
+                    "(alpha scales T5, ALiBi, KERPLE, Sandwich, FIRE, dynamic and index biases); disable bias_scale",
+                    where(ctx, root["model"]["bias_scale"], "model.bias_scale.enabled"), c.model.position);
+    }
     if (c.model.kind == "encoder" && pos->causal_only())
       fail_config("{}: model.position.type '{}' only works with causal attention; an encoder is bidirectional", source,
                   c.model.position);
@@ -341,6 +431,9 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
     fail_config("{}: model.max_len ({}) is shorter than the sequences of data.seq_len {} ({} positions); learned "
                 "absolute positions cannot extrapolate",
                 source, c.model.max_len, c.data.seq_len, needed);
+  // Every size product of a training step must fit in int64: overflow is a ConfigError
+  // naming the keys (the memory check against the machine is separate: check_memory).
+  (void)estimate_resources(c);
   YAML::Emitter out;
   out << root;
   c.yaml = out.c_str();
@@ -348,11 +441,15 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
-  std::ifstream f(path);
-  if (!f.good()) fail_config("config file '{}' cannot be opened (does it exist?)", path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return parse_config(ss.str(), path, overrides);
+  std::string text;
+  try {
+    text = read_whole_file(path, "config file", kMaxConfigBytes);
+  } catch (const Error& e) {
+    fail_config("{}", e.what());
+  }
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    fail_config("config file '{}' is empty (expected sections model, data, optim, train, output)", path);
+  return parse_config(text, path, overrides);
 }
 
 }  // namespace relpos::train

@@ -49,7 +49,13 @@ class Dataset {
 // vocabulary; otherwise it is made from the file.
 std::unique_ptr<Dataset> make_dataset(const Config& cfg, const std::vector<std::string>& vocab = {});
 
-// UTF-8 -> code points; throws naming the file and byte offset of invalid input.
+// UTF-8 -> code points; throws (ConfigError) naming `source` ("data file 'x'") and the byte offset of invalid
+// input (strict UTF-8: no overlong forms, surrogates or code points above U+10FFFF).
 std::vector<std::string> utf8_chars(const std::string& bytes, const std::string& source);
+
+// The characters of a text data file. A missing, unreadable, empty or non-UTF-8 file, a
+// directory, or a file over kMaxDataFileBytes is a ConfigError naming data.path and the file.
+inline constexpr uint64_t kMaxDataFileBytes = uint64_t(1) << 30;
+std::vector<std::string> read_text_data(const std::string& path);
 
 }  // namespace relpos::train

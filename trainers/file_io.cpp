@@ -79,13 +79,53 @@ void replace_file_atomically(const std::string& path, std::string_view contents)
   fsync_directory(parent.empty() ? std::string(".") : parent.string());
 }
 
-std::string read_whole_file(const std::string& path, std::string_view what) {
+std::string read_whole_file(const std::string& path, std::string_view what, uint64_t max_bytes) {
+  std::error_code ec;
+  auto st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st)) fail("{} '{}' does not exist", what, path);
+  if (std::filesystem::is_directory(st)) fail("{} '{}' is a directory, not a file", what, path);
+  if (std::filesystem::is_regular_file(st)) {
+    uint64_t size = std::filesystem::file_size(path, ec);
+    if (!ec && size > max_bytes) fail("{} '{}' is {} bytes, more than the limit of {}", what, path, size, max_bytes);
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot open {} '{}': {}", what, path, errno_text(errno));
   std::ostringstream ss;
   ss << in.rdbuf();
   if (in.bad()) fail("cannot read {} '{}'", what, path);
-  return ss.str();
+  std::string out = ss.str();
+  if (out.size() > max_bytes) fail("{} '{}' is more than the limit of {} bytes", what, path, max_bytes);
+  return out;
+}
+
+size_t utf8_sequence_length(std::string_view s, size_t i) {
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = byte(i);
+  if (c < 0x80) return 1;
+  size_t n;
+  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) n = 2;
+  else if (c == 0xE0) n = 3, lo = 0xA0;             // no overlong 3-byte forms
+  else if (c == 0xED) n = 3, hi = 0x9F;             // no surrogates U+D800..DFFF
+  else if (c >= 0xE1 && c <= 0xEF) n = 3;
+  else if (c == 0xF0) n = 4, lo = 0x90;             // no overlong 4-byte forms
+  else if (c == 0xF4) n = 4, hi = 0x8F;             // nothing above U+10FFFF
+  else if (c >= 0xF1 && c <= 0xF3) n = 4;
+  else return 0;                                    // 0x80..0xC1, 0xF5..0xFF
+  if (i + n > s.size()) return 0;
+  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
+  for (size_t k = 2; k < n; ++k)
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+  return n;
+}
+
+size_t utf8_error_offset(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    size_t n = utf8_sequence_length(s, i);
+    if (n == 0) return i;
+    i += n;
+  }
+  return std::string_view::npos;
 }
 
 }  // namespace relpos

@@ -4,6 +4,7 @@
 // sibling temporary. Every error is a relpos::Error naming the path and the system's reason.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -36,7 +37,17 @@ void fsync_directory(const std::string& dir);
 // fsync the parent directory. A reader sees the old or the new file, never a mix.
 void replace_file_atomically(const std::string& path, std::string_view contents);
 
-// The whole file as bytes; errors name the path (what = "metrics file", ...).
-std::string read_whole_file(const std::string& path, std::string_view what);
+// The whole file as bytes; errors name the path (what = "metrics file", ...). A directory, a
+// missing or unreadable path is an error; so is a file over max_bytes (checked from its
+// size before reading).
+std::string read_whole_file(const std::string& path, std::string_view what,
+                            uint64_t max_bytes = uint64_t(1) << 32);
+
+// Strict UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF) — the
+// same rule nlohmann::json applies when it writes a string. Returns the byte offset of the
+// first invalid sequence, or npos when all of `s` is valid.
+size_t utf8_error_offset(std::string_view s);
+// Length in bytes of the valid UTF-8 sequence starting at s[i] (0 when invalid there).
+size_t utf8_sequence_length(std::string_view s, size_t i);
 
 }  // namespace relpos

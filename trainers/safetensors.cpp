@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -113,6 +115,37 @@ void emit_data(const std::vector<Tensor>& tensors, Sink&& sink) {
   fail("safetensors file '{}': {}", path, what);
 }
 
+// Index of the first non-finite element in the little-endian bytes of an F32/F64 tensor, or
+// -1. Runs on the host bytes being serialised / deserialised (no tensor ops).
+int64_t first_nonfinite(const char* bytes, size_t nbytes, DType dt) {
+  if (dt == DType::F32) {
+    for (size_t i = 0; i + 4 <= nbytes; i += 4) {
+      float v;
+      std::memcpy(&v, bytes + i, 4);
+      if (!std::isfinite(v)) return int64_t(i / 4);
+    }
+  } else if (dt == DType::F64) {
+    for (size_t i = 0; i + 8 <= nbytes; i += 8) {
+      double v;
+      std::memcpy(&v, bytes + i, 8);
+      if (!std::isfinite(v)) return int64_t(i / 8);
+    }
+  }
+  return -1;
+}
+
+std::string nonfinite_value(const char* bytes, int64_t idx, DType dt) {
+  double v;
+  if (dt == DType::F32) {
+    float f;
+    std::memcpy(&f, bytes + idx * 4, 4);
+    v = f;
+  } else {
+    std::memcpy(&v, bytes + idx * 8, 8);
+  }
+  return fmt::format("{}", v);
+}
+
 // One validated header entry.
 struct Entry {
   std::string name;
@@ -199,8 +232,17 @@ std::string serialize_safetensors(const NamedTensors& tensors,
 }
 
 void write_safetensors(const std::string& path, const NamedTensors& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+                       const std::map<std::string, std::string>& metadata, bool require_finite) {
   Prepared p = prepare(tensors, metadata, fmt::format("write_safetensors '{}'", path));
+  if (require_finite)
+    for (size_t i = 0; i < p.tensors.size(); ++i) {
+      const Tensor& t = p.tensors[i];
+      const char* bytes = static_cast<const char*>(t.raw_data());
+      int64_t k = t.numel() > 0 ? first_nonfinite(bytes, size_t(t.numel()) * dtype_size(t.dtype()), t.dtype()) : -1;
+      if (k >= 0)
+        fail("write_safetensors '{}': tensor '{}' holds a non-finite value ({} at element {}); only finite state is "
+             "saved", path, tensors[i].first, nonfinite_value(bytes, k, t.dtype()), k);
+    }
   // Written to a sibling and renamed, so a failed write never leaves a half file at `path`.
   std::string tmp = path + ".tmp";
   try {
@@ -220,7 +262,8 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
   fsync_directory(parent.empty() ? std::string(".") : parent.string());
 }
 
-NamedTensors read_safetensors(const std::string& path, std::map<std::string, std::string>* metadata) {
+NamedTensors read_safetensors(const std::string& path, std::map<std::string, std::string>* metadata,
+                              const SafetensorsExpect& expect) {
   std::error_code ec;
   fs::file_status st = fs::status(path, ec);
   if (ec || !fs::exists(st)) bad(path, "no such file");
@@ -314,6 +357,27 @@ NamedTensors read_safetensors(const std::string& path, std::map<std::string, std
   if (covered != data_size)
     bad(path, fmt::format("the tensors cover {} bytes but the data buffer is {} bytes", covered, data_size));
 
+  // Caller's expectations, from the header alone (a sparse file may claim any size).
+  if (covered > expect.max_data_bytes)
+    bad(path, fmt::format("the header declares {} bytes of tensor data, more than the {} expected", covered,
+                          expect.max_data_bytes));
+  if (expect.like) {
+    std::map<std::string, const Tensor*> want;
+    for (const auto& [name, t] : *expect.like) want[name] = &t;
+    for (const Entry& e : entries) {
+      auto it = want.find(e.name);
+      if (it == want.end()) bad(path, fmt::format("unexpected tensor '{}' (the model has no such entry)", e.name));
+      const Tensor& t = *it->second;
+      if (t.dtype() != e.dtype)
+        bad(path, fmt::format("tensor '{}' is {} but the model expects {}", e.name, st_dtype(e.dtype), st_dtype(t.dtype())));
+      if (t.shape() != e.shape)
+        bad(path, fmt::format("tensor '{}' has shape {} but the model expects {}", e.name, shape_str(e.shape),
+                              shape_str(t.shape())));
+      want.erase(it);
+    }
+    if (!want.empty()) bad(path, fmt::format("tensor '{}' is missing", want.begin()->first));
+  }
+
   NamedTensors out;
   out.reserve(entries.size());
   const uint64_t data_start = 8 + n;
@@ -327,6 +391,10 @@ NamedTensors read_safetensors(const std::string& path, std::map<std::string, std
         bad(path, fmt::format("cannot read the data of '{}' (did the file change?)", e.name));
       if constexpr (std::endian::native != std::endian::little)
         swap_elements(dst, nbytes, dtype_size(e.dtype));
+      if (expect.require_finite)
+        if (int64_t k = first_nonfinite(dst, nbytes, e.dtype); k >= 0)
+          bad(path, fmt::format("tensor '{}' holds a non-finite value ({} at element {})", e.name,
+                                nonfinite_value(dst, k, e.dtype), k));
     }
     out.emplace_back(e.name, std::move(t));
   }

@@ -28,6 +28,7 @@
 // is not numel * dtype size, that overlap, leave a gap or do not cover the data buffer
 // exactly, and "__metadata__" that is not an object of strings.
 #pragma once
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -42,14 +43,28 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 // The largest header a reader accepts (the reference implementation's MAX_HEADER_SIZE).
 inline constexpr uint64_t kSafetensorsMaxHeader = 100'000'000;
 
+// require_finite: every F32/F64 element must be finite (checked on the host bytes before a
+// byte is written); the error names the file, the tensor and the first bad element.
 void write_safetensors(const std::string& path, const NamedTensors& tensors,
-                       const std::map<std::string, std::string>& metadata = {});
+                       const std::map<std::string, std::string>& metadata = {},
+                       bool require_finite = false);
 
 // The exact bytes write_safetensors puts in a file (header length, header, data).
 std::string serialize_safetensors(const NamedTensors& tensors,
                                   const std::map<std::string, std::string>& metadata = {});
 
+// What a reader may demand beyond a well-formed file. All header checks run before any
+// tensor data is read or allocated.
+struct SafetensorsExpect {
+  bool require_finite = false;        // F32/F64 data must be finite (error: file, tensor, index)
+  uint64_t max_data_bytes = UINT64_MAX;  // the header may declare at most this many data bytes
+  // When set: exactly these tensors, with these dtypes and shapes (a checkpoint against its
+  // model); a missing, extra or mismatched tensor is an error naming file and tensor.
+  const NamedTensors* like = nullptr;
+};
+
 NamedTensors read_safetensors(const std::string& path,
-                              std::map<std::string, std::string>* metadata = nullptr);
+                              std::map<std::string, std::string>* metadata = nullptr,
+                              const SafetensorsExpect& expect = {});
 
 }  // namespace relpos

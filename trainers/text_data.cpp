@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "trainers/data.h"
+#include "trainers/file_io.h"
 
 namespace relpos::train {
 
@@ -22,16 +23,24 @@ std::vector<std::string> utf8_chars(const std::string& s, const std::string& sou
   std::vector<std::string> out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    RELPOS_CHECK(n > 0 && i + n <= s.size(), "data file '{}': invalid UTF-8 at byte {}", source, i);
-    for (size_t k = 1; k < n; ++k)
-      RELPOS_CHECK((static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80, "data file '{}': invalid UTF-8 at byte {}",
-                   source, i);
+    // Strict UTF-8: what passes here can be saved in trainer_state.json (the vocabulary).
+    size_t n = utf8_sequence_length(s, i);
+    RELPOS_CHECK_CONFIG(n > 0, "{}: invalid UTF-8 at byte offset {}", source, i);
     out.push_back(s.substr(i, n));
     i += n;
   }
   return out;
+}
+
+std::vector<std::string> read_text_data(const std::string& path) {
+  std::string bytes;
+  try {
+    bytes = read_whole_file(path, "data file", kMaxDataFileBytes);
+  } catch (const Error& e) {
+    fail_config("data.path: {}", e.what());
+  }
+  RELPOS_CHECK_CONFIG(!bytes.empty(), "data.path: data file '{}' is empty", path);
+  return utf8_chars(bytes, fmt::format("data file '{}'", path));
 }
 
 namespace {
@@ -39,11 +48,7 @@ namespace {
 class TextDataset : public Dataset {
  public:
   TextDataset(const Config& cfg, const std::vector<std::string>& vocab) : cfg_(cfg.data) {
-    std::ifstream f(cfg_.path, std::ios::binary);
-    RELPOS_CHECK(f.good(), "data file '{}' cannot be opened (does it exist?)", cfg_.path);
-    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    RELPOS_CHECK(!bytes.empty(), "data file '{}' is empty", cfg_.path);
-    std::vector<std::string> chars = utf8_chars(bytes, cfg_.path);
+    std::vector<std::string> chars = read_text_data(cfg_.path);
     if (vocab.empty()) {
       std::unordered_set<std::string> distinct(chars.begin(), chars.end());
       vocab_.assign(distinct.begin(), distinct.end());
@@ -84,7 +89,7 @@ class TextDataset : public Dataset {
 
   std::vector<int64_t> encode(const std::string& text) const override {
     std::vector<int64_t> out;
-    for (const auto& c : utf8_chars(text, "prompt")) {
+    for (const auto& c : utf8_chars(text, "--prompt")) {
       auto it = index_.find(c);
       RELPOS_CHECK(it != index_.end(), "prompt character '{}' is not in the training vocabulary", c);
       out.push_back(it->second);

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
@@ -21,6 +22,8 @@
 #include "nn/optim/sgd.h"
 #include "nn/stability.h"
 #include "trainers/checkpoint.h"
+#include "trainers/file_io.h"
+#include "trainers/limits.h"
 #include "trainers/metrics.h"
 #include "trainers/segments.h"
 
@@ -64,8 +67,69 @@ class Optimizer {
   std::unique_ptr<nn::optim::AdamBase> adam_;
 };
 
-nlohmann::json rng_json(const Generator& g) { return {{"seed", g.state().seed}, {"offset", g.state().offset}}; }
-GeneratorState rng_from(const nlohmann::json& j) { return {j.at("seed").get<uint64_t>(), j.at("offset").get<uint64_t>()}; }
+nlohmann::json rng_json(const GeneratorState& s) { return {{"seed", s.seed}, {"offset", s.offset}}; }
+
+}  // namespace
+
+SavedState parse_state(const nlohmann::json& j, const std::string& ck) {
+  const std::string file = ck + "/trainer_state.json";
+  auto need = [&](const char* key) -> const nlohmann::json& {
+    if (!j.contains(key)) fail("trainer state '{}': key '{}' is missing", file, key);
+    return j.at(key);
+  };
+  auto count = [&](const nlohmann::json& v, const std::string& key) {
+    if (!v.is_number_integer() || (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0))
+      fail("trainer state '{}': '{}' must be a non-negative integer, got {}", file, key, v.dump());
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))
+      fail("trainer state '{}': '{}' is out of range: {}", file, key, v.dump());
+    return v.get<int64_t>();
+  };
+  auto rng = [&](const char* key) {
+    const nlohmann::json& r = need(key);
+    if (!r.is_object() || !r.contains("seed") || !r.contains("offset") || !r["seed"].is_number_unsigned() ||
+        !r["offset"].is_number_unsigned())
+      fail("trainer state '{}': '{}' must be {{\"seed\": N, \"offset\": N}} (non-negative integers), got {}", file,
+           key, r.dump());
+    return GeneratorState{r["seed"].get<uint64_t>(), r["offset"].get<uint64_t>()};
+  };
+  SavedState s;
+  s.step = count(need("step"), "step");
+  s.skipped = j.contains("skipped_steps") ? count(j["skipped_steps"], "skipped_steps") : 0;
+  s.data_rng = rng("data_rng");
+  s.dropout_rng = rng("dropout_rng");
+  const nlohmann::json& y = need("config_yaml");
+  if (!y.is_string()) fail("trainer state '{}': 'config_yaml' must be a string", file);
+  s.config_yaml = y.get<std::string>();
+  if (j.contains("vocab")) {
+    const nlohmann::json& v = j["vocab"];
+    if (!v.is_array()) fail("trainer state '{}': 'vocab' must be a list of strings", file);
+    std::set<std::string> seen;
+    for (const auto& e : v) {
+      if (!e.is_string() || e.get<std::string>().empty() || !seen.insert(e.get<std::string>()).second)
+        fail("trainer state '{}': 'vocab' must hold distinct non-empty strings, got {}", file, e.dump());
+      s.vocab.push_back(e.get<std::string>());
+    }
+  }
+  return s;
+}
+
+Config saved_config(const SavedState& st, const std::string& ck) {
+  try {
+    return parse_config(st.config_yaml, ck + "/trainer_state.json (config_yaml)");
+  } catch (const ConfigError& e) {
+    fail("checkpoint '{}' holds an invalid config: {}", ck, e.what());
+  }
+}
+
+namespace {
+
+// Upper bound on the bytes of an optimizer state for `model_like` (Adam: two moments per
+// parameter, stored as float64 at most, plus step counters).
+uint64_t optimizer_bytes_bound(const NamedTensors& model_like) {
+  uint64_t n = 0;
+  for (const auto& [name, t] : model_like) n += uint64_t(t.numel());
+  return n * 2 * 8 + 8 * (model_like.size() + 16) * 4 + (1u << 20);
+}
 
 // Cross-entropy of the model on a batch; logits [B, L, V] flattened against targets.
 // With z_coef > 0 the z-loss term z_coef * mean(logsumexp(logits)^2) is returned in *z
@@ -107,6 +171,22 @@ void check_same_model(const Config& a, const Config& b, const std::string& ckpt)
                       "--resume {}: the config's model/data.task differ from the checkpoint's; resume with the "
                       "run's own config ({}/config.yaml)",
                       ckpt, fs::path(ckpt).parent_path().parent_path().string());
+}
+
+// The run directory of a checkpoint <run>/checkpoints/step_N (empty if not laid out so).
+std::string run_of_checkpoint(const std::string& ck) {
+  fs::path p = fs::path(ck).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  if (p.parent_path().filename() != "checkpoints") return "";
+  return p.parent_path().parent_path().string();
+}
+
+// A directory that exists and holds anything.
+bool non_empty_dir(const std::string& d) {
+  std::error_code ec;
+  if (!fs::exists(d, ec)) return false;
+  if (!fs::is_directory(d, ec)) fail_config("output.dir '{}' exists and is not a directory", d);
+  return fs::directory_iterator(d, ec) != fs::directory_iterator();
 }
 
 std::string resolve_checkpoint(const std::string& dir) {
@@ -175,19 +255,34 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
   const auto t0 = Clock::now();
   if (cfg.train.threads > 0) k::set_num_threads(int(cfg.train.threads));
 
+  // Everything is validated and built before the run directory is touched: the resumed
+  // state, the data, the model, the memory estimate, the checkpoint tensors.
   // ---- resume: model/optimizer/RNG state from a checkpoint
-  std::optional<Checkpoint> ck;
+  std::optional<SavedState> st;
   std::string ck_path;
-  std::vector<std::string> vocab;
+  std::string run_dir = cfg.output_dir;
   if (topt.resume) {
     ck_path = resolve_checkpoint(*topt.resume);
-    ck = load_checkpoint(ck_path);
-    Config saved = parse_config(ck->state.at("config_yaml").get<std::string>(), ck_path + "/trainer_state.json");
-    check_same_model(cfg, saved, ck_path);
-    vocab = ck->state.value("vocab", std::vector<std::string>{});
+    st = parse_state(load_checkpoint_state(ck_path), ck_path);
+    check_same_model(cfg, saved_config(*st, ck_path), ck_path);
+    RELPOS_CHECK_CONFIG(st->step < cfg.train.steps, "--resume: checkpoint is at step {}, train.steps is {}: nothing to do",
+                        st->step, cfg.train.steps);
+    // --resume writes into the run it resumes, whatever output.dir says.
+    const std::string resumed_run = run_of_checkpoint(ck_path);
+    RELPOS_CHECK_CONFIG(!resumed_run.empty(), "--resume {}: '{}' is not inside a run directory (<run>/checkpoints/step_N)",
+                        *topt.resume, ck_path);
+    std::error_code ec;
+    if (!fs::equivalent(resumed_run, run_dir, ec))
+      say(fmt::format("note: --resume writes into the resumed run {} (output.dir {} is not used)", resumed_run, run_dir));
+    run_dir = resumed_run;
+    cfg.output_dir = run_dir;
+  } else if (non_empty_dir(run_dir) && !topt.overwrite) {
+    fail_config("output.dir '{}' already holds files (an earlier run?); choose another output.dir, continue it with "
+                "--resume {}, or pass --overwrite to replace it", run_dir, run_dir);
   }
-  std::unique_ptr<Dataset> data = make_dataset(cfg, vocab);
+  std::unique_ptr<Dataset> data = make_dataset(cfg, st ? st->vocab : std::vector<std::string>{});
   cfg.model.vocab = data->vocab_size();
+  check_memory(estimate_resources(cfg, data->vocab_size()), topt.ignore_memory_check, "train");
   nn::Model model(cfg.model, cfg.train.seed);
   const Device device = train_device(cfg);
   k::set_allow_tf32(cfg.train.allow_tf32);
@@ -195,25 +290,35 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
   Optimizer opt(model, cfg.optim);
   Generator data_gen(cfg.train.seed + 1), dropout_gen(cfg.train.seed + 2);
   int64_t start = 0, skipped = 0;
-  if (ck) {
-    model.load_state_dict(ck->model);
-    opt.load_state_dict(ck->optimizer);
-    start = ck->state.at("step").get<int64_t>();
-    skipped = ck->state.value("skipped_steps", int64_t(0));
-    data_gen.set_state(rng_from(ck->state.at("data_rng")));
-    dropout_gen.set_state(rng_from(ck->state.at("dropout_rng")));
-    RELPOS_CHECK_CONFIG(start < cfg.train.steps, "--resume: checkpoint is at step {}, train.steps is {}: nothing to do",
-                        start, cfg.train.steps);
+  if (st) {
+    Checkpoint ck;
+    const NamedTensors like = model.state_dict();
+    load_checkpoint_tensors(ck_path, like, optimizer_bytes_bound(like), ck);
+    model.load_state_dict(ck.model);
+    opt.load_state_dict(ck.optimizer);
+    start = st->step;
+    skipped = st->skipped;
+    data_gen.set_state(st->data_rng);
+    dropout_gen.set_state(st->dropout_rng);
     say(fmt::format("resumed from {} at step {}", ck_path, start));
   }
 
-  const std::string run_dir = cfg.output_dir;
-  fs::create_directories(run_dir);
-  {
-    std::ofstream f(run_dir + "/config.yaml");
-    f << cfg.yaml << "\n";
-    RELPOS_CHECK(f.good(), "cannot write {}/config.yaml", run_dir);
+  // ---- the run directory (only now: nothing above wrote anything)
+  if (!st && topt.overwrite && non_empty_dir(run_dir)) {
+    // --overwrite replaces the earlier run's own files (other files are left alone).
+    for (const char* f : {"checkpoints", "metrics.jsonl", "metrics.csv", "config.yaml"}) {
+      std::error_code ec;
+      fs::remove_all(fs::path(run_dir) / f, ec);
+      RELPOS_CHECK(!ec, "--overwrite: cannot remove {}/{}: {}", run_dir, f, ec.message());
+    }
+    say(fmt::format("--overwrite: replaced the run in {}", run_dir));
   }
+  {
+    std::error_code ec;
+    fs::create_directories(run_dir, ec);
+    RELPOS_CHECK(!ec, "cannot create output.dir '{}': {}", run_dir, ec.message());
+  }
+  replace_file_atomically(run_dir + "/config.yaml", cfg.yaml + "\n");
   MetricsWriter metrics(run_dir, MetricsOptions{start});  // a resumed run drops rows after its checkpoint
   say(fmt::format("model: {} with {} position encoding, {} parameters; data: {} (vocab {}); {} steps", cfg.model.kind,
                   cfg.model.position, model.num_parameters(), cfg.data.task == "text" ? cfg.data.path : cfg.data.task,
@@ -233,19 +338,21 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
   for (auto& [n, p] : model.named_parameters())
     if (n.size() >= 10 && n.substr(n.size() - 10) == "bias_scale") alphas.emplace_back(n, p);
 
-  auto make_state = [&](int64_t step) {
+  // The RNG states a checkpoint holds: those after its step, which are also those at the start
+  // of the next step (the abort path saves step - 1 with the states captured at step start).
+  auto make_state = [&](int64_t step, const GeneratorState& data_rng, const GeneratorState& dropout_rng) {
     nlohmann::json s;
     s["step"] = step;
-    s["data_rng"] = rng_json(data_gen);
-    s["dropout_rng"] = rng_json(dropout_gen);
+    s["data_rng"] = rng_json(data_rng);
+    s["dropout_rng"] = rng_json(dropout_rng);
     s["skipped_steps"] = skipped;
     s["vocab"] = data->vocabulary();
     s["config_yaml"] = cfg.yaml;
     s["relpos_version"] = "0.1.0";
     return s;
   };
-  auto save = [&](int64_t step) {
-    Checkpoint c{model.state_dict(), opt.state_dict(), make_state(step)};
+  auto save = [&](int64_t step, const GeneratorState& data_rng, const GeneratorState& dropout_rng) {
+    Checkpoint c{model.state_dict(), opt.state_dict(), make_state(step, data_rng, dropout_rng)};
     std::string p = save_checkpoint(run_dir, step, c, int(cfg.train.keep_last));
     say(fmt::format("checkpoint: {}", p));
     return p;
@@ -265,9 +372,17 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
   double run_min = std::numeric_limits<double>::infinity();  // running minimum of the training loss
   int64_t window_n = 0, window_tokens = 0;
   auto window_t0 = Clock::now();
-  int64_t last_saved = ck ? start : -1;
+  int64_t last_saved = st ? start : -1;
+  std::string last_saved_path = st ? ck_path : "";
+  auto maybe_checkpoint = [&](int64_t step) {
+    if ((cfg.train.checkpoint_every > 0 && step % cfg.train.checkpoint_every == 0) || step == cfg.train.steps) {
+      last_saved_path = save(step, data_gen.state(), dropout_gen.state());
+      last_saved = step;
+    }
+  };
   model.train();
   for (int64_t step = start + 1; step <= cfg.train.steps; ++step) {
+    const GeneratorState data_rng0 = data_gen.state(), dropout_rng0 = dropout_gen.state();
     const double lr = nn::optim::lr_at(sched, step - 1);
     opt.set_lr(lr);
     const bool log_step = step % cfg.train.log_every == 0 || step == cfg.train.steps;
@@ -310,15 +425,27 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
                         bad == "(loss)" ? "loss" : "gradient", bad == "(loss)" ? fmt::format("{}", train_loss) : bad,
                         skipped));
         metrics.log(step, {{"loss", train_loss}, {"skipped", true}, {"skipped_steps", skipped}});
+        maybe_checkpoint(step);  // a skipped last step still ends with a checkpoint
         continue;
       }
-      // abort: keep the last good state (parameters are still those after step - 1)
-      std::string kept = last_saved == step - 1 ? "" : save(step - 1);
+      // abort: keep the last good state. Parameters are still those after step - 1; they are
+      // saved (with the RNG states of the start of this step, as a regular checkpoint of step
+      // - 1 holds) only when finite, else the previous checkpoint stays the good one.
       opt.zero_grad();
-      fail("step {}: non-finite {}{} (nan_policy: abort); the last good state is in {}", step,
-           bad == "(loss)" ? "loss " : "gradient in parameter '",
+      std::string kept = last_saved == step - 1 ? last_saved_path : "", why;
+      if (kept.empty() && step - 1 >= 0) {
+        try {
+          kept = save(step - 1, data_rng0, dropout_rng0);
+        } catch (const Error& e) {
+          why = e.what();
+          auto latest = latest_checkpoint(run_dir);
+          kept = latest ? *latest : "";
+        }
+      }
+      fail("step {}: non-finite {}{} (nan_policy: abort); {}{}", step, bad == "(loss)" ? "loss " : "gradient in parameter '",
            bad == "(loss)" ? fmt::format("{}", train_loss) : bad + "'",
-           kept.empty() ? fmt::format("{}/checkpoints (step {})", run_dir, step - 1) : kept);
+           kept.empty() ? "no finite checkpoint exists" : fmt::format("the last good state is in {}", kept),
+           why.empty() ? "" : fmt::format(" (the state after step {} was not saved: {})", step - 1, why));
     }
     const double pos_norm = pos_params.empty() ? 0.0 : nn::optim::grad_norm(pos_params);
     const double norm = cfg.optim.clip_grad_norm > 0
@@ -385,10 +512,7 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
       window_tokens = 0;
       window_t0 = Clock::now();
     }
-    if ((cfg.train.checkpoint_every > 0 && step % cfg.train.checkpoint_every == 0) || step == cfg.train.steps) {
-      save(step);
-      last_saved = step;
-    }
+    maybe_checkpoint(step);
   }
   res.steps_done = cfg.train.steps;
   res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -398,14 +522,17 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
 LoadedRun load_run(const std::string& dir) {
   LoadedRun r;
   r.checkpoint = resolve_checkpoint(dir);
-  Checkpoint ck = load_checkpoint(r.checkpoint);
-  r.cfg = parse_config(ck.state.at("config_yaml").get<std::string>(), r.checkpoint + "/trainer_state.json");
-  r.data = make_dataset(r.cfg, ck.state.value("vocab", std::vector<std::string>{}));
+  SavedState st = parse_state(load_checkpoint_state(r.checkpoint), r.checkpoint);
+  r.cfg = saved_config(st, r.checkpoint);
+  r.data = make_dataset(r.cfg, st.vocab);
   r.cfg.model.vocab = r.data->vocab_size();
   r.model = std::make_unique<nn::Model>(r.cfg.model, r.cfg.train.seed);
+  Checkpoint ck;
+  const NamedTensors like = r.model->state_dict();
+  load_checkpoint_tensors(r.checkpoint, like, optimizer_bytes_bound(like), ck);
   r.model->load_state_dict(ck.model);
   r.model->eval();
-  r.step = ck.state.at("step").get<int64_t>();
+  r.step = st.step;
   return r;
 }
 

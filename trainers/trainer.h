@@ -9,6 +9,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,7 +35,10 @@ struct TrainResult {
 };
 
 struct TrainOptions {
-  std::optional<std::string> resume;  // run dir (latest checkpoint) or a checkpoint dir
+  std::optional<std::string> resume;  // run dir (latest checkpoint) or a checkpoint dir; the run
+                                      // continues in that run's directory
+  bool overwrite = false;             // a new run may replace the run files in a non-empty output.dir
+  bool ignore_memory_check = false;   // train even when the memory estimate exceeds MemAvailable
   bool progress_bar = false;          // live bar on a terminal, else log lines
   std::function<void(const std::string&)> log;  // progress / log lines (may be empty)
   // Test hook: called after backward, before the non-finite check (inject a NaN gradient).
@@ -42,6 +46,19 @@ struct TrainOptions {
 };
 
 TrainResult train(const Config& cfg, const TrainOptions& opt = {});
+
+// trainer_state.json of checkpoint `ck`, validated field by field (step, RNG states,
+// skipped_steps, vocab, config_yaml) before anything is built or written; errors name the
+// file and the key (relpos::Error: a damaged checkpoint is a runtime failure, exit 1).
+struct SavedState {
+  int64_t step = 0, skipped = 0;
+  GeneratorState data_rng, dropout_rng;
+  std::vector<std::string> vocab;
+  std::string config_yaml;
+};
+SavedState parse_state(const nlohmann::json& state, const std::string& ck);
+// The config saved in a checkpoint (its errors are relpos::Error naming the checkpoint).
+Config saved_config(const SavedState& st, const std::string& ck);
 
 struct EvalResult {
   int64_t seq_len = 0;

@@ -8,10 +8,9 @@
 // NOT Toeplitz: the normaliser depends on the query position qi, not only on kj - qi, so the
 // bias is a dense [H, Lq, Lk] grid from the absolute positions qi = q_offset + i,
 // kj = k_offset + j (KV-cache steps and cross-attention offsets see their true positions).
-// It enters through score_terms() as [1, H, Lq, Lk], broadcast over the batch; attention
-// multiplies score terms by score_scale, so the term is divided by it first and the logit
-// receives exactly MLP(x) after the 1/sqrt(d) scaling, as in the paper. The per-layer bias
-// scale alpha (attention.bias_scale) applies to Toeplitz biases only, not to FIRE.
+// It enters through score_bias() as [H, Lq, Lk], broadcast over the batch and added after the
+// 1/sqrt(d) scaling, so the logit receives exactly MLP(x), as in the paper — times the bias
+// scale alpha when model.bias_scale is enabled, like every other additive bias.
 // Causal in the paper (i >= j). Bidirectional: relpos uses |qi - kj| inside psi, exactly as
 // the reference module (which applies abs() and no mask), so the encoder bias is symmetric in
 // the distance but still normalised by the query position; x may then exceed 1 (kj > qi > L).
@@ -31,9 +30,9 @@ namespace relpos::nn {
 namespace {
 class Fire : public PositionEncoding {
  public:
-  Fire(int64_t heads, int64_t head_dim, int64_t width, double init_c, double init_L, double eps, Generator& gen,
+  Fire(int64_t heads, int64_t width, double init_c, double init_L, double eps, Generator& gen,
        DType dt)
-      : heads_(heads), head_dim_(head_dim), init_L_(init_L), eps_(eps), dtype_(dt) {
+      : heads_(heads), init_L_(init_L), eps_(eps), dtype_(dt) {
     mlp_ = register_module(
         "mlp", std::make_shared<PositionMlp>(std::vector<int64_t>{1, width, heads}, PositionMlp::Act::Relu, gen, dt));
     c_ = register_parameter("c", Tensor::full({1, 1}, init_c, dt), group::kPosition);
@@ -62,13 +61,11 @@ class Fire : public PositionEncoding {
     return reshape(transpose(mlp_->forward(x), 0, 1), {heads_, g.Lq, g.Lk});
   }
 
-  // [1, H, Lq, Lk], pre-divided by score_scale (see the header)
-  Variable score_terms(const Variable&, const Variable&, const AttnGeometry& g) const override {
-    return unsqueeze(dense_bias(g), 0) * (1.0 / score_scale(head_dim_));
-  }
+  // [H, Lq, Lk], added after scaling (times alpha when enabled)
+  Variable score_bias(const AttnGeometry& g) const override { return dense_bias(g); }
 
  private:
-  int64_t heads_, head_dim_;
+  int64_t heads_;
   double init_L_, eps_;
   DType dtype_;
   std::shared_ptr<PositionMlp> mlp_;
@@ -85,7 +82,7 @@ PositionEncodingPtr make_fire(const PositionConfig& cfg, Generator& gen) {
   RELPOS_CHECK_CONFIG(c != 0, "position 'fire': init_c must be nonzero (psi would be 0 everywhere)");
   RELPOS_CHECK_CONFIG(L > 0, "position 'fire': init_L must be > 0, got {}", L);
   RELPOS_CHECK_CONFIG(eps > 0, "position 'fire': eps must be > 0, got {}", eps);
-  return std::make_shared<Fire>(cfg.n_heads, cfg.head_dim, width, c, L, eps, gen, cfg.dtype);
+  return std::make_shared<Fire>(cfg.n_heads, width, c, L, eps, gen, cfg.dtype);
 }
 
 }  // namespace relpos::nn

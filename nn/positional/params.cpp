@@ -4,10 +4,23 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
 
 namespace relpos::nn {
+
+int64_t position_int_cap(const std::string& key) {
+  // Keys that size a table or a network (rows of a table, MLP width/depth): small caps, so
+  // building an encoding from untrusted parameters stays cheap (no hang, no huge allocation).
+  if (key == "depth") return 64;
+  if (key == "width") return 1024;
+  static const char* table_keys[] = {"k_max", "num_buckets", "npos_max", "position_buckets", "max_dist",
+                                     "max_len", "dim", "grid_h", "grid_w"};
+  for (const char* k : table_keys)
+    if (key == k) return kMaxPositionTableRows;
+  return int64_t(1) << 30;  // distances, lengths: loops over them are bounded by this
+}
 
 int64_t PositionParams::get_int(const std::string& key, int64_t def) const {
   auto it = kv_.find(key);
@@ -20,6 +33,8 @@ int64_t PositionParams::get_int(const std::string& key, int64_t def) const {
     used = 0;
   }
   RELPOS_CHECK_CONFIG(used == it->second.size() && used > 0, "position parameter '{}': '{}' is not an integer", key, it->second);
+  const int64_t cap = position_int_cap(key);
+  RELPOS_CHECK_CONFIG(v >= -cap && v <= cap, "position parameter '{}': {} is out of range (|value| <= {})", key, v, cap);
   return v;
 }
 
@@ -34,6 +49,7 @@ double PositionParams::get_double(const std::string& key, double def) const {
     used = 0;
   }
   RELPOS_CHECK_CONFIG(used == it->second.size() && used > 0, "position parameter '{}': '{}' is not a number", key, it->second);
+  RELPOS_CHECK_CONFIG(std::isfinite(v), "position parameter '{}': '{}' is not a finite number", key, it->second);
   return v;
 }
 

@@ -3,6 +3,7 @@
 // key, the value and what was expected on error; check_known() rejects keys a variant does
 // not understand, with a "did you mean" suggestion.
 #pragma once
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -29,6 +30,12 @@ class PositionParams {
  private:
   std::map<std::string, std::string> kv_;
 };
+
+// Largest |value| get_int accepts for `key`: 64 for depth, 1024 for width, kMaxPositionTableRows
+// for keys that set the rows of a table (k_max, num_buckets, ...), 2^30 for the rest.
+// get_double rejects NaN and infinities.
+inline constexpr int64_t kMaxPositionTableRows = 1 << 16;
+int64_t position_int_cap(const std::string& key);
 
 // Closest candidate by edit distance (empty if nothing is close).
 std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates);

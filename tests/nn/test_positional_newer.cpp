@@ -300,10 +300,10 @@ TEST_CASE("fire golden: normalised distances of the reference (identity MLP), no
   param(*pos, "mlp.1.bias").data().fill_(0.0);
   auto bias = [&](int64_t qi, int64_t kj, int64_t h, bool causal = true) {
     nn::AttnGeometry g{1, 1, qi, kj, causal};
-    Variable q(Tensor::zeros({1, 2, 1, 4}, DType::F64)), k(Tensor::zeros({1, 2, 1, 4}, DType::F64));
-    Tensor t = pos->score_terms(q, k, g).data();
-    REQUIRE(t.shape() == Shape{1, 2, 1, 1});
-    return t.to_vector<double>()[size_t(h)] * pos->score_scale(4);
+    // FIRE is an additive score bias [H, Lq, Lk] in logit units (added after scaling, times alpha)
+    Tensor t = pos->score_bias(g).data();
+    REQUIRE(t.shape() == Shape{2, 1, 1});
+    return t.to_vector<double>()[size_t(h)];
   };
   // reference examples (c = 0.1, L = 512): i = 600 -> 1.0, 0.8353, 0; i = 3, j = 0 -> 0.0663
   REQUIRE(bias(600, 0, 0) == Approx(std::log(61.0) / (std::log(61.0) + 1e-6)).epsilon(1e-12));
@@ -322,7 +322,7 @@ TEST_CASE("fire golden: normalised distances of the reference (identity MLP), no
   REQUIRE(bias(3, 0, 0) == Approx(std::log(1.3) / (std::log(26.6) + 1e-6)).epsilon(1e-12));
 }
 
-TEST_CASE("fire: the attention logit receives exactly the MLP output (score term pre-divided by the scale)",
+TEST_CASE("fire: the attention logit receives exactly the MLP output (a score bias added after the scaling)",
           "[positional][newrpe]") {
   auto s = make_attention("fire", {{"width", "8"}, {"init_L", "3.5"}}, 2, 8);
   auto pos = s.attn->position();
@@ -333,12 +333,14 @@ TEST_CASE("fire: the attention logit receives exactly the MLP output (score term
   auto w2 = param(*pos, "mlp.1.weight").data().to_vector<double>(),
        b2 = param(*pos, "mlp.1.bias").data().to_vector<double>();
   nn::AttnGeometry g{1, 1, 4, 1, true};
-  Variable q(Tensor::zeros({1, 2, 1, 4}, DType::F64)), k(Tensor::zeros({1, 2, 1, 4}, DType::F64));
-  auto t = pos->score_terms(q, k, g).data().to_vector<double>();
+  REQUIRE(!pos->score_terms(Variable(Tensor::zeros({1, 2, 1, 4}, DType::F64)),
+                            Variable(Tensor::zeros({1, 2, 1, 4}, DType::F64)), g)
+               .defined());
+  auto t = pos->score_bias(g).data().to_vector<double>();
   for (int64_t h = 0; h < 2; ++h) {
     double y = b2[size_t(h)];
     for (size_t u = 0; u < 8; ++u) y += w2[size_t(h) * 8 + u] * std::max(0.0, w1[u] * x + b1[u]);
-    REQUIRE(t[size_t(h)] * (1.0 / std::sqrt(4.0)) == Approx(y).epsilon(1e-12));
+    REQUIRE(t[size_t(h)] == Approx(y).epsilon(1e-12));
   }
 }
 

@@ -46,11 +46,11 @@ TEST_CASE("data: text vocabulary is the sorted set of UTF-8 characters; batches 
 TEST_CASE("data: bad text files are clear errors", "[data]") {
   auto c = cfg_for("decoder", "text", 8);
   c.data.path = "/nonexistent/x.txt";
-  REQUIRE_THROWS_WITH(train::make_dataset(c), Contains("/nonexistent/x.txt") && Contains("cannot be opened"));
+  REQUIRE_THROWS_WITH(train::make_dataset(c), Contains("/nonexistent/x.txt") && Contains("does not exist"));
   c.data.path = write_tmp("empty.txt", "");
   REQUIRE_THROWS_WITH(train::make_dataset(c), Contains("empty"));
   c.data.path = write_tmp("bad.txt", std::string(100, 'a') + "\xff\xfe" + std::string(100, 'b'));
-  REQUIRE_THROWS_WITH(train::make_dataset(c), Contains("invalid UTF-8 at byte 100"));
+  REQUIRE_THROWS_WITH(train::make_dataset(c), Contains("invalid UTF-8 at byte offset 100"));
   c.data.path = write_tmp("short.txt", "abc");
   REQUIRE_THROWS_WITH(train::make_dataset(c), Contains("too short"));
 }

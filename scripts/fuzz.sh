@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Build the libFuzzer targets (clang, ASan + UBSan) into build-fuzz/ and run each one on its
+# seed corpus for SECONDS seconds (default 60), or for RUNS executions when RUNS is set.
+#   scripts/fuzz.sh [SECONDS] [target ...]     e.g. scripts/fuzz.sh 10 fuzz_config
+# New inputs go to build-fuzz/corpus/<target>/ (the committed seeds in fuzz/corpus/ are read
+# only); crashes are written to build-fuzz/crashes/<target>/ and make the script fail.
+# Each target's last libFuzzer line (execution count) is printed at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-60}
+shift || true
+targets=("$@")
+[[ ${#targets[@]} -eq 0 ]] && targets=(fuzz_config fuzz_safetensors fuzz_trainer_state fuzz_text_data)
+dir=${RELPOS_FUZZ_BUILD_DIR:-build-fuzz}
+cxx=${CXX_FUZZ:-$(command -v clang++ || command -v clang++-14)}
+mkdir -p "$dir"
+cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" -DRELPOS_FUZZ=ON \
+  -DRELPOS_CUDA=OFF -DRELPOS_BUILD_TESTS=OFF -DRELPOS_NATIVE=OFF > "$dir/configure.log" 2>&1 ||
+  { cat "$dir/configure.log"; exit 1; }
+cmake --build "$dir" -j "${RELPOS_FUZZ_JOBS:-$(nproc)}" --target "${targets[@]}"
+status=0
+summary=()
+for t in "${targets[@]}"; do
+  mkdir -p "$dir/corpus/$t" "$dir/crashes/$t"
+  limit=(-max_total_time="$secs")
+  [[ -n "${RUNS:-}" ]] && limit=(-runs="$RUNS")
+  log="$dir/$t.log"
+  # rss_limit: a reader that allocates what a header claims is a finding, not an OOM kill.
+  if ! OMP_NUM_THREADS=1 "$dir/fuzz/$t" "${limit[@]}" -rss_limit_mb=2048 -max_len=65536 \
+      -artifact_prefix="$dir/crashes/$t/" "$dir/corpus/$t" "fuzz/corpus/$t" > "$log" 2>&1; then
+    status=1
+    echo "== $t: FAILED (see $log and $dir/crashes/$t/)"
+    tail -30 "$log"
+  fi
+  summary+=("$t: $(grep -E '^(#[0-9]+|Done)' "$log" | tail -1)")
+done
+printf '%s\n' "${summary[@]}"
+exit $status

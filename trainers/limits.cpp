@@ -1,0 +1,145 @@
+// trainers/limits.cpp — see limits.h.
+#include "trainers/limits.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/shape.h"
+#include "nn/positional/registry.h"
+
+namespace relpos::train {
+
+int64_t checked_size(std::initializer_list<std::pair<int64_t, const char*>> factors, const std::string& what) {
+  int64_t acc = 1;
+  bool ok = true;
+  for (const auto& [v, k] : factors) ok = ok && checked_mul(acc, v, acc);
+  if (ok) return acc;
+  std::string desc;
+  for (const auto& [v, k] : factors) desc += fmt::format("{}{} = {}", desc.empty() ? "" : " x ", k, v);
+  fail_config("{}: the size {} overflows a 64-bit integer; reduce these values", what, desc);
+}
+
+namespace {
+
+std::string human(int64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = double(b);
+  int u = 0;
+  while (v >= 1024 && u < 6) v /= 1024, ++u;
+  return fmt::format("{:.1f} {}", v, units[u]);
+}
+
+// Learnable scalars of the position encoding(s), counted from a built instance. The caps on
+// position parameters (nn/positional/params.cpp) keep that build small.
+int64_t position_parameters(const nn::ModelConfig& m, int64_t stacks) {
+  nn::PositionConfig pc = nn::position_config(m);
+  const bool share = m.position_shared.value_or(!nn::find_position_variant(m.position).per_layer);
+  pc.shared_across_layers = share;
+  Generator g(0);
+  nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, g);
+  int64_t n = 0;
+  for (const Variable& p : pos->parameters()) n += p.numel();
+  if (!share && !pos->is_absolute()) n = checked_size({{n, "position table size"}, {m.n_layers, "model.n_layers"},
+                                                       {stacks, "stacks"}}, "model.position");
+  return n;
+}
+
+}  // namespace
+
+std::string ResourceEstimate::str() const {
+  std::string parts;
+  for (const auto& t : terms) parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", t.what, human(t.bytes));
+  return fmt::format("{} ({})", human(total_bytes), parts);
+}
+
+ResourceEstimate estimate_resources(const Config& cfg, int64_t vocab, int64_t seq_len) {
+  const nn::ModelConfig& m = cfg.model;
+  const DataConfig& d = cfg.data;
+  const int64_t V = std::max<int64_t>(vocab > 0 ? vocab : m.vocab, 2);
+  const int64_t n = seq_len > 0 ? seq_len : d.seq_len;
+  // Longest sequence a layer sees: synthetic decoder inputs hold BOS x SEP y EOS.
+  const bool synthetic_dec = d.task != "text" && d.task != "patch_grid" && d.task != "graph" && m.kind == "decoder";
+  const int64_t L = synthetic_dec ? checked_size({{n, "data.seq_len"}, {2, "2"}}, "data.seq_len") + 4 : n + 2;
+  const int64_t B = d.batch_size, D = m.d_model, F = m.d_ff, H = m.n_heads;
+  const int64_t stacks = m.kind == "encoder_decoder" ? 2 : 1;
+  const int64_t layers = checked_size({{m.n_layers, "model.n_layers"}, {stacks, "stacks"}}, "model.n_layers");
+  const std::string model_keys = "model.d_model, model.d_ff, model.n_layers";
+
+  ResourceEstimate e;
+  // Parameters: embeddings + output head, per layer attention (4 D^2, + cross attention in
+  // the decoder of an encoder-decoder), MLP (2 D F), norms and biases; position tables.
+  const int64_t per_layer = checked_size({{D, "model.d_model"}, {D, "model.d_model"}, {4, "4"}}, "model.d_model") +
+                            checked_size({{D, "model.d_model"}, {F, "model.d_ff"}, {2, "2"}}, "model.d_ff") +
+                            checked_size({{D, "model.d_model"}, {16, "16"}}, "model.d_model") + F;
+  int64_t params = checked_size({{per_layer, "per-layer parameters"}, {layers, "model.n_layers"}}, "model");
+  if (m.kind == "encoder_decoder")
+    params += checked_size({{D, "model.d_model"}, {D, "model.d_model"}, {4, "4"}, {m.n_layers, "model.n_layers"}},
+                           "model");
+  params += checked_size({{V, "vocabulary"}, {D, "model.d_model"}, {2, "2"}}, "vocabulary x model.d_model");
+  params += position_parameters(m, stacks);
+  e.parameters = params;
+  const int64_t opt_copies = cfg.optim.name == "sgd" ? 1 : 2;  // momentum / Adam m and v
+  e.terms.push_back({"parameters + gradients", checked_size({{params, "parameters"}, {8, "bytes"}}, "model"),
+                     model_keys + ", model.position.*"});
+  e.terms.push_back({"optimizer state",
+                     checked_size({{params, "parameters"}, {4 * opt_copies, "bytes"}}, "optim.name"),
+                     model_keys + ", optim.name"});
+  // Activations kept for backward, per layer ~ B L (12 D + 3 F) floats.
+  const int64_t width = checked_size({{D, "model.d_model"}, {12, "12"}}, "model.d_model") +
+                        checked_size({{F, "model.d_ff"}, {3, "3"}}, "model.d_ff");
+  e.terms.push_back({"activations",
+                     checked_size({{B, "data.batch_size"}, {L, "data.seq_len"}, {width, "model.d_model/d_ff"},
+                                   {layers, "model.n_layers"}, {4, "bytes"}},
+                                  "activations"),
+                     "data.batch_size, data.seq_len, model.d_model, model.d_ff, model.n_layers"});
+  // Attention: scores, probabilities and score terms per layer (B H L^2 each), kept for
+  // backward, plus one layer's transient workspace; graph inputs add B L^2 int64 indices.
+  int64_t scores = checked_size({{B, "data.batch_size"}, {H, "model.n_heads"}, {L, "data.seq_len"},
+                                 {L, "data.seq_len"}, {4, "bytes"}},
+                                "attention scores [B, H, L, L]");
+  e.terms.push_back({"attention", checked_size({{scores, "B*H*L*L*4"}, {layers, "model.n_layers"}, {4, "copies"}},
+                                               "attention scores x model.n_layers") +
+                                      checked_size({{scores, "B*H*L*L*4"}, {2, "copies"}}, "attention"),
+                     "data.batch_size, model.n_heads, data.seq_len (squared), model.n_layers"});
+  if (d.task == "graph")
+    e.terms.push_back({"graph distances", checked_size({{B, "data.batch_size"}, {L, "data.seq_len"},
+                                                        {L, "data.seq_len"}, {8, "bytes"}}, "data.task graph"),
+                       "data.batch_size, data.seq_len (squared)"});
+  // Logits and their gradient (B L V, three copies through cross-entropy).
+  e.terms.push_back({"logits", checked_size({{B, "data.batch_size"}, {L, "data.seq_len"}, {V, "vocabulary"},
+                                             {12, "bytes"}}, "logits [B, L, V]"),
+                     "data.batch_size, data.seq_len, vocabulary (data.vocab_size or the text's characters)"});
+  int64_t total = 0;
+  for (const auto& t : e.terms)
+    if (!checked_add(total, t.bytes, total)) fail_config("the memory estimate overflows a 64-bit integer");
+  e.total_bytes = total;
+  return e;
+}
+
+int64_t available_memory_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("MemAvailable:", 0) != 0) continue;
+    std::istringstream ss(line.substr(13));
+    int64_t kb = 0;
+    if (ss >> kb && kb > 0 && kb < (int64_t(1) << 50)) return kb * 1024;
+  }
+  return 0;
+}
+
+void check_memory(const ResourceEstimate& e, bool ignore, const std::string& context) {
+  const int64_t avail = available_memory_bytes();
+  if (ignore || avail == 0 || e.total_bytes <= avail) return;
+  std::vector<MemoryTerm> t = e.terms;
+  std::sort(t.begin(), t.end(), [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
+  fail_config("{}: the config needs an estimated {} of memory but {} is available (MemAvailable); the largest part "
+              "is {} ({}), driven by {}; reduce those values or pass --ignore-memory-check",
+              context, human(e.total_bytes), human(avail), t[0].what, human(t[0].bytes), t[0].keys);
+}
+
+}  // namespace relpos::train
