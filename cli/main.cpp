@@ -75,8 +75,16 @@ void print_info() {
   fmt::print("BLAS:         {}\n", blas_description());
   fmt::print("BLAS library: {}\n", RELPOS_BLAS_LIBRARIES);
   fmt::print("CPU threads:  {} (OpenMP)\n", relpos::k::num_threads());
-  fmt::print("CUDA:         {}\n", relpos::cuda::built_with_cuda() ? "built" : "not built");
-  fmt::print("CUDA devices: {}\n", relpos::cuda::device_count());
+  fmt::print("CUDA:         {}\n", relpos::cuda::built_with_cuda()
+                                        ? fmt::format("built; {}; {}", relpos::cuda::runtime_version(),
+                                                      relpos::k::cuda_library_info())
+                                        : std::string("not built"));
+  const auto devs = relpos::cuda::devices();
+  fmt::print("CUDA devices: {}\n", devs.size());
+  for (const auto& d : devs)
+    fmt::print("  cuda:{}  {}  compute capability {}.{}, {} SMs, {:.1f} GiB ({:.1f} GiB free)\n", d.index, d.name,
+               d.cc_major, d.cc_minor, d.multiprocessors, double(d.total_memory) / double(1ull << 30),
+               double(d.free_memory) / double(1ull << 30));
 }
 
 struct UsageError : relpos::Error {

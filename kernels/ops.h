@@ -7,6 +7,7 @@
 // Shapes are in the comments.
 #pragma once
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/rng.h"
@@ -190,5 +191,7 @@ int num_threads();
 // Off by default, so CPU and GPU runs agree to float32 rounding; `train.allow_tf32`.
 void set_allow_tf32(bool allow);
 bool allow_tf32();
+// "cuBLAS 13.0.0" in a CUDA build (kernels/cuda/), "built without CUDA support" otherwise.
+std::string cuda_library_info();
 
 }  // namespace relpos::k

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Install the Debian packages relpos needs; does nothing when they are all present.
 #   scripts/install-deps.sh          build + test dependencies
-#   scripts/install-deps.sh --bench  also python3-torch (PyTorch reference for bench/ and tools/)
+#   scripts/install-deps.sh --fuzz   also clang-14 + libFuzzer runtime (scripts/fuzz.sh)
 set -euo pipefail
-pkgs=(cmake g++ make libopenblas-openmp-dev libyaml-cpp-dev libfmt-dev catch2 libcli11-dev nlohmann-json3-dev)
-[[ "${1:-}" == "--bench" ]] && pkgs+=(python3-torch python3-numpy)
+pkgs=(cmake g++ make libopenblas-openmp-dev libyaml-cpp-dev libfmt-dev catch2 libcli11-dev nlohmann-json3-dev
+      pkg-config python3-matplotlib python3-numpy python3-yaml python3-torch)
+# python3-matplotlib: relpos report (and its tests); python3-torch + yaml: the PyTorch loader test
+# (ctest torch_loader); pkg-config: scripts/test-install.sh's pkg-config consumer.
+[[ "${1:-}" == "--fuzz" ]] && pkgs+=(clang-14 libclang-rt-14-dev)
 
 missing=()
 for p in "${pkgs[@]}"; do

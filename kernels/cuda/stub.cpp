@@ -45,3 +45,7 @@ Tensor cross_entropy_backward(const Tensor&, const Tensor&, const Tensor&, const
 void adam_update(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const AdamStep&) { no_cuda("adam_update"); }
 
 }  // namespace relpos::k::cuda
+
+namespace relpos::k {
+std::string cuda_library_info() { return "built without CUDA support"; }
+}  // namespace relpos::k
