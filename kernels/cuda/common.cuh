@@ -1,11 +1,12 @@
 // kernels/cuda/common.cuh — shared device-side helpers of the CUDA backend: error checks,
 // launch configuration, strided indexing, deterministic block reductions and the dtype
-// switch. Included by kernels/cuda/*.cu only (C++17, no relpos C++20 headers).
+// switch. Included by kernels/cuda/*.cu only (no fmt, no Tensor: see launch.h).
 #pragma once
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 
 #include "kernels/cuda/launch.h"
 
@@ -17,9 +18,24 @@
     if (relpos_err_ != cudaSuccess)                                                          \
       ::relpos::k::cuda::dev::throw_error(op, #call, cudaGetErrorString(relpos_err_));       \
   } while (0)
-#define RELPOS_LAUNCH_CHECK(op) RELPOS_CUDA_CHECK(op, cudaGetLastError())
+// After a launch: a bad launch configuration fails here; with RELPOS_CUDA_SYNC=1 in the
+// environment the device is also synchronised, so a fault inside the kernel is reported
+// with the op's name instead of at the next, unrelated, synchronising call (debugging aid).
+#define RELPOS_LAUNCH_CHECK(op)                                                                   \
+  do {                                                                                            \
+    RELPOS_CUDA_CHECK(op, cudaGetLastError());                                                    \
+    if (::relpos::k::cuda::dev::sync_after_launch()) RELPOS_CUDA_CHECK(op, cudaDeviceSynchronize()); \
+  } while (0)
 
 namespace relpos::k::cuda::dev {
+
+inline bool sync_after_launch() {
+  static const bool on = [] {
+    const char* v = std::getenv("RELPOS_CUDA_SYNC");
+    return v != nullptr && v[0] != '\0' && v[0] != '0';
+  }();
+  return on;
+}
 
 constexpr int kThreads = 256;  // block size of every launch (a power of two: block_reduce needs it)
 

@@ -1,10 +1,12 @@
 // kernels/cuda/launch.h — the raw-pointer seam between the CUDA backend's host side
-// (kernels/cuda/*.cpp: validation, shapes, output allocation, C++20 relpos headers) and its
-// device side (kernels/cuda/*.cu: kernels + launchers, C++17, no fmt, no Tensor). nvcc 13's
-// front end cannot compile fmt's consteval format strings, so .cu files include only this
-// header, core/rng.h and CUDA headers. Every pointer is a device pointer to element 0 of a
-// tensor; strides are in elements. Launchers queue work on the default stream and throw
-// relpos::Error (through throw_error) when a launch or a cuBLAS call fails.
+// (kernels/cuda/*.cpp, compiled by g++: validation with the CPU's messages, shapes, output
+// allocation, Tensor) and its device side (kernels/cuda/*.cu, compiled by nvcc: kernels and
+// their launchers). nvcc 13's front end cannot compile fmt's consteval format strings, which
+// every relpos header reaches through core/error.h, so .cu files include only this header,
+// core/rng.h (the counter-based draw, host + device) and CUDA headers. Every pointer is a
+// device pointer to element 0 of a tensor; strides are in elements. Launchers queue work on
+// the default stream and throw relpos::Error (through throw_error) when a launch or a cuBLAS
+// call fails.
 #pragma once
 #include <cstdint>
 
