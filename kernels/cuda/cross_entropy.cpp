@@ -17,6 +17,9 @@ void check_ce_args(const Tensor& logits, const Tensor& target, const char* op) {
   RELPOS_CHECK(target.dim() == 1 && target.size(0) == logits.size(0),
                "{}: target {} must be [N] with N = {} (logits {})", op, shape_str(target.shape()), logits.size(0),
                shape_str(logits.shape()));
+}
+
+void check_ce_float(const Tensor& logits, const char* op) {  // after the target checks, as on the CPU
   RELPOS_CHECK(is_floating(logits.dtype()), "{}: expected a floating dtype (float32 or float64), got {}", op,
                dtype_name(logits.dtype()));
 }
@@ -36,6 +39,7 @@ CrossEntropyOut cross_entropy(const Tensor& logits_in, const Tensor& target, int
                  tg[size_t(n)], n, C);
     ++count;
   }
+  check_ce_float(logits, "cross_entropy");
   Tensor tc = target.contiguous();
   CrossEntropyOut out{Tensor(), empty_cuda({N}, logits.dtype()), count};
   Tensor per_row = empty_cuda({N}, logits.dtype());
@@ -70,6 +74,7 @@ Tensor cross_entropy_backward(const Tensor& g, const Tensor& logits_in, const Te
   for (int64_t n = 0; n < N; ++n)
     RELPOS_CHECK(tg[size_t(n)] == ignore_index || (tg[size_t(n)] >= 0 && tg[size_t(n)] < C),
                  "cross_entropy_backward: target {} at row {} out of range [0, {})", tg[size_t(n)], n, C);
+  check_ce_float(logits, "cross_entropy_backward");
   Tensor tc = target.contiguous(), gc = g.contiguous(), lc = lse.contiguous();
   Tensor dx = empty_cuda({N, C}, logits.dtype());
   dev::ce_backward(dt(logits.dtype()), dx.raw_data(), gc.raw_data(), int(reduction), count, logits.raw_data(),

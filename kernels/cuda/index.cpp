@@ -65,9 +65,9 @@ int64_t prod(const Shape& s, size_t begin, size_t end) {
 Tensor embedding(const Tensor& weight, const Tensor& idx) {
   check_index_tensor(idx, "embedding");
   RELPOS_CHECK(weight.dim() == 2, "embedding: weight must be [V, D], got {}", shape_str(weight.shape()));
-  check_float(weight, "embedding");
   const int64_t V = weight.size(0), D = weight.size(1);
   std::vector<int64_t> ids = checked_indices(idx, V, "embedding");
+  check_float(weight, "embedding");
   Shape out_shape = idx.shape();
   out_shape.push_back(D);
   Tensor out = empty_cuda(out_shape, weight.dtype());
@@ -94,8 +94,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& idx) {
   check_index_tensor(idx, "index_select");
   RELPOS_CHECK(idx.dim() == 1, "index_select: index must be 1-d, got {}", shape_str(idx.shape()));
   dim = wrap_existing_dim(dim, x.dim(), "index_select");
-  std::vector<int64_t> ids = checked_indices(idx, x.size(dim), "index_select");
-  check_float(x, "index_select");
+  std::vector<int64_t> ids = checked_indices(idx, x.size(dim), "index_select");  // any dtype, as on the CPU
   Shape out_shape = x.shape();
   out_shape[size_t(dim)] = int64_t(ids.size());
   Tensor out = empty_cuda(out_shape, x.dtype());

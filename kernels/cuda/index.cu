@@ -66,7 +66,7 @@ void index_select(DT t, void* out, const void* x, const int64_t* ids, int64_t pr
                   int64_t post) {
   const int64_t n = pre * m * post;
   if (n == 0) return;
-  visit_float(t, [&](auto tag) {
+  visit_all(t, [&](auto tag) {  // int64 too, as the CPU's copy-based index_select
     using T = decltype(tag);
     index_select_kernel<T><<<grid_for(n), kThreads>>>(static_cast<T*>(out), static_cast<const T*>(x), ids, pre, nsrc,
                                                       m, post);

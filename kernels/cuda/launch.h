@@ -84,7 +84,7 @@ void norm_backward_params(DT t, bool center, const void* gy, const void* x, cons
 // ---------------------------------------------------------------- index.cu
 // out [n, D] = w [V, D] rows ids[0..n) (ids already bounds-checked).
 void embedding(DT t, void* out, const void* w, const int64_t* ids, int64_t n, int64_t D);
-// x contiguous [pre, nsrc, post], ids [m] -> out [pre, m, post].
+// x contiguous [pre, nsrc, post], ids [m] -> out [pre, m, post] (any dtype).
 void index_select(DT t, void* out, const void* x, const int64_t* ids, int64_t pre, int64_t nsrc, int64_t m,
                   int64_t post);
 // Deterministic segmented sum (the scatter-adds): out [pre, nseg, post],

@@ -60,11 +60,11 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   Shape out_shape = batch;
   out_shape.push_back(M);
   out_shape.push_back(N);
-  RELPOS_CHECK(is_floating(a_in.dtype()), "matmul: expected a floating dtype (float32 or float64), got {}",
-               dtype_name(a_in.dtype()));
   if (K == 0) return zeros_cuda(out_shape, a_in.dtype());  // empty sum
   Tensor out = empty_cuda(out_shape, a_in.dtype());
   if (out.numel() == 0) return out;
+  RELPOS_CHECK(is_floating(a_in.dtype()), "matmul: expected a floating dtype (float32 or float64), got {}",
+               dtype_name(a_in.dtype()));
 
   Tensor a = a_in, b = b_in;
   dev::GemmOperand la{}, lb{};

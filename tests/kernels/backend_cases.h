@@ -481,6 +481,11 @@ inline void add_indexing(std::vector<OpCase>& cs) {
                   [dim, out](const std::vector<Tensor>& x, Device) { return std::vector<Tensor>{k::index_add(out, dim, x[1], x[0])}; }});
     cs.back().exact = true;
   }
+  cs.push_back({"index_select int64 x [5, 4] dim 1", "index_select",
+                {Input{{5, 4}, Layout::Transposed, Fill::Uniform, -20, 20}, idx({6}, 4)},
+                [](const std::vector<Tensor>& x, Device) { return std::vector<Tensor>{k::index_select(x[0], 1, x[1])}; }});
+  cs.back().dtypes = {DType::I64};
+  cs.back().exact = true;
   cs.push_back({"index_select transposed x", "index_select", {in({7, 5}, Layout::Transposed), idx({4}, 7)},
                 [](const std::vector<Tensor>& x, Device) { return std::vector<Tensor>{k::index_select(x[0], 0, x[1])}; }});
   cs.back().exact = true;
