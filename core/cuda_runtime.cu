@@ -3,6 +3,11 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "core/cuda_runtime.h"
 #include "core/error.h"
@@ -28,15 +33,106 @@ int device_count() {
 
 bool available() { return device_count() > 0; }
 
-void* malloc_device(size_t nbytes) {
+// ---------------------------------------------------------------- caching allocator
+// Training allocates the same shapes every step; cudaMalloc/cudaFree synchronise the device
+// and cost far more than a kernel. Freed blocks are kept per (device, rounded size) and
+// reused; all work is queued on the default stream, so a block handed out again is only
+// touched by work ordered after the work that used it before.
+namespace {
+
+size_t bucket(size_t n) {
+  if (n == 0) n = 1;
+  constexpr size_t kSmall = size_t(1) << 20;  // up to 1 MiB: 512-byte steps; above: 1 MiB steps
+  if (n <= kSmall) return (n + 511) / 512 * 512;
+  return (n + kSmall - 1) / kSmall * kSmall;
+}
+
+struct DeviceCache {
+  std::mutex mu;
+  std::map<std::pair<int, size_t>, std::vector<void*>> free;  // (device, bucket) -> blocks
+  std::unordered_map<void*, std::pair<int, size_t>> live;     // block -> (device, bucket)
+  size_t bytes = 0;                                           // cached (free) bytes
+};
+
+DeviceCache& device_cache() {
+  static DeviceCache* c = new DeviceCache;  // never destroyed: blocks may be freed during exit
+  return *c;
+}
+
+// Release every cached block (caller holds c.mu).
+void release_cached(DeviceCache& c) {
+  int cur = 0;
+  if (cudaGetDevice(&cur) != cudaSuccess) cur = 0;
+  for (auto& [key, blocks] : c.free) {
+    cudaSetDevice(key.first);
+    for (void* p : blocks) cudaFree(p);
+  }
+  cudaSetDevice(cur);
+  (void)cudaGetLastError();
+  c.free.clear();
+  c.bytes = 0;
+}
+
+}  // namespace
+
+void* malloc_device(size_t nbytes, bool zero) {
   RELPOS_CHECK(available(), "no CUDA device: cannot allocate {} bytes on cuda", nbytes);
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  const size_t sz = bucket(nbytes);
+  DeviceCache& c = device_cache();
   void* p = nullptr;
-  CUDA_CHECK(cudaMalloc(&p, nbytes == 0 ? 1 : nbytes));
-  CUDA_CHECK(cudaMemset(p, 0, nbytes));
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto it = c.free.find({dev, sz});
+    if (it != c.free.end() && !it->second.empty()) {
+      p = it->second.back();
+      it->second.pop_back();
+      c.bytes -= sz;
+    } else {
+      cudaError_t err = cudaMalloc(&p, sz);
+      if (err == cudaErrorMemoryAllocation) {  // give the cache back and try once more
+        (void)cudaGetLastError();
+        release_cached(c);
+        err = cudaMalloc(&p, sz);
+      }
+      if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        fail("CUDA error in cudaMalloc({} bytes): {}", sz, cudaGetErrorString(err));
+      }
+    }
+    c.live[p] = {dev, sz};
+  }
+  if (zero && nbytes > 0) CUDA_CHECK(cudaMemset(p, 0, nbytes));
   return p;
 }
 
-void free_device(void* p) { cudaFree(p); }
+void free_device(void* p, size_t) {
+  if (!p) return;
+  DeviceCache& c = device_cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  auto it = c.live.find(p);
+  if (it == c.live.end()) return;  // not ours (never happens); leaking beats a double free
+  c.free[it->second].push_back(p);
+  c.bytes += it->second.second;
+  c.live.erase(it);
+}
+
+void empty_cache() {
+  if (!available()) return;
+  DeviceCache& c = device_cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  release_cached(c);
+}
+
+size_t cached_bytes() {
+  DeviceCache& c = device_cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.bytes;
+}
+
+void memset_device(void* p, int byte, size_t n) { CUDA_CHECK(cudaMemset(p, byte, n)); }
+
 void copy_to_device(void* dst, const void* src, size_t n) {
   CUDA_CHECK(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice));
 }

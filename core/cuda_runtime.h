@@ -40,8 +40,15 @@ std::string runtime_version();      // "CUDA runtime 13.0, driver 13.0, cuBLAS 1
 bool built_with_cuda();
 int device_count();          // 0 when no driver/device (never throws)
 bool available();            // device_count() > 0
-void* malloc_device(size_t nbytes);  // zeroed
-void free_device(void* p);
+// Device memory comes from a caching allocator (cuda_runtime.cu): freed blocks are kept,
+// bucketed by rounded size, and handed out again; cudaMalloc only when no cached block fits
+// (after an out-of-memory, the cache is emptied and cudaMalloc retried). Blocks are 256-byte
+// aligned and uninitialised unless `zero`. free_device takes the size passed to malloc_device.
+void* malloc_device(size_t nbytes, bool zero = false);
+void free_device(void* p, size_t nbytes);
+void empty_cache();          // cudaFree every cached block (no-op without CUDA)
+size_t cached_bytes();       // bytes held in the cache, not in use
+void memset_device(void* p, int byte, size_t nbytes);
 void copy_to_device(void* dst, const void* src, size_t nbytes);
 void copy_to_host(void* dst, const void* src, size_t nbytes);
 void copy_device_to_device(void* dst, const void* src, size_t nbytes);

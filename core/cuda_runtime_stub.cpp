@@ -7,8 +7,11 @@ namespace relpos::cuda {
 bool built_with_cuda() { return false; }
 int device_count() { return 0; }
 bool available() { return false; }
-void* malloc_device(size_t) { fail("built without CUDA support (configure with -DRELPOS_CUDA=ON)"); }
-void free_device(void*) {}
+void* malloc_device(size_t, bool) { fail("built without CUDA support (configure with -DRELPOS_CUDA=ON)"); }
+void free_device(void*, size_t) {}
+void empty_cache() {}
+size_t cached_bytes() { return 0; }
+void memset_device(void*, int, size_t) { fail("built without CUDA support"); }
 void copy_to_device(void*, const void*, size_t) { fail("built without CUDA support"); }
 void copy_to_host(void*, const void*, size_t) { fail("built without CUDA support"); }
 void copy_device_to_device(void*, const void*, size_t) { fail("built without CUDA support"); }

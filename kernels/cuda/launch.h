@@ -1,0 +1,129 @@
+// kernels/cuda/launch.h — the raw-pointer seam between the CUDA backend's host side
+// (kernels/cuda/*.cpp, compiled by g++: validation with the CPU's messages, shapes, output
+// allocation, Tensor) and its device side (kernels/cuda/*.cu, compiled by nvcc: kernels and
+// their launchers). nvcc 13's front end cannot compile fmt's consteval format strings, which
+// every relpos header reaches through core/error.h, so .cu files include only this header,
+// core/rng.h (the counter-based draw, host + device) and CUDA headers. Every pointer is a
+// device pointer to element 0 of a tensor; strides are in elements. Launchers queue work on
+// the default stream and throw relpos::Error (through throw_error) when a launch or a cuBLAS
+// call fails.
+#pragma once
+#include <cstdint>
+
+namespace relpos::k::cuda::dev {
+
+constexpr int kMaxDims = 8;
+enum class DT : int { F32 = 0, F64 = 1, I64 = 2 };  // same order as relpos::DType (checked in common.cpp)
+
+struct Geom {  // the logical shape every operand of an elementwise launch is indexed by
+  int ndim = 0;
+  int64_t shape[kMaxDims] = {};
+};
+struct Strides {  // one operand's element strides over Geom (0 = broadcast)
+  int64_t s[kMaxDims] = {};
+};
+
+// Throws relpos::Error("<op>: CUDA error in <what>: <status>"). Defined in common.cpp.
+[[noreturn]] void throw_error(const char* op, const char* what, const char* status);
+
+// ---------------------------------------------------------------- info.cu
+void cublas_version(int* major, int* minor, int* patch);  // -1 where cuBLAS cannot say
+
+// ---------------------------------------------------------------- elementwise.cu
+// op codes: the integer value of k::Unary / k::Binary (the order is checked in elementwise.cpp).
+// out is contiguous over g; n = numel(g) > 0.
+void unary(int op, DT t, void* out, const void* x, const Strides& xs, const Geom& g, double p, double q);
+void unary_grad(int op, DT t, void* out, const void* gr, const Strides& gs, const void* x, const Strides& xs,
+                const Geom& g, double p, double q);
+// int64 Div sets *bad = 1 on division by zero or INT64_MIN / -1 (bad: one device int64).
+void binary(int op, DT t, void* out, const void* a, const Strides& as, const void* b, const Strides& bs,
+            const Geom& g, int64_t* bad);
+void where(DT ct, DT t, void* out, const void* c, const Strides& cs, const void* a, const Strides& as,
+           const void* b, const Strides& bs, const Geom& g);
+void add_inplace(DT t, void* dst, const Strides& ds, const void* src, const Strides& ss, const Geom& g,
+                 double alpha);
+void mul_inplace(DT t, void* dst, const Strides& ds, const Geom& g, double s);
+
+// ---------------------------------------------------------------- masking.cu
+// x, out: contiguous [rows, Lk], row r is query i = r % Lq.
+void causal_fill(DT t, void* out, const void* x, int64_t rows, int64_t Lq, int64_t Lk, int64_t q_offset,
+                 int64_t k_offset, double value);
+
+// ---------------------------------------------------------------- reduce.cu
+// x: contiguous [rows, R] -> out [rows]; op = int(k::Reduce). One block per row, float64
+// accumulation, fixed summation tree (deterministic).
+void reduce_rows(int op, DT t, void* out, const void* x, int64_t rows, int64_t R, int64_t correction);
+// x: contiguous [n] -> *out = sum x^2 in float64. partial: device scratch of
+// sum_squares_chunks(n) doubles. Fixed chunking and summation tree (deterministic).
+int64_t sum_squares_chunks(int64_t n);
+void sum_squares(DT t, double* out, const void* x, int64_t n, double* partial);
+
+// ---------------------------------------------------------------- matmul.cu
+struct GemmOperand {  // row-major view of one [rows, cols] matrix, as kernels/cpu/matmul.cpp describes it
+  const void* data;
+  bool trans;            // false: row-major (ld = row stride); true: column-major (ld = column stride)
+  int64_t ld;
+  int64_t batch_stride;  // elements between consecutive matrices of the batch (0 = broadcast)
+};
+// c[i] (row-major [M, N], ldc, c_stride apart) = a[i] [M, K] @ b[i] [K, N] for i < batch.
+void gemm(DT t, bool allow_tf32, int64_t M, int64_t N, int64_t K, const GemmOperand& a, const GemmOperand& b,
+          void* c, int64_t ldc, int64_t c_stride, int64_t batch);
+
+// ---------------------------------------------------------------- softmax.cu
+// a, b, out: contiguous [rows, n]. kind 0 softmax(a), 1 log_softmax(a),
+// 2 softmax_backward(y = a, gy = b), 3 log_softmax_backward(y = a, gy = b).
+void softmax_rows(int kind, DT t, void* out, const void* a, const void* b, int64_t rows, int64_t n);
+
+// ---------------------------------------------------------------- norm.cu
+// x, y, gy, dx: contiguous [rows, D]; mean, rstd: [rows]; w, b: [D] or null.
+void norm_forward(DT t, bool center, const void* x, const void* w, const void* b, void* y, void* mean,
+                  void* rstd, int64_t rows, int64_t D, double eps);
+void norm_backward_dx(DT t, bool center, const void* gy, const void* x, const void* mean, const void* rstd,
+                      const void* w, void* dx, int64_t rows, int64_t D);
+// dw, db: [D] or null; one thread per column, rows in order (deterministic, no atomics).
+void norm_backward_params(DT t, bool center, const void* gy, const void* x, const void* mean,
+                          const void* rstd, void* dw, void* db, int64_t rows, int64_t D);
+
+// ---------------------------------------------------------------- index.cu
+// out [n, D] = w [V, D] rows ids[0..n) (ids already bounds-checked).
+void embedding(DT t, void* out, const void* w, const int64_t* ids, int64_t n, int64_t D);
+// x contiguous [pre, nsrc, post], ids [m] -> out [pre, m, post] (any dtype).
+void index_select(DT t, void* out, const void* x, const int64_t* ids, int64_t pre, int64_t nsrc, int64_t m,
+                  int64_t post);
+// Deterministic segmented sum (the scatter-adds): out [pre, nseg, post],
+//   out[p, s, q] = sum_{k = seg_begin[s]}^{seg_begin[s+1]-1} src[p, perm[k], q]   (src: [pre, src_m, post])
+// summed in T in increasing k, one thread per output element — the order of the CPU loops.
+void segment_sum(DT t, void* out, const void* src, const int64_t* seg_begin, const int64_t* perm, int64_t pre,
+                 int64_t nseg, int64_t post, int64_t src_m);
+// out [idx shape] contiguous: out[e] = x[coords(e) with idx[e] at dim].
+void gather(DT t, void* out, const void* x, const Strides& xs, const int64_t* idx, const Strides& is,
+            const Geom& ig, int dim);
+
+// ---------------------------------------------------------------- toeplitz.cu
+// s, out: contiguous [B, H, Lq, Lk], bias: contiguous [H, Lq + Lk - 1].
+void toeplitz_add(DT t, void* out, const void* s, const void* bias, int64_t B, int64_t H, int64_t Lq, int64_t Lk);
+// out [H, Lq + Lk - 1]: one thread per (h, diagonal), b then i in order, float64 accumulation.
+void toeplitz_diag_sum(DT t, void* out, const void* ds, int64_t B, int64_t H, int64_t Lq, int64_t Lk);
+
+// ---------------------------------------------------------------- random.cu
+// out[i] = rng_uniform(seed, first + i) < p ? 0 : 1 / (1 - p)   (core/rng.h, as kernels/cpu/random.cpp)
+void dropout_mask(DT t, void* out, int64_t n, double p, uint64_t seed, uint64_t first);
+
+// ---------------------------------------------------------------- cross_entropy.cu
+// logits [N, C] contiguous, target [N] (validated) -> lse [N], per_row [N].
+void ce_forward(DT t, const void* logits, const int64_t* target, int64_t N, int64_t C, int64_t ignore_index,
+                void* lse, void* per_row);
+// loss (one element) = sum(per_row) / divisor  (divisor 1 for sum; 0 writes 0).
+void ce_reduce(DT t, void* loss, const void* per_row, int64_t N, double divisor);
+// reduction = int(k::Reduction); g: one element (mean/sum) or [N] (none).
+void ce_backward(DT t, void* dx, const void* g, int reduction, int64_t count, const void* logits, const void* lse,
+                 const int64_t* target, int64_t N, int64_t C, int64_t ignore_index);
+
+// ---------------------------------------------------------------- optim.cu
+struct AdamScalars {  // double values, rounded to T in the kernel exactly as kernels/cpu/optim.cpp rounds them
+  double decay, wd, b1, one_m_b1, b2, one_m_b2, sqrt_bc2, eps, neg_step;
+  bool has_wd, decoupled;
+};
+void adam_update(DT t, void* p, const void* g, void* m, void* v, int64_t n, const AdamScalars& s);
+
+}  // namespace relpos::k::cuda::dev

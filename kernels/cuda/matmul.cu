@@ -1,0 +1,85 @@
+// kernels/cuda/matmul.cu — GEMM through cuBLAS (strided batched, transpose flags). One
+// cuBLAS handle per device, created lazily. cuBLAS is column-major; a row-major product
+// C = A B is computed as C^T = B^T A^T, so the operands are passed swapped: a row-major
+// (NoTrans) operand read column-major is its transpose (CUBLAS_OP_N), a column-major
+// (transposed view) operand needs CUBLAS_OP_T. TF32 is used for float32 only when allowed.
+#include <cublas_v2.h>
+
+#include <climits>
+#include <mutex>
+
+#include "kernels/cuda/common.cuh"
+
+namespace relpos::k::cuda::dev {
+
+namespace {
+
+const char* cublas_status(cublasStatus_t s) {
+  switch (s) {
+    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    case CUBLAS_STATUS_LICENSE_ERROR: return "CUBLAS_STATUS_LICENSE_ERROR";
+  }
+  return "unknown cuBLAS status";
+}
+
+#define RELPOS_CUBLAS_CHECK(call)                                                   \
+  do {                                                                              \
+    cublasStatus_t relpos_st_ = (call);                                             \
+    if (relpos_st_ != CUBLAS_STATUS_SUCCESS) throw_error("matmul", #call, cublas_status(relpos_st_)); \
+  } while (0)
+
+constexpr int kMaxDevices = 64;
+
+cublasHandle_t handle() {
+  static std::mutex mu;
+  static cublasHandle_t handles[kMaxDevices] = {};
+  int dev = 0;
+  RELPOS_CUDA_CHECK("matmul", cudaGetDevice(&dev));
+  if (dev < 0 || dev >= kMaxDevices) throw_error("matmul", "cudaGetDevice", "device index out of range");
+  std::lock_guard<std::mutex> lock(mu);
+  if (!handles[dev]) RELPOS_CUBLAS_CHECK(cublasCreate(&handles[dev]));  // never destroyed: lives as long as the process
+  return handles[dev];
+}
+
+int as_int(int64_t v) {
+  if (v < 0 || v > INT_MAX) throw_error("matmul", "size check", "a dimension, leading dimension or batch exceeds INT_MAX");
+  return int(v);
+}
+
+}  // namespace
+
+void gemm(DT t, bool allow_tf32, int64_t M, int64_t N, int64_t K, const GemmOperand& a, const GemmOperand& b,
+          void* c, int64_t ldc, int64_t c_stride, int64_t batch) {
+  if (M == 0 || N == 0 || K == 0 || batch == 0) return;  // the host handles K == 0 (zeros)
+  cublasHandle_t h = handle();
+  const cublasOperation_t opa = a.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t opb = b.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+  // column-major: C^T [N, M] = op(B^T) [N, K] @ op(A^T) [K, M]
+  if (t == DT::F32) {
+    RELPOS_CUBLAS_CHECK(cublasSetMathMode(h, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    const float one = 1.0f, zero = 0.0f;
+    RELPOS_CUBLAS_CHECK(cublasSgemmStridedBatched(
+        h, opb, opa, as_int(N), as_int(M), as_int(K), &one, static_cast<const float*>(b.data), as_int(b.ld),
+        b.batch_stride, static_cast<const float*>(a.data), as_int(a.ld), a.batch_stride, &zero,
+        static_cast<float*>(c), as_int(ldc), c_stride, as_int(batch)));
+  } else if (t == DT::F64) {
+    RELPOS_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+    const double one = 1.0, zero = 0.0;
+    RELPOS_CUBLAS_CHECK(cublasDgemmStridedBatched(
+        h, opb, opa, as_int(N), as_int(M), as_int(K), &one, static_cast<const double*>(b.data), as_int(b.ld),
+        b.batch_stride, static_cast<const double*>(a.data), as_int(a.ld), a.batch_stride, &zero,
+        static_cast<double*>(c), as_int(ldc), c_stride, as_int(batch)));
+  } else {
+    throw_error("matmul", "dtype switch", "int64 matmul is not supported");
+  }
+}
+
+}  // namespace relpos::k::cuda::dev
