@@ -52,6 +52,7 @@ output: {dir: )" + dir + "}\n";
   REQUIRE(r.losses.size() == 6);
   for (double l : r.losses) CHECK(std::isfinite(l));
   // the same run without memory trains on other batches: another loss curve
+  std::filesystem::remove_all(dir + "_0");  // a new run refuses a non-empty output.dir
   train::Config c0 = train::parse_config(y, "test", {"model.mem_len=0", "output.dir=" + dir + "_0"});
   CHECK(train::train(c0).losses != r.losses);
   auto run = train::load_run(dir);
