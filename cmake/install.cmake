@@ -43,11 +43,11 @@ install(FILES ${PROJECT_BINARY_DIR}/relposConfig.cmake ${PROJECT_BINARY_DIR}/rel
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/relpos)
 
 # pkg-config (relpos.pc) for non-CMake builds: static libraries in link order plus their
-# dependencies (BLAS, CUDA runtime when built with CUDA).
+# dependencies (BLAS, cuBLAS and the CUDA runtime when built with CUDA).
 string(REPLACE ";" " " RELPOS_PC_LIBS "${BLAS_LIBRARIES}")
 set(RELPOS_PC_DEFINES "")
 if(RELPOS_CUDA)
-  string(APPEND RELPOS_PC_LIBS " ${CUDA_cudart_LIBRARY}")
+  string(APPEND RELPOS_PC_LIBS " ${CUDA_cublas_LIBRARY} ${CUDA_cudart_LIBRARY}")  # kernels/cuda uses cuBLAS
   set(RELPOS_PC_DEFINES "-DRELPOS_WITH_CUDA=1")
 endif()
 file(RELATIVE_PATH RELPOS_PC_UP "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")  # relocatable: prefix from the .pc's place
