@@ -81,7 +81,9 @@ class TransformerXL : public PositionEncoding {
     RELPOS_CHECK(g.causal, "position 'transformer_xl' is causal-only (distances qi - kj >= 0); got bidirectional "
                            "attention");
     const int64_t H = s_.n_heads, dh = s_.head_dim;
-    auto [lo, hi] = distance_range(g);
+    // Not a structured binding: clang < 16 cannot capture those in the lambdas below.
+    const std::pair<int64_t, int64_t> range = distance_range(g);
+    const int64_t lo = range.first, hi = range.second;
     const int64_t n = hi - lo + 1;
     // r: [n, D] @ [D, H*dh] -> [n, H, dh] -> [H, dh, n]
     Variable sin_table(cached("txl.sinusoids", {lo, n, int64_t(q.dtype())}, [&] { return sinusoids(lo, n).to(q.dtype()); }));

@@ -96,8 +96,10 @@ TEST_CASE("models: decoder decode_step token by token equals the full forward", 
 }
 
 TEST_CASE("models: full-model float64 gradcheck (decoder with T5, encoder-decoder with RoPE)", "[nn][models][gradcheck]") {
-  for (auto [kind, pos] : std::vector<std::pair<std::string, std::string>>{{"decoder", "t5"}, {"encoder_decoder", "rope"},
-                                                                             {"encoder", "alibi"}}) {
+  for (const auto& kp : std::vector<std::pair<std::string, std::string>>{{"decoder", "t5"}, {"encoder_decoder", "rope"},
+                                                                          {"encoder", "alibi"}}) {
+    const std::string& kind = kp.first;  // not a structured binding: clang < 16 cannot capture those
+    const std::string& pos = kp.second;
     auto cfg = tiny(kind, pos);
     cfg.n_layers = 1;
     cfg.bias_scale = {true, true, 0.5, true};
