@@ -1,4 +1,4 @@
-#include "autograd/grad_mode.h"
+#include "relpos/autograd/grad_mode.h"
 
 namespace relpos {
 

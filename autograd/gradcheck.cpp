@@ -1,12 +1,12 @@
-#include "autograd/gradcheck.h"
+#include "relpos/autograd/gradcheck.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <cmath>
 
-#include "autograd/grad_mode.h"
-#include "kernels/ops.h"
+#include "relpos/autograd/grad_mode.h"
+#include "relpos/kernels/ops.h"
 
 namespace relpos {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/variable.h"
+#include "relpos/autograd/variable.h"
 
 namespace relpos {
 

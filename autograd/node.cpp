@@ -1,9 +1,9 @@
-#include "autograd/node.h"
+#include "relpos/autograd/node.h"
 
 #include <atomic>
 
-#include "autograd/variable.h"
-#include "kernels/ops.h"
+#include "relpos/autograd/variable.h"
+#include "relpos/kernels/ops.h"
 
 namespace relpos {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.h"
+#include "relpos/core/tensor.h"
 
 namespace relpos {
 

@@ -1,6 +1,6 @@
-#include "autograd/variable.h"
+#include "relpos/autograd/variable.h"
 
-#include "autograd/engine.h"
+#include "relpos/autograd/engine.h"
 
 namespace relpos {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/node.h"
-#include "core/tensor.h"
+#include "relpos/autograd/node.h"
+#include "relpos/core/tensor.h"
 
 namespace relpos {
 

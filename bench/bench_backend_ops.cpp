@@ -9,9 +9,9 @@
 #include <cstring>
 #include <string>
 
-#include "core/cuda_runtime.h"
-#include "kernels/ops.h"
-#include "tests/kernels/backend_cases.h"
+#include "relpos/core/cuda_runtime.h"
+#include "relpos/kernels/ops.h"
+#include "../tests/kernels/backend_cases.h"
 
 using namespace relpos;
 

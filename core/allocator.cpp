@@ -1,11 +1,11 @@
-#include "core/allocator.h"
+#include "relpos/core/allocator.h"
 
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
 
-#include "core/error.h"
+#include "relpos/core/error.h"
 
 namespace relpos::cpu_allocator {
 

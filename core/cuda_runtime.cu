@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/cuda_runtime.h"
-#include "core/error.h"
+#include "relpos/core/cuda_runtime.h"
+#include "relpos/core/error.h"
 
 #define CUDA_CHECK(call)                                                                   \
   do {                                                                                     \

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.h"
+#include "relpos/core/dtype.h"
 
 namespace relpos::cuda {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/error.h"
+#include "relpos/core/error.h"
 
 namespace relpos {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/tensor.h"
+#include "relpos/core/tensor.h"
 
 namespace relpos {
 

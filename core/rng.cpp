@@ -1,4 +1,4 @@
-#include "core/rng.h"
+#include "relpos/core/rng.h"
 
 #include <cmath>
 #include <numbers>

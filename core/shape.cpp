@@ -1,9 +1,9 @@
-#include "core/shape.h"
+#include "relpos/core/shape.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "core/error.h"
+#include "relpos/core/error.h"
 
 namespace relpos {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/dtype.h"
+#include "relpos/core/dtype.h"
 
 namespace relpos {
 

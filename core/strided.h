@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/shape.h"
+#include "relpos/core/shape.h"
 
 namespace relpos {
 

@@ -4,7 +4,7 @@
 // backend's job, so a message is the same whichever device raised it.
 #include <array>
 
-#include "kernels/backend.h"
+#include "relpos/kernels/backend.h"
 
 namespace relpos::k {
 

@@ -1,11 +1,11 @@
-#include "nn/attention.h"
+#include "relpos/nn/attention.h"
 
 #include <cmath>
 #include <limits>
 
-#include "autograd/grad_mode.h"
-#include "autograd/ops.h"
-#include "nn/layers.h"
+#include "relpos/autograd/grad_mode.h"
+#include "relpos/autograd/ops.h"
+#include "relpos/nn/layers.h"
 
 namespace relpos::nn {
 

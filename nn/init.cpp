@@ -1,4 +1,4 @@
-#include "nn/init.h"
+#include "relpos/nn/init.h"
 
 #include <cmath>
 

@@ -1,9 +1,9 @@
-#include "nn/linear.h"
+#include "relpos/nn/linear.h"
 
 #include <cmath>
 
-#include "autograd/ops.h"
-#include "nn/init.h"
+#include "relpos/autograd/ops.h"
+#include "relpos/nn/init.h"
 
 namespace relpos::nn {
 

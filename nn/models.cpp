@@ -1,10 +1,10 @@
-#include "nn/models.h"
+#include "relpos/nn/models.h"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-#include "autograd/ops.h"
+#include "relpos/autograd/ops.h"
 
 namespace relpos::nn {
 

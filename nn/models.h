@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "nn/positional/registry.h"
-#include "nn/transformer.h"
+#include "relpos/nn/positional/registry.h"
+#include "relpos/nn/transformer.h"
 
 namespace relpos::nn {
 

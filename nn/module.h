@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/variable.h"
+#include "relpos/autograd/variable.h"
 
 namespace relpos::nn {
 

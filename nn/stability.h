@@ -10,7 +10,7 @@
 #pragma once
 #include <string>
 
-#include "autograd/variable.h"
+#include "relpos/autograd/variable.h"
 
 namespace relpos::nn {
 

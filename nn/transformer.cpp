@@ -1,7 +1,7 @@
-#include "nn/transformer.h"
+#include "relpos/nn/transformer.h"
 
-#include "autograd/ops.h"
-#include "nn/positional/registry.h"
+#include "relpos/autograd/ops.h"
+#include "relpos/nn/positional/registry.h"
 
 namespace relpos::nn {
 

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "autograd/gradcheck.h"
-#include "autograd/ops.h"
-#include "core/tensor.h"
+#include "relpos/autograd/gradcheck.h"
+#include "relpos/autograd/ops.h"
+#include "relpos/core/tensor.h"
 
 namespace relpos::test {
 

@@ -28,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-#include "trainers/safetensors.h"
+#include "relpos/trainers/safetensors.h"
 
 namespace relpos {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "nn/models.h"
+#include "relpos/nn/models.h"
 
 namespace relpos::train {
 

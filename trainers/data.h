@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "core/rng.h"
-#include "core/tensor.h"
-#include "trainers/config.h"
+#include "relpos/core/rng.h"
+#include "relpos/core/tensor.h"
+#include "relpos/trainers/config.h"
 
 namespace relpos::train {
 

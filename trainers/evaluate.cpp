@@ -2,13 +2,13 @@
 // computed with tensor ops and reduced over the batch on the tensor side; the host only reads
 // the final [L] vectors (per-position sums) once per batch, and builds the int64 window
 // inputs/targets from the token stream.
-#include "trainers/evaluate.h"
+#include "relpos/trainers/evaluate.h"
 
 #include <algorithm>
 
-#include "autograd/grad_mode.h"
-#include "kernels/ops.h"
-#include "trainers/segments.h"
+#include "relpos/autograd/grad_mode.h"
+#include "relpos/kernels/ops.h"
+#include "relpos/trainers/segments.h"
 
 namespace relpos::train {
 

@@ -1,5 +1,5 @@
 // trainers/file_io.cpp — see file_io.h.
-#include "trainers/file_io.h"
+#include "relpos/trainers/file_io.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/error.h"
+#include "relpos/core/error.h"
 
 namespace relpos {
 

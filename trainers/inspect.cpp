@@ -1,12 +1,12 @@
-#include "trainers/inspect.h"
+#include "relpos/trainers/inspect.h"
 
 #include <algorithm>
 
-#include "autograd/grad_mode.h"
-#include "autograd/ops.h"
-#include "nn/attention.h"
-#include "nn/positional/graph_spd.h"
-#include "nn/positional/registry.h"
+#include "relpos/autograd/grad_mode.h"
+#include "relpos/autograd/ops.h"
+#include "relpos/nn/attention.h"
+#include "relpos/nn/positional/graph_spd.h"
+#include "relpos/nn/positional/registry.h"
 
 namespace relpos::inspect {
 

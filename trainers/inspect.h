@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/gradcheck.h"
-#include "nn/positional/position_encoding.h"
+#include "relpos/autograd/gradcheck.h"
+#include "relpos/nn/positional/position_encoding.h"
 
 namespace relpos::inspect {
 

@@ -1,5 +1,5 @@
 // trainers/metrics.cpp — see metrics.h.
-#include "trainers/metrics.h"
+#include "relpos/trainers/metrics.h"
 
 #include <fmt/format.h>
 
@@ -10,8 +10,8 @@
 #include <unordered_map>
 #include <utility>
 
-#include "core/error.h"
-#include "trainers/file_io.h"
+#include "relpos/core/error.h"
+#include "relpos/trainers/file_io.h"
 
 namespace relpos {
 

@@ -2,7 +2,7 @@
 // nlohmann::ordered_json (insertion order, compact dump); the reader parses it with a
 // callback that catches duplicate keys (plain nlohmann keeps the last one silently) and
 // checks every number with overflow-safe arithmetic before anything is allocated.
-#include "trainers/safetensors.h"
+#include "relpos/trainers/safetensors.h"
 
 #include <fmt/format.h>
 
@@ -17,8 +17,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "core/error.h"
-#include "trainers/file_io.h"
+#include "relpos/core/error.h"
+#include "relpos/trainers/file_io.h"
 
 namespace relpos {
 

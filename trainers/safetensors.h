@@ -34,7 +34,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/tensor.h"
+#include "relpos/core/tensor.h"
 
 namespace relpos {
 

@@ -1,8 +1,8 @@
 // trainers/segments.cpp — see segments.h. The host builds int64 token batches from the
 // stream (as every text dataset does); no model tensor is touched here.
-#include "trainers/segments.h"
+#include "relpos/trainers/segments.h"
 
-#include "core/error.h"
+#include "relpos/core/error.h"
 
 namespace relpos::train {
 

@@ -7,8 +7,8 @@
 #pragma once
 #include <vector>
 
-#include "core/rng.h"
-#include "trainers/data.h"
+#include "relpos/core/rng.h"
+#include "relpos/trainers/data.h"
 
 namespace relpos::train {
 

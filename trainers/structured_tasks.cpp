@@ -8,8 +8,8 @@
 //               shortest-path distance to node 0, as symbol min(d, V - 2), or symbol V - 1 when
 //               unreachable. The batch carries the [B, L, L] shortest-path distances
 //               (position_index) that graph_spd reads.
-#include "nn/positional/graph_spd.h"
-#include "trainers/data.h"
+#include "relpos/nn/positional/graph_spd.h"
+#include "relpos/trainers/data.h"
 
 namespace relpos::train {
 

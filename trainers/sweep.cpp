@@ -1,6 +1,6 @@
 // trainers/sweep.cpp — the sweep runner (see sweep.h): spec parsing, the point list,
 // skip/resume bookkeeping in sweep.jsonl, N points at once on split threads.
-#include "trainers/sweep.h"
+#include "relpos/trainers/sweep.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -15,10 +15,10 @@
 #include <sstream>
 #include <thread>
 
-#include "kernels/ops.h"
-#include "trainers/checkpoint.h"
-#include "trainers/evaluate.h"
-#include "trainers/trainer.h"
+#include "relpos/kernels/ops.h"
+#include "relpos/trainers/checkpoint.h"
+#include "relpos/trainers/evaluate.h"
+#include "relpos/trainers/trainer.h"
 
 namespace fs = std::filesystem;
 

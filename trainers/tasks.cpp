@@ -17,7 +17,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "trainers/data.h"
+#include "relpos/trainers/data.h"
 
 namespace relpos::train {
 

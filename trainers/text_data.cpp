@@ -14,8 +14,8 @@
 #include <map>
 #include <unordered_set>
 
-#include "trainers/data.h"
-#include "trainers/file_io.h"
+#include "relpos/trainers/data.h"
+#include "relpos/trainers/file_io.h"
 
 namespace relpos::train {
 

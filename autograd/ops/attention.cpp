@@ -2,8 +2,8 @@
 // bias (kernels/cpu/attention.cpp), forward and backward side by side:
 //   forward:  O = softmax(scale q k^T + T[h, j - i + Lq - 1], causal/padding masks) v
 //   backward: dq, dk, dv, dT from the saved O and row logsumexp (scores recomputed)
-#include "autograd/function.h"
-#include "autograd/ops.h"
+#include "relpos/autograd/function.h"
+#include "relpos/autograd/ops.h"
 
 namespace relpos {
 

@@ -22,8 +22,8 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/backend.h"
-#include "kernels/cpu/fast_math.h"
+#include "relpos/kernels/backend.h"
+#include "relpos/kernels/cpu/fast_math.h"
 
 namespace relpos::k::cpu {
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/backend.h"
+#include "relpos/kernels/backend.h"
 
 namespace relpos::k::cpu {
 

@@ -7,8 +7,8 @@
 #include <numbers>
 #include <type_traits>
 
-#include "core/strided.h"
-#include "kernels/backend.h"
+#include "relpos/core/strided.h"
+#include "relpos/kernels/backend.h"
 
 namespace relpos::k::cpu {
 

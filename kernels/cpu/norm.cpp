@@ -7,7 +7,7 @@
 // dw = sum_rows gy * xhat, db = sum_rows gy — reduced per column (no atomics).
 #include <cmath>
 
-#include "kernels/backend.h"
+#include "relpos/kernels/backend.h"
 
 namespace relpos::k::cpu {
 

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/backend.h"
+#include "relpos/kernels/backend.h"
 
 namespace relpos::k::cpu {
 

@@ -11,7 +11,7 @@
 #pragma once
 #include <vector>
 
-#include "autograd/variable.h"
+#include "relpos/autograd/variable.h"
 
 namespace relpos::nn::optim {
 

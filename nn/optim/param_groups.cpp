@@ -1,4 +1,4 @@
-#include "nn/optim/param_groups.h"
+#include "relpos/nn/optim/param_groups.h"
 
 #include <algorithm>
 #include <cmath>

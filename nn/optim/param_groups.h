@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/variable.h"
-#include "nn/module.h"
+#include "relpos/autograd/variable.h"
+#include "relpos/nn/module.h"
 
 namespace relpos::nn::optim {
 

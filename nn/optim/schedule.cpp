@@ -1,10 +1,10 @@
-#include "nn/optim/schedule.h"
+#include "relpos/nn/optim/schedule.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numbers>
 
-#include "core/error.h"
+#include "relpos/core/error.h"
 
 namespace relpos::nn::optim {
 

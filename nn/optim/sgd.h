@@ -3,7 +3,7 @@
 #pragma once
 #include <vector>
 
-#include "autograd/variable.h"
+#include "relpos/autograd/variable.h"
 
 namespace relpos::nn::optim {
 

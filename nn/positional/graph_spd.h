@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/tensor.h"
+#include "relpos/core/tensor.h"
 
 namespace relpos::nn {
 

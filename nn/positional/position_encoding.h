@@ -28,9 +28,9 @@
 #include <utility>
 #include <vector>
 
-#include "core/rng.h"
-#include "nn/module.h"
-#include "nn/positional/params.h"
+#include "relpos/core/rng.h"
+#include "relpos/nn/module.h"
+#include "relpos/nn/positional/params.h"
 
 namespace relpos::nn {
 

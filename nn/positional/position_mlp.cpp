@@ -1,10 +1,10 @@
-#include "nn/positional/position_mlp.h"
+#include "relpos/nn/positional/position_mlp.h"
 
 #include <cmath>
 #include <string>
 
-#include "autograd/ops.h"
-#include "nn/init.h"
+#include "relpos/autograd/ops.h"
+#include "relpos/nn/init.h"
 
 namespace relpos::nn {
 

@@ -7,7 +7,7 @@
 #pragma once
 #include <cmath>
 
-#include "autograd/ops.h"
+#include "relpos/autograd/ops.h"
 
 namespace relpos::nn {
 

@@ -1,10 +1,10 @@
 // nn/positional/registry.cpp — the list of position encodings. One line per variant.
-#include "nn/positional/registry.h"
+#include "relpos/nn/positional/registry.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "nn/positional/params.h"
+#include "relpos/nn/positional/params.h"
 
 namespace relpos::nn {
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "core/rng.h"
-#include "nn/positional/position_encoding.h"
+#include "relpos/core/rng.h"
+#include "relpos/nn/positional/position_encoding.h"
 
 namespace relpos::nn {
 

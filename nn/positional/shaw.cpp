@@ -10,10 +10,10 @@
 // Parameters: k_max (16).
 #include <algorithm>
 
-#include "autograd/ops.h"
-#include "core/rng.h"
-#include "nn/init.h"
-#include "nn/positional/position_encoding.h"
+#include "relpos/autograd/ops.h"
+#include "relpos/core/rng.h"
+#include "relpos/nn/init.h"
+#include "relpos/nn/positional/position_encoding.h"
 
 namespace relpos::nn {
 

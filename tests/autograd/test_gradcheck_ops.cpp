@@ -10,9 +10,9 @@
 #include <limits>
 #include <vector>
 
-#include "autograd/function.h"
-#include "autograd/ops.h"
-#include "tests/helpers.h"
+#include "relpos/autograd/function.h"
+#include "relpos/autograd/ops.h"
+#include "../helpers.h"
 
 using namespace relpos;
 using relpos::test::rand_var;

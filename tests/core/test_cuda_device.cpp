@@ -2,8 +2,8 @@
 // without one; the no-GPU behaviour is tested everywhere.
 #include <catch2/catch.hpp>
 
-#include "core/cuda_runtime.h"
-#include "core/tensor.h"
+#include "relpos/core/cuda_runtime.h"
+#include "relpos/core/tensor.h"
 
 using namespace relpos;
 using Catch::Contains;

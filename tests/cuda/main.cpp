@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 
-#include "core/cuda_runtime.h"
+#include "relpos/core/cuda_runtime.h"
 
 int main(int argc, char** argv) {
   if (!relpos::cuda::available()) {

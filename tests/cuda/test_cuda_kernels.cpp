@@ -7,8 +7,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/cuda_runtime.h"
-#include "kernels/ops.h"
+#include "relpos/core/cuda_runtime.h"
+#include "relpos/kernels/ops.h"
 #include "../kernels/backend_cases.h"
 
 using namespace relpos;

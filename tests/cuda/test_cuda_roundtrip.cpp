@@ -2,7 +2,7 @@
 // machine has no CUDA device (see tests/cuda/main.cpp).
 #include <catch2/catch.hpp>
 
-#include "core/tensor.h"
+#include "relpos/core/tensor.h"
 
 using namespace relpos;
 

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "autograd/ops.h"
-#include "core/tensor.h"
-#include "kernels/ops.h"
+#include "relpos/autograd/ops.h"
+#include "relpos/core/tensor.h"
+#include "relpos/kernels/ops.h"
 
 namespace relpos::cases {
 

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <set>
 
-#include "core/cuda_runtime.h"
+#include "relpos/core/cuda_runtime.h"
 #include "../helpers.h"
 #include "backend_cases.h"
 

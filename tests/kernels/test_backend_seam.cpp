@@ -9,10 +9,10 @@
 #include <limits>
 #include <vector>
 
-#include "autograd/ops.h"
-#include "kernels/ops.h"
-#include "nn/positional/registry.h"
-#include "tests/helpers.h"
+#include "relpos/autograd/ops.h"
+#include "relpos/kernels/ops.h"
+#include "relpos/nn/positional/registry.h"
+#include "../helpers.h"
 
 using namespace relpos;
 

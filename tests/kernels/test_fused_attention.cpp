@@ -7,11 +7,11 @@
 #include <cmath>
 #include <limits>
 
-#include "autograd/ops.h"
-#include "kernels/ops.h"
-#include "nn/attention.h"
-#include "nn/positional/registry.h"
-#include "tests/helpers.h"
+#include "relpos/autograd/ops.h"
+#include "relpos/kernels/ops.h"
+#include "relpos/nn/attention.h"
+#include "relpos/nn/positional/registry.h"
+#include "../helpers.h"
 
 using namespace relpos;
 using test::rand_var;

@@ -5,9 +5,9 @@
 // gradcheck over inputs, the FIRE parameters and alpha passes.
 #include <catch2/catch.hpp>
 
-#include "autograd/grad_mode.h"
-#include "tests/helpers.h"
-#include "tests/nn/attention_fixture.h"
+#include "relpos/autograd/grad_mode.h"
+#include "../helpers.h"
+#include "../nn/attention_fixture.h"
 
 using namespace relpos;
 

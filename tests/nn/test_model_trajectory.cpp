@@ -21,10 +21,10 @@
 #include <set>
 #include <string>
 
-#include "autograd/ops.h"
-#include "nn/models.h"
-#include "nn/optim/adam.h"
-#include "trainers/safetensors.h"
+#include "relpos/autograd/ops.h"
+#include "relpos/nn/models.h"
+#include "relpos/nn/optim/adam.h"
+#include "relpos/trainers/safetensors.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;

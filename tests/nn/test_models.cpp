@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "../helpers.h"
-#include "nn/models.h"
+#include "relpos/nn/models.h"
 
 using namespace relpos;
 using Catch::Contains;

@@ -13,13 +13,13 @@
 #include <limits>
 #include <sstream>
 
-#include "autograd/ops.h"
-#include "core/error.h"
-#include "nn/linear.h"
-#include "nn/optim/adam.h"
-#include "trainers/checkpoint.h"
-#include "trainers/metrics.h"
-#include "trainers/safetensors.h"
+#include "relpos/autograd/ops.h"
+#include "relpos/core/error.h"
+#include "relpos/nn/linear.h"
+#include "relpos/nn/optim/adam.h"
+#include "relpos/trainers/checkpoint.h"
+#include "relpos/trainers/metrics.h"
+#include "relpos/trainers/safetensors.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;

@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "trainers/config.h"
+#include "relpos/trainers/config.h"
 
 using namespace relpos;
 using Catch::Contains;

@@ -3,7 +3,7 @@
 
 #include <fstream>
 
-#include "trainers/data.h"
+#include "relpos/trainers/data.h"
 
 using namespace relpos;
 using Catch::Contains;

@@ -3,8 +3,8 @@
 
 #include <filesystem>
 
-#include "core/cuda_runtime.h"
-#include "trainers/trainer.h"
+#include "relpos/core/cuda_runtime.h"
+#include "relpos/trainers/trainer.h"
 
 using namespace relpos;
 using Catch::Contains;

@@ -6,10 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/trainers/hostile_helpers.h"
-#include "trainers/config.h"
-#include "trainers/data.h"
-#include "trainers/file_io.h"
+#include "../trainers/hostile_helpers.h"
+#include "relpos/trainers/config.h"
+#include "relpos/trainers/data.h"
+#include "relpos/trainers/file_io.h"
 
 using namespace relpos::hostile;
 using Catch::Contains;

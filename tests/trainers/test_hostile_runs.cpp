@@ -10,9 +10,9 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "tests/trainers/hostile_helpers.h"
-#include "trainers/checkpoint.h"
-#include "trainers/trainer.h"
+#include "../trainers/hostile_helpers.h"
+#include "relpos/trainers/checkpoint.h"
+#include "relpos/trainers/trainer.h"
 
 using namespace relpos;
 using namespace relpos::hostile;

@@ -5,8 +5,8 @@
 
 #include <cmath>
 
-#include "trainers/inspect_run.h"
-#include "trainers/trainer.h"
+#include "relpos/trainers/inspect_run.h"
+#include "relpos/trainers/trainer.h"
 
 using namespace relpos;
 

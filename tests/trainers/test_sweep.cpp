@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "trainers/sweep.h"
+#include "relpos/trainers/sweep.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <limits>
 
-#include "trainers/checkpoint.h"
-#include "trainers/trainer.h"
+#include "relpos/trainers/checkpoint.h"
+#include "relpos/trainers/trainer.h"
 
 using namespace relpos;
 using Catch::Contains;
