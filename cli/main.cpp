@@ -33,21 +33,25 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "core/cuda_runtime.h"
-#include "nn/positional/param_docs.h"
+#include "relpos/core/cuda_runtime.h"
+#include "relpos/nn/positional/param_docs.h"
 #include "relpos/version.h"
 #include "relpos_build_info.h"
-#include "core/error.h"
-#include "kernels/ops.h"
-#include "nn/positional/registry.h"
-#include "trainers/data.h"
-#include "trainers/demo.h"
-#include "trainers/evaluate.h"
-#include "trainers/inspect_run.h"
-#include "trainers/sweep.h"
-#include "trainers/limits.h"
-#include "trainers/inspect.h"
-#include "trainers/trainer.h"
+#include "relpos/core/error.h"
+#include "relpos/kernels/ops.h"
+#include "relpos/nn/positional/registry.h"
+#include "relpos/trainers/data.h"
+#include "relpos/trainers/demo.h"
+#include "relpos/trainers/evaluate.h"
+#include "relpos/trainers/inspect_run.h"
+#include "relpos/trainers/sweep.h"
+#include "relpos/trainers/comm.h"
+#ifdef RELPOS_WITH_MPI
+#include "relpos/trainers/mpi/comm_mpi.h"
+#endif
+#include "relpos/trainers/limits.h"
+#include "relpos/trainers/inspect.h"
+#include "relpos/trainers/trainer.h"
 
 namespace {
 
@@ -79,6 +83,11 @@ void print_info() {
                                         ? fmt::format("built; {}; {}", relpos::cuda::runtime_version(),
                                                       relpos::k::cuda_library_info())
                                         : std::string("not built"));
+#ifdef RELPOS_WITH_MPI
+  fmt::print("MPI:          built; {} (data-parallel: mpirun -np N relpos train)\n", relpos::train::mpi_library_version());
+#else
+  fmt::print("MPI:          built without (RELPOS_MPI=OFF)\n");
+#endif
   const auto devs = relpos::cuda::devices();
   fmt::print("CUDA devices: {}\n", devs.size());
   for (const auto& d : devs)
@@ -277,6 +286,18 @@ int run_report(const std::string& dir, const std::string& out) {
   return 0;
 }
 
+// The communicator of a data-parallel `relpos train` (null otherwise).
+std::unique_ptr<relpos::train::Communicator> g_comm;
+
+// Prints "<kind>: <what>" and returns the exit status; in a data-parallel run the message
+// names the rank and the whole job stops with that status (no rank is left waiting).
+int report_error(int code, const char* kind, const std::string& what) {
+  if (g_comm && g_comm->size() > 1)
+    g_comm->abort(code, fmt::format("{} (rank {} of {}): {}", kind, g_comm->rank(), g_comm->size(), what));
+  fmt::print(stderr, "{}: {}\n", kind, what);
+  return code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -354,7 +375,7 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--resume", resume_dir, "continue from a run directory (latest checkpoint) or a checkpoint; "
                         "the run continues in that directory");
   train_cmd->add_flag("--overwrite", overwrite, "replace the run files (checkpoints, metrics, config.yaml) of a non-empty output.dir");
-  train_cmd->add_flag("--ignore-memory-check", ignore_memory, "train even when the memory estimate exceeds MemAvailable");
+  train_cmd->add_flag("--ignore-memory-check", ignore_memory, "train even when the memory estimate exceeds the available memory (MemAvailable, cgroup limits)");
 
   std::string validate_config;
   auto* validate_cmd = app.add_subcommand("validate", "check a config (and its --set overrides) without training");
@@ -390,7 +411,7 @@ int main(int argc, char** argv) {
                      ->check(CLI::IsMember({"none", "linear", "ntk", "yarn"}));
   eval_cmd->add_option("--rope-factor", rope_factor, "RoPE scaling factor (e.g. eval length / train length)")
       ->check(CLI::PositiveNumber)->needs(rs_opt);
-  eval_cmd->add_flag("--ignore-memory-check", ignore_memory, "evaluate even when the memory estimate exceeds MemAvailable");
+  eval_cmd->add_flag("--ignore-memory-check", ignore_memory, "evaluate even when the memory estimate exceeds the available memory (MemAvailable, cgroup limits)");
   eval_cmd->add_flag("--json", eval_json, "print JSON");
 
   std::string sweep_spec;
@@ -453,8 +474,19 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*train_cmd) {
+      // Started by mpirun (or srun with PMI): one rank of a data-parallel run.
+      if (const int n = relpos::train::launcher_world_size(); n > 1) {
+#ifdef RELPOS_WITH_MPI
+        g_comm = relpos::train::make_mpi_communicator();
+#else
+        throw relpos::ConfigError(fmt::format(
+            "started by an MPI launcher with {} processes, but this relpos was built without MPI; install "
+            "libopenmpi-dev (scripts/install-deps.sh) and rebuild (CMake option RELPOS_MPI)", n));
+#endif
+      }
       relpos::train::Config c = relpos::train::load_config(train_config, sets);
       relpos::train::TrainOptions to;
+      to.comm = g_comm.get();
       if (!resume_dir.empty()) to.resume = resume_dir;
       to.overwrite = overwrite;
       to.ignore_memory_check = ignore_memory;
@@ -465,6 +497,7 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
       };
       relpos::train::TrainResult r = relpos::train::train(c, to);
+      if (g_comm && g_comm->rank() != 0) return 0;  // rank 0 reports and samples
       fmt::print("done: {} steps in {:.1f} s; final train loss {:.4f}, val loss {:.4f}{}; run in {}\n", r.steps_done,
                  r.seconds, r.final_train_loss, r.final_val_loss,
                  r.skipped_steps ? fmt::format(" ({} steps skipped)", r.skipped_steps) : "", r.run_dir);
@@ -575,20 +608,15 @@ int main(int argc, char** argv) {
       return 0;
     }
   } catch (const UsageError& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return 2;
+    return report_error(2, "error", e.what());
   } catch (const relpos::ConfigError& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return 2;
+    return report_error(2, "error", e.what());
   } catch (const relpos::Error& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return 1;
+    return report_error(1, "error", e.what());
   } catch (const std::bad_alloc&) {
-    fmt::print(stderr, "error: out of memory (an allocation failed); reduce the sizes in the config or free memory\n");
-    return 1;
+    return report_error(1, "error", "out of memory (an allocation failed); reduce the sizes in the config or free memory");
   } catch (const std::exception& e) {
-    fmt::print(stderr, "internal error: {}\n", e.what());
-    return 1;
+    return report_error(1, "internal error", e.what());
   }
   return 0;
 }

@@ -45,14 +45,25 @@ class Generator {
   void set_state(GeneratorState s) { state_ = s; }
   void manual_seed(uint64_t seed) { state_ = {seed, 0}; }
   // Reserve n draws for a kernel that computes them itself: returns the first counter.
+  // Sharded (set_shard), the n draws are this rank's share of one tensor `world` times larger
+  // along its leading axis: the first counter is offset + rank * n and the stream moves on by
+  // world * n, so the ranks of a data-parallel run together draw exactly what one process
+  // drawing the whole batch would (dropout masks included).
   uint64_t advance(uint64_t n) {
-    uint64_t first = state_.offset;
-    state_.offset += n;
+    uint64_t first = state_.offset + shard_rank_ * n;
+    state_.offset += shard_world_ * n;
     return first;
+  }
+  // This generator feeds rank `rank` of `world` data-parallel processes (not part of the
+  // saved state: a checkpoint holds the stream position of the whole batch).
+  void set_shard(uint64_t rank, uint64_t world) {
+    shard_rank_ = rank;
+    shard_world_ = world;
   }
 
  private:
   GeneratorState state_;
+  uint64_t shard_rank_ = 0, shard_world_ = 1;
 };
 
 // The process-wide default generator (used when an op is not handed one).

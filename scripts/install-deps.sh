@@ -4,9 +4,11 @@
 #   scripts/install-deps.sh --fuzz   also clang-14 + libFuzzer runtime (scripts/fuzz.sh)
 set -euo pipefail
 pkgs=(cmake g++ make libopenblas-openmp-dev libyaml-cpp-dev libfmt-dev catch2 libcli11-dev nlohmann-json3-dev
-      pkg-config python3-matplotlib python3-numpy python3-yaml python3-torch)
+      pkg-config python3-matplotlib python3-numpy python3-yaml python3-torch
+      openmpi-bin libopenmpi-dev)
 # python3-matplotlib: relpos report (and its tests); python3-torch + yaml: the PyTorch loader test
-# (ctest torch_loader); pkg-config: scripts/test-install.sh's pkg-config consumer.
+# (ctest torch_loader); pkg-config: scripts/test-install.sh's pkg-config consumer;
+# openmpi-bin, libopenmpi-dev: data-parallel training (mpirun -np N relpos train) and its ctest checks.
 [[ "${1:-}" == "--fuzz" ]] && pkgs+=(clang-14 libclang-rt-14-dev)
 
 missing=()

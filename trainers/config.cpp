@@ -356,8 +356,10 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
     c.train.threads = t.get_int("threads", 0, 0, 1024);
     c.train.allow_tf32 = t.get<bool>("allow_tf32", false, "true or false");
     c.train.nan_policy = t.get_choice("nan_policy", "abort", {"abort", "skip"});
+    c.train.check_every = t.get_int("check_every", 100, 0, kMaxRepeat);
+    c.train.dist_timeout = t.get_double("dist_timeout", 300.0, 0.0, 1e6, /*lo_open=*/true);
     t.finish({"steps", "grad_accum", "eval_every", "eval_batches", "log_every", "checkpoint_every", "keep_last",
-              "seed", "device", "allow_tf32", "threads", "nan_policy"});
+              "seed", "device", "allow_tf32", "threads", "nan_policy", "check_every", "dist_timeout"});
     if (c.optim.warmup >= c.train.steps && c.optim.schedule != "constant")
       fail_config("{}: optim.warmup ({}) must be smaller than train.steps ({})", source, c.optim.warmup, c.train.steps);
   }

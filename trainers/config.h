@@ -51,6 +51,11 @@ struct TrainLoopConfig {
   bool allow_tf32 = false;       // cuda: TF32 tensor cores for float32 GEMMs
   int64_t threads = 0;           // 0 = OMP_NUM_THREADS / all cores
   std::string nan_policy = "abort";  // abort | skip
+  // Data-parallel runs (mpirun -np N relpos train): parameter checksum across ranks every
+  // check_every steps (0 = only at the start), and how long a rank waits for the others at a
+  // step before the job stops naming the missing ranks.
+  int64_t check_every = 100;
+  double dist_timeout = 300.0;   // seconds
 };
 
 struct Config {

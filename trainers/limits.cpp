@@ -1,5 +1,5 @@
 // trainers/limits.cpp — see limits.h.
-#include "trainers/limits.h"
+#include "relpos/trainers/limits.h"
 
 #include <fmt/format.h>
 
@@ -7,9 +7,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/error.h"
-#include "core/shape.h"
-#include "nn/positional/registry.h"
+#include "relpos/core/error.h"
+#include "relpos/trainers/available_memory.h"
+#include "relpos/core/shape.h"
+#include "relpos/nn/positional/registry.h"
 
 namespace relpos::train {
 
@@ -120,26 +121,14 @@ ResourceEstimate estimate_resources(const Config& cfg, int64_t vocab, int64_t se
   return e;
 }
 
-int64_t available_memory_bytes() {
-  std::ifstream f("/proc/meminfo");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("MemAvailable:", 0) != 0) continue;
-    std::istringstream ss(line.substr(13));
-    int64_t kb = 0;
-    if (ss >> kb && kb > 0 && kb < (int64_t(1) << 50)) return kb * 1024;
-  }
-  return 0;
-}
-
 void check_memory(const ResourceEstimate& e, bool ignore, const std::string& context) {
-  const int64_t avail = available_memory_bytes();
-  if (ignore || avail == 0 || e.total_bytes <= avail) return;
+  const AvailableMemory avail = available_memory();
+  if (ignore || avail.bytes == 0 || e.total_bytes <= avail.bytes) return;
   std::vector<MemoryTerm> t = e.terms;
   std::sort(t.begin(), t.end(), [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
-  fail_config("{}: the config needs an estimated {} of memory but {} is available (MemAvailable); the largest part "
+  fail_config("{}: the config needs an estimated {} of memory but {} is available ({}); the largest part "
               "is {} ({}), driven by {}; reduce those values or pass --ignore-memory-check",
-              context, human(e.total_bytes), human(avail), t[0].what, human(t[0].bytes), t[0].keys);
+              context, human(e.total_bytes), human(avail.bytes), avail.source, t[0].what, human(t[0].bytes), t[0].keys);
 }
 
 }  // namespace relpos::train

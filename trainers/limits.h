@@ -3,7 +3,7 @@
 //
 // The caps keep every size product representable (so no int64 overflow can reach a tensor
 // shape or an allocation); the estimate then compares what a config would allocate with the
-// memory the machine has (MemAvailable in /proc/meminfo) before anything is allocated.
+// memory this process may use (available_memory.h: MemAvailable and cgroup limits) before anything is allocated.
 // Refusals are ConfigErrors naming the keys that drive the size (exit 2); the memory
 // refusal can be overridden (`--ignore-memory-check`), the overflow and cap checks cannot.
 #pragma once
@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "trainers/config.h"
+#include "relpos/trainers/config.h"
 
 namespace relpos::train {
 
@@ -56,10 +56,7 @@ struct ResourceEstimate {
 // (float32, every layer's activations kept for backward), not an exact accounting.
 ResourceEstimate estimate_resources(const Config& cfg, int64_t vocab = 0, int64_t seq_len = 0);
 
-// MemAvailable from /proc/meminfo in bytes (0 when unknown).
-int64_t available_memory_bytes();
-
-// Throws a ConfigError when the estimate exceeds the available memory, naming the largest
+// Throws a ConfigError when the estimate exceeds available_memory(), naming the largest
 // terms and their keys, unless `ignore` (then it only returns). `context`: "train", ...
 void check_memory(const ResourceEstimate& e, bool ignore, const std::string& context);
 

@@ -22,6 +22,7 @@
 #include "relpos/nn/optim/sgd.h"
 #include "relpos/nn/stability.h"
 #include "relpos/trainers/checkpoint.h"
+#include "relpos/trainers/data_parallel.h"
 #include "relpos/trainers/file_io.h"
 #include "relpos/trainers/limits.h"
 #include "relpos/trainers/metrics.h"
@@ -100,6 +101,11 @@ SavedState parse_state(const nlohmann::json& j, const std::string& ck) {
   const nlohmann::json& y = need("config_yaml");
   if (!y.is_string()) fail("trainer state '{}': 'config_yaml' must be a string", file);
   s.config_yaml = y.get<std::string>();
+  if (j.contains("world_size")) {
+    s.world_size = count(j["world_size"], "world_size");
+    if (s.world_size < 1 || s.world_size > (1 << 20))
+      fail("trainer state '{}': 'world_size' must be in [1, 2^20], got {}", file, s.world_size);
+  }
   if (j.contains("vocab")) {
     const nlohmann::json& v = j["vocab"];
     if (!v.is_array()) fail("trainer state '{}': 'vocab' must be a list of strings", file);
@@ -248,8 +254,10 @@ EvalResult evaluate(const nn::Model& model, const Dataset& data, const Config& c
 }
 
 TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
+  SingleProcess single;
+  DataParallel dp(topt.comm ? *topt.comm : single, cfg_in);
   auto say = [&](const std::string& s) {
-    if (topt.log) topt.log(s);
+    if (topt.log && dp.is_root()) topt.log(s);  // rank 0 speaks for the job
   };
   Config cfg = cfg_in;
   const auto t0 = Clock::now();
@@ -280,7 +288,8 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
     fail_config("output.dir '{}' already holds files (an earlier run?); choose another output.dir, continue it with "
                 "--resume {}, or pass --overwrite to replace it", run_dir, run_dir);
   }
-  std::unique_ptr<Dataset> data = make_dataset(cfg, st ? st->vocab : std::vector<std::string>{});
+  // Data-parallel: the datasets draw global batches (world x data.batch_size rows).
+  std::unique_ptr<Dataset> data = make_dataset(dp.global_data_config(cfg), st ? st->vocab : std::vector<std::string>{});
   cfg.model.vocab = data->vocab_size();
   check_memory(estimate_resources(cfg, data->vocab_size()), topt.ignore_memory_check, "train");
   nn::Model model(cfg.model, cfg.train.seed);
@@ -289,6 +298,7 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
   model.to(device);  // parameters built on the host from the seed, so every device starts identical
   Optimizer opt(model, cfg.optim);
   Generator data_gen(cfg.train.seed + 1), dropout_gen(cfg.train.seed + 2);
+  dropout_gen.set_shard(uint64_t(dp.rank()), uint64_t(dp.world()));  // each rank its rows' dropout draws
   int64_t start = 0, skipped = 0;
   if (st) {
     Checkpoint ck;
@@ -301,10 +311,21 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
     data_gen.set_state(st->data_rng);
     dropout_gen.set_state(st->dropout_rng);
     say(fmt::format("resumed from {} at step {}", ck_path, start));
+    if (st->world_size != dp.world())
+      say(fmt::format("warning: the checkpoint was written by {} rank(s), this run has {}: the global batch changes "
+                      "from {} to {} rows, so the data order and losses differ from an uninterrupted run",
+                      st->world_size, dp.world(), st->world_size * cfg.data.batch_size,
+                      int64_t(dp.world()) * cfg.data.batch_size));
+  }
+  // Every rank validated the same config and data (a collective: nobody writes before all
+  // have checked), and the replicas start from the same bits.
+  if (dp.active()) {
+    dp.check_same_config(cfg, data->vocabulary());
+    dp.check_parameters(model, start, /*force=*/true);
   }
 
-  // ---- the run directory (only now: nothing above wrote anything)
-  if (!st && topt.overwrite && non_empty_dir(run_dir)) {
+  // ---- the run directory (only now: nothing above wrote anything; rank 0 alone writes it)
+  if (dp.is_root() && !st && topt.overwrite && non_empty_dir(run_dir)) {
     // --overwrite replaces the earlier run's own files (other files are left alone).
     for (const char* f : {"checkpoints", "metrics.jsonl", "metrics.csv", "config.yaml"}) {
       std::error_code ec;
@@ -313,16 +334,28 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
     }
     say(fmt::format("--overwrite: replaced the run in {}", run_dir));
   }
-  {
+  std::optional<MetricsWriter> metrics_writer;
+  if (dp.is_root()) {
     std::error_code ec;
     fs::create_directories(run_dir, ec);
     RELPOS_CHECK(!ec, "cannot create output.dir '{}': {}", run_dir, ec.message());
+    replace_file_atomically(run_dir + "/config.yaml", cfg.yaml + "\n");
+    metrics_writer.emplace(run_dir, MetricsOptions{start});  // a resumed run drops rows after its checkpoint
   }
-  replace_file_atomically(run_dir + "/config.yaml", cfg.yaml + "\n");
-  MetricsWriter metrics(run_dir, MetricsOptions{start});  // a resumed run drops rows after its checkpoint
+  struct {
+    std::optional<MetricsWriter>* w;
+    void log(int64_t step, const nlohmann::ordered_json& row) const {
+      if (*w) (*w)->log(step, row);
+    }
+  } metrics{&metrics_writer};
   say(fmt::format("model: {} with {} position encoding, {} parameters; data: {} (vocab {}); {} steps", cfg.model.kind,
                   cfg.model.position, model.num_parameters(), cfg.data.task == "text" ? cfg.data.path : cfg.data.task,
                   data->vocab_size(), cfg.train.steps));
+  if (dp.active())
+    say(fmt::format("data-parallel: {} ranks ({}); data.batch_size {} is the per-rank micro-batch, the global batch is "
+                    "{} rows; gradients summed in rank order; parameter check every {} steps",
+                    dp.world(), dp.comm().backend(), cfg.data.batch_size, int64_t(dp.world()) * cfg.data.batch_size,
+                    cfg.train.check_every));
 
   nn::optim::ScheduleOptions sched;
   sched.kind = nn::optim::parse_lr_schedule(cfg.optim.schedule);
@@ -348,10 +381,12 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
     s["skipped_steps"] = skipped;
     s["vocab"] = data->vocabulary();
     s["config_yaml"] = cfg.yaml;
+    s["world_size"] = dp.world();
     s["relpos_version"] = "0.1.0";
     return s;
   };
-  auto save = [&](int64_t step, const GeneratorState& data_rng, const GeneratorState& dropout_rng) {
+  auto save = [&](int64_t step, const GeneratorState& data_rng, const GeneratorState& dropout_rng) -> std::string {
+    if (!dp.is_root()) return "";
     Checkpoint c{model.state_dict(), opt.state_dict(), make_state(step, data_rng, dropout_rng)};
     std::string p = save_checkpoint(run_dir, step, c, int(cfg.train.keep_last));
     say(fmt::format("checkpoint: {}", p));
@@ -363,7 +398,8 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
   std::unique_ptr<SegmentStream> segments;
   nn::SegmentMemory memory(cfg.model.mem_len);
   if (cfg.model.mem_len > 0)
-    segments = std::make_unique<SegmentStream>(data->train_stream(), cfg.data.batch_size, cfg.data.seq_len);
+    segments = std::make_unique<SegmentStream>(data->train_stream(), dp.global_data_config(cfg).data.batch_size,
+                                               cfg.data.seq_len);
 
   TrainResult res;
   res.run_dir = run_dir;
@@ -371,6 +407,7 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
   double window_loss = 0, window_z = 0;
   double run_min = std::numeric_limits<double>::infinity();  // running minimum of the training loss
   int64_t window_n = 0, window_tokens = 0;
+  double window_comm_s = 0;  // data-parallel: seconds in the step rendezvous + gradient all-reduce
   auto window_t0 = Clock::now();
   int64_t last_saved = st ? start : -1;
   std::string last_saved_path = st ? ck_path : "";
@@ -382,6 +419,10 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
   };
   model.train();
   for (int64_t step = start + 1; step <= cfg.train.steps; ++step) {
+    dp.inject_fault_before(step);
+    auto comm_t0 = Clock::now();
+    dp.rendezvous(step, fmt::format("step {}", step));  // a hung or dead rank stops the job here, named
+    window_comm_s += std::chrono::duration<double>(Clock::now() - comm_t0).count();
     const GeneratorState data_rng0 = data_gen.state(), dropout_rng0 = dropout_gen.state();
     const double lr = nn::optim::lr_at(sched, step - 1);
     opt.set_lr(lr);
@@ -390,15 +431,38 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
     double loss_sum = 0, z_sum = 0;
     for (int64_t micro = 0; micro < cfg.train.grad_accum; ++micro) {
       bool fresh = false;
-      Batch b = to_device(segments ? segments->next(data_gen, &fresh) : data->train_batch(data_gen), device);
+      Batch global = segments ? segments->next(data_gen, &fresh) : data->train_batch(data_gen);
+      // Data-parallel: this rank's rows, its loss weighted by its share of the global batch's
+      // target tokens (z-loss, a mean over rows, by 1/world), so the summed gradient is the
+      // gradient of the whole global batch's loss.
+      double w_ce = 1.0, w_z = 1.0;
+      Batch local = dp.shard(global);
+      if (dp.active()) {
+        const int64_t g_count = DataParallel::count_targets(global);
+        w_ce = g_count > 0 ? double(DataParallel::count_targets(local)) / double(g_count) : 1.0 / dp.world();
+        w_z = 1.0 / dp.world();
+      }
+      Batch b = to_device(std::move(local), device);
       if (fresh) memory.reset();
       Variable zl;
       Variable loss = batch_loss(model, b, &dropout_gen, log_step && micro == 0 ? &stats : nullptr, cfg.optim.z_loss, &zl,
                                  segments ? &memory : nullptr);
-      ((zl.defined() ? loss + zl : loss) * (1.0 / double(cfg.train.grad_accum))).backward();
-      loss_sum += loss.item();
-      if (zl.defined()) z_sum += zl.item();
-      window_tokens += b.target.numel();
+      if (dp.active()) {
+        ((zl.defined() ? loss * w_ce + zl * w_z : loss * w_ce) * (1.0 / double(cfg.train.grad_accum))).backward();
+      } else {
+        ((zl.defined() ? loss + zl : loss) * (1.0 / double(cfg.train.grad_accum))).backward();
+      }
+      loss_sum += loss.item() * w_ce;
+      if (zl.defined()) z_sum += zl.item() * w_z;
+      window_tokens += b.target.numel() * dp.world();
+    }
+    if (dp.active()) {  // one gradient collective per step; the losses summed over ranks
+      std::vector<double> sums{loss_sum, z_sum};
+      comm_t0 = Clock::now();
+      dp.sum_gradients(params, sums);
+      window_comm_s += std::chrono::duration<double>(Clock::now() - comm_t0).count();
+      loss_sum = sums[0];
+      z_sum = sums[1];
     }
     if (topt.after_backward) topt.after_backward(step, model);
     const double train_loss = loss_sum / double(cfg.train.grad_accum);
@@ -433,7 +497,7 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
       // - 1 holds) only when finite, else the previous checkpoint stays the good one.
       opt.zero_grad();
       std::string kept = last_saved == step - 1 ? last_saved_path : "", why;
-      if (kept.empty() && step - 1 >= 0) {
+      if (dp.is_root() && kept.empty() && step - 1 >= 0) {
         try {
           kept = save(step - 1, data_rng0, dropout_rng0);
         } catch (const Error& e) {
@@ -442,6 +506,8 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
           kept = latest ? *latest : "";
         }
       }
+      dp.rendezvous(-step, fmt::format("the abort of step {}", step));  // rank 0 saved before anyone stops
+      if (!dp.is_root()) dp.await_root_abort();  // rank 0 reports the abort and stops the job
       fail("step {}: non-finite {}{} (nan_policy: abort); {}{}", step, bad == "(loss)" ? "loss " : "gradient in parameter '",
            bad == "(loss)" ? fmt::format("{}", train_loss) : bad + "'",
            kept.empty() ? "no finite checkpoint exists" : fmt::format("the last good state is in {}", kept),
@@ -453,6 +519,8 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
                             : pre_clip_norm;
     opt.step();
     opt.zero_grad();
+    dp.inject_fault_after(step, model);
+    dp.check_parameters(model, step);
     res.losses.push_back(train_loss);
     window_loss += train_loss;
     window_z += z_sum / double(cfg.train.grad_accum);
@@ -481,10 +549,11 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
         m["bias_scale"] = a;
       }
       if (cfg.optim.z_loss > 0) m["z_loss"] = window_z / double(std::max<int64_t>(window_n, 1));
+      if (dp.active()) m["comm_fraction"] = secs > 0 ? window_comm_s / secs : 0.0;  // rank 0's share of wall time
       if (res.first_divergence_step > 0) m["first_divergence_step"] = res.first_divergence_step;
       if (skipped > 0) m["skipped_steps"] = skipped;
       res.final_train_loss = m["loss"].get<double>();
-      if (eval_step) {
+      if (eval_step && dp.is_root()) {  // the other ranks go on to the next step's rendezvous
         model.eval();
         EvalResult ev = evaluate(model, *data, cfg);
         model.train();
@@ -501,7 +570,7 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
       } else {
         say(fmt::format("step {:>6}/{} | loss {:.4f}{} | lr {:.2e} | grad norm {:.3f} | {:.0f} tok/s", step,
                         cfg.train.steps, m["loss"].get<double>(),
-                        eval_step ? fmt::format(" | val loss {:.4f} acc {:.3f}", res.final_val_loss,
+                        eval_step && dp.is_root() ? fmt::format(" | val loss {:.4f} acc {:.3f}", res.final_val_loss,
                                                 m["val_accuracy"].get<double>())
                                   : "",
                         lr, norm, tok_s));
@@ -510,6 +579,7 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
       window_z = 0;
       window_n = 0;
       window_tokens = 0;
+      window_comm_s = 0;
       window_t0 = Clock::now();
     }
     maybe_checkpoint(step);

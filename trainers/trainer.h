@@ -15,9 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "nn/models.h"
-#include "trainers/config.h"
-#include "trainers/data.h"
+#include "relpos/nn/models.h"
+#include "relpos/trainers/comm.h"
+#include "relpos/trainers/config.h"
+#include "relpos/trainers/data.h"
 
 namespace relpos::train {
 
@@ -38,9 +39,12 @@ struct TrainOptions {
   std::optional<std::string> resume;  // run dir (latest checkpoint) or a checkpoint dir; the run
                                       // continues in that run's directory
   bool overwrite = false;             // a new run may replace the run files in a non-empty output.dir
-  bool ignore_memory_check = false;   // train even when the memory estimate exceeds MemAvailable
+  bool ignore_memory_check = false;   // train even when the memory estimate exceeds the available memory (MemAvailable, cgroup limits)
   bool progress_bar = false;          // live bar on a terminal, else log lines
   std::function<void(const std::string&)> log;  // progress / log lines (may be empty)
+  // Data-parallel runs: this process's communicator (null: a single process). See
+  // data_parallel.h; the `relpos` executable passes an MPI communicator under mpirun.
+  Communicator* comm = nullptr;
   // Test hook: called after backward, before the non-finite check (inject a NaN gradient).
   std::function<void(int64_t step, nn::Model&)> after_backward;
 };
@@ -55,6 +59,7 @@ struct SavedState {
   GeneratorState data_rng, dropout_rng;
   std::vector<std::string> vocab;
   std::string config_yaml;
+  int64_t world_size = 1;  // ranks of the run that wrote it (absent in older checkpoints: 1)
 };
 SavedState parse_state(const nlohmann::json& state, const std::string& ck);
 // The config saved in a checkpoint (its errors are relpos::Error naming the checkpoint).
