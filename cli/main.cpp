@@ -33,21 +33,21 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "core/cuda_runtime.h"
-#include "nn/positional/param_docs.h"
+#include "relpos/core/cuda_runtime.h"
+#include "relpos/nn/positional/param_docs.h"
 #include "relpos/version.h"
 #include "relpos_build_info.h"
-#include "core/error.h"
-#include "kernels/ops.h"
-#include "nn/positional/registry.h"
-#include "trainers/data.h"
-#include "trainers/demo.h"
-#include "trainers/evaluate.h"
-#include "trainers/inspect_run.h"
-#include "trainers/sweep.h"
-#include "trainers/limits.h"
-#include "trainers/inspect.h"
-#include "trainers/trainer.h"
+#include "relpos/core/error.h"
+#include "relpos/kernels/ops.h"
+#include "relpos/nn/positional/registry.h"
+#include "relpos/trainers/data.h"
+#include "relpos/trainers/demo.h"
+#include "relpos/trainers/evaluate.h"
+#include "relpos/trainers/inspect_run.h"
+#include "relpos/trainers/sweep.h"
+#include "relpos/trainers/limits.h"
+#include "relpos/trainers/inspect.h"
+#include "relpos/trainers/trainer.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // trainers/limits.cpp — see limits.h.
-#include "trainers/limits.h"
+#include "relpos/trainers/limits.h"
 
 #include <fmt/format.h>
 
@@ -7,9 +7,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/error.h"
-#include "core/shape.h"
-#include "nn/positional/registry.h"
+#include "relpos/core/error.h"
+#include "relpos/core/shape.h"
+#include "relpos/nn/positional/registry.h"
 
 namespace relpos::train {
 

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "trainers/config.h"
+#include "relpos/trainers/config.h"
 
 namespace relpos::train {
 

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "nn/models.h"
-#include "trainers/config.h"
-#include "trainers/data.h"
+#include "relpos/nn/models.h"
+#include "relpos/trainers/config.h"
+#include "relpos/trainers/data.h"
 
 namespace relpos::train {
 
