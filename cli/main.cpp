@@ -5,6 +5,8 @@
 //               [--bucket W] [--rope-scaling linear|ntk|yarn --rope-factor F] [--json]
 //                                                      loss per length, per position bucket, beyond training length
 //   relpos sweep SPEC.yaml [--jobs N] [--dir D]        grid of runs (trainers/sweep.h), resumable
+//               [--shard I/N | --point I|NAME] [--print-commands]
+//                                                      a shard / one point of it; one command per point
 //   relpos inspect RUN_DIR [--out D] [--text T]        learned bias vs distance, per-row position gradients,
 //                                                      attention maps, DOT graph of one attention layer
 //   relpos gradcheck --type T --entry [NAME] [--index i,j]  analytic vs numeric for one parameter entry
@@ -26,12 +28,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string_view>
+#include <tuple>
 
 #include "relpos/core/cuda_runtime.h"
 #include "relpos/nn/positional/param_docs.h"
@@ -99,6 +104,18 @@ void print_info() {
 struct UsageError : relpos::Error {
   using relpos::Error::Error;
 };
+
+// A word for sh: as is when it holds only characters no shell treats specially, else in single
+// quotes (an embedded ' becomes '\'').
+std::string shell_quote(const std::string& s) {
+  const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_-./+=:,@%").find(c) != std::string_view::npos;
+  });
+  if (plain) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
 
 std::map<std::string, std::string> parse_params(const std::vector<std::string>& kvs) {
   std::map<std::string, std::string> out;
@@ -270,11 +287,7 @@ int run_report(const std::string& dir, const std::string& out) {
                                                            : std::string(RELPOS_SOURCE_DIR) + "/scripts/report.py";
   if (!std::filesystem::exists(script)) throw relpos::Error(fmt::format("report: script '{}' not found", script));
   if (!std::filesystem::is_directory(dir)) throw UsageError(fmt::format("report: '{}' is not a directory", dir));
-  auto quote = [](const std::string& s) {
-    std::string q = "'";
-    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
-  };
+  auto quote = [](const std::string& s) { return shell_quote(s); };
   // Debian's matplotlib lives with the system interpreter; $RELPOS_PYTHON overrides.
   std::string py = std::getenv("RELPOS_PYTHON")                     ? std::getenv("RELPOS_PYTHON")
                    : std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3"
@@ -421,6 +434,16 @@ int main(int argc, char** argv) {
   sweep_cmd->add_option("--jobs", sweep_opt.jobs, "points run at once (threads are split between them)")
       ->check(CLI::PositiveNumber)->capture_default_str();
   sweep_cmd->add_option("--dir", sweep_opt.dir, "sweep directory (default: the spec's dir)");
+  std::string sweep_shard, sweep_point;
+  bool sweep_print = false;
+  sweep_cmd->add_option("--shard", sweep_shard,
+                        "I/N: run only the points i with i mod N == I (0 <= I < N); shards may run at once, "
+                        "into one directory, each with its own index file sweep.shard-I-of-N.jsonl");
+  sweep_cmd->add_option("--point", sweep_point,
+                        "run only this point (its index, 0-based, or its name); index file sweep.point-I.jsonl");
+  sweep_cmd->add_flag("--print-commands", sweep_print,
+                      "print one shell command per point (this sweep with --point I) and exit without running "
+                      "anything (for GNU parallel or a Slurm job array)");
 
   std::string report_dir, report_out;
   auto* report_cmd = app.add_subcommand("report", "write a Markdown report with PNG figures for a run or a sweep");
@@ -532,14 +555,29 @@ int main(int argc, char** argv) {
     }
     if (*sweep_cmd) {
       relpos::train::SweepSpec spec = relpos::train::load_sweep_spec(sweep_spec);
+      if (!sweep_shard.empty()) std::tie(sweep_opt.shard_index, sweep_opt.shard_count) = relpos::train::parse_shard(sweep_shard);
+      if (!sweep_point.empty()) {
+        if (!sweep_shard.empty()) throw UsageError("--point and --shard: give one of them, not both");
+        sweep_opt.point = relpos::train::find_point(spec, sweep_point);
+      }
+      if (sweep_print) {
+        // One line per point of the selection: the binary as invoked, the same global options,
+        // spec and --dir, and --point I; each line skips its point when it is already done.
+        std::string prefix = shell_quote(argv[0]);
+        if (threads > 0) prefix += fmt::format(" --threads {}", threads);
+        prefix += " sweep " + shell_quote(sweep_spec);
+        if (!sweep_opt.dir.empty()) prefix += " --dir " + shell_quote(sweep_opt.dir);
+        for (int64_t i : relpos::train::selected_points(spec, sweep_opt)) fmt::print("{} --point {}\n", prefix, i);
+        return 0;
+      }
       sweep_opt.threads = threads;
       sweep_opt.log = [](const std::string& s) {
         fmt::print("{}{}", s, (!s.empty() && s.back() == '\n') ? "" : "\n");
         std::fflush(stdout);
       };
       auto r = relpos::train::run_sweep(spec, sweep_opt);
-      fmt::print("\n{}sweep: {} points run, {} skipped, {:.1f} s; index {}/sweep.jsonl\n", r.summary, r.ran, r.skipped,
-                 r.seconds, sweep_opt.dir.empty() ? spec.dir : sweep_opt.dir);
+      fmt::print("\n{}sweep: {} points run, {} skipped, {:.1f} s; index {}\n", r.summary, r.ran, r.skipped, r.seconds,
+                 r.index_file);
       return 0;
     }
     if (*report_cmd) return run_report(report_dir, report_out);

@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """scripts/report.py - the figures and Markdown report behind `relpos report DIR`.
 
-DIR is a run directory (metrics.jsonl, config.yaml) or a sweep directory (sweep.jsonl,
-sweep.json, one run directory per point). Writes into OUT (default DIR/report):
+DIR is a run directory (metrics.jsonl, config.yaml) or a sweep directory (sweep.json, the
+index files sweep.jsonl / sweep.shard-I-of-N.jsonl / sweep.point-I.jsonl, merged as
+read_sweep_index in trainers/sweep.h does, one run directory per point). Writes into OUT
+(default DIR/report):
   report.md            self-contained Markdown (relative links to the figures)
   <figure>.png         matplotlib figures, labelled axes, units, legends
   <figure>.json        the exact series drawn in <figure>.png:
@@ -49,6 +51,48 @@ def read_jsonl(path):
             except json.JSONDecodeError:
                 pass  # a last line cut short by a crash
     return rows
+
+
+def sweep_index_files(sweep_dir):
+    """Every index file of a sweep directory: sweep.jsonl first, then sweep.shard-*.jsonl and
+    sweep.point-*.jsonl sorted by name (trainers/sweep.h, sweep_index_files)."""
+    out = []
+    if os.path.isfile(os.path.join(sweep_dir, "sweep.jsonl")):
+        out.append(os.path.join(sweep_dir, "sweep.jsonl"))
+    try:
+        names = os.listdir(sweep_dir)
+    except OSError:
+        names = []
+    more = sorted(n for n in names
+                  if n.endswith(".jsonl") and (n.startswith("sweep.shard-") or n.startswith("sweep.point-"))
+                  and len(n) > len("sweep.shard-.jsonl") and os.path.isfile(os.path.join(sweep_dir, n)))
+    return out + [os.path.join(sweep_dir, n) for n in more]
+
+
+def read_sweep_index(sweep_dir):
+    """All index files merged, as read_sweep_index in trainers/sweep.h: one record per point
+    name (a "done" record wins over any other; among equals the larger "finished_at", then the
+    later file and line), ordered by "index" (ties by name)."""
+    best = {}
+    for fi, path in enumerate(sweep_index_files(sweep_dir)):
+        with open(path) as f:
+            for li, line in enumerate(f):
+                try:
+                    r = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a last line cut short by a crash
+                if not isinstance(r, dict) or not isinstance(r.get("name"), str):
+                    continue
+                at = r.get("finished_at")
+                at = float(at) if isinstance(at, (int, float)) and not isinstance(at, bool) else 0.0
+                key = (r.get("status") == "done", at, fi, li)
+                if r["name"] not in best or key > best[r["name"]][0]:
+                    best[r["name"]] = (key, r)
+    recs = [best[n][1] for n in sorted(best)]
+    big = float("inf")
+    recs.sort(key=lambda r: r["index"] if isinstance(r.get("index"), int) and not isinstance(r.get("index"), bool)
+              else big)
+    return recs
 
 
 class Figures:
@@ -217,9 +261,7 @@ def sweep_figures(sweep_dir, figs, md):
     if os.path.exists(os.path.join(sweep_dir, "sweep.json")):
         with open(os.path.join(sweep_dir, "sweep.json")) as f:
             meta = json.load(f)
-    by_name = {}
-    for r in read_jsonl(os.path.join(sweep_dir, "sweep.jsonl")):
-        by_name[r["name"]] = r  # the last line of a point wins
+    by_name = {r["name"]: r for r in read_sweep_index(sweep_dir)}  # every index file, merged
     # The spec's order (points are matched by name; a grown grid keeps its finished points).
     order = meta.get("point_names") or sorted(by_name, key=lambda n: by_name[n]["index"])
     recs = []
@@ -350,7 +392,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     figs = Figures(out)
     md = []
-    if os.path.exists(os.path.join(a.dir, "sweep.jsonl")):
+    if os.path.exists(os.path.join(a.dir, "sweep.json")) or sweep_index_files(a.dir):
         md.append(f"# Sweep report: `{a.dir}`\n")
         sweep_figures(a.dir, figs, md)
     elif os.path.exists(os.path.join(a.dir, "metrics.jsonl")):
@@ -368,7 +410,7 @@ def main():
             with open(cfg) as f:
                 md.append("Config:\n\n```yaml\n" + f.read().strip() + "\n```\n")
     else:
-        sys.exit(f"report: {a.dir} holds neither sweep.jsonl nor metrics.jsonl")
+        sys.exit(f"report: {a.dir} holds neither a sweep index (sweep.json, sweep*.jsonl) nor metrics.jsonl")
     md.append("## Figures\n")
     for stem, cap in figs.made:
         md.append(f"### {stem}\n\n![{stem}]({stem}.png)\n\n{cap} Data: [`{stem}.json`]({stem}.json).\n")

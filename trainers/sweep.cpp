@@ -1,19 +1,28 @@
 // trainers/sweep.cpp — the sweep runner (see sweep.h): spec parsing, the point list,
-// skip/resume bookkeeping in sweep.jsonl, N points at once on split threads.
+// skip/resume bookkeeping in the index files (sweep.jsonl, sweep.shard-*.jsonl,
+// sweep.point-*.jsonl), shards and single points, N points at once on split threads.
 #include "relpos/trainers/sweep.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <thread>
+#include <tuple>
 
 #include "relpos/kernels/ops.h"
 #include "relpos/trainers/checkpoint.h"
@@ -181,9 +190,147 @@ SweepSpec load_sweep_spec(const std::string& path) {
   return s;
 }
 
+namespace {
+
+// A non-negative decimal integer, the whole of `t` (no sign, no spaces).
+bool parse_count(std::string_view t, int64_t& out) {
+  if (t.empty() || !std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
+  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), out);
+  return ec == std::errc() && p == t.data() + t.size();
+}
+
+bool starts_ends(const std::string& s, const std::string& pre, const std::string& suf) {
+  return s.size() > pre.size() + suf.size() && s.compare(0, pre.size(), pre) == 0 &&
+         s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
+}
+
+// sweep.json, written whole or not at all: a temporary file unique to this host and process,
+// then rename (atomic on POSIX file systems and NFS), so shards starting together never leave a
+// mixed or truncated file.
+void write_atomically(const fs::path& path, const std::string& text) {
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = 0;
+  const fs::path tmp = path.parent_path() / fmt::format(".{}.tmp-{}-{}", path.filename().string(), host, getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    RELPOS_CHECK(f.good(), "sweep: cannot write '{}'", tmp.string());
+    f << text;
+    f.flush();
+    RELPOS_CHECK(f.good(), "sweep: writing '{}' failed", tmp.string());
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp);
+    RELPOS_CHECK(false, "sweep: cannot rename '{}' to '{}': {}", tmp.string(), path.string(), ec.message());
+  }
+}
+
+}  // namespace
+
+std::pair<int, int> parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  int64_t i = -1, n = -1;
+  const bool ok = slash != std::string::npos && parse_count(std::string_view(text).substr(0, slash), i) &&
+                  parse_count(std::string_view(text).substr(slash + 1), n) && n >= 1 && i < n &&
+                  n <= std::numeric_limits<int>::max();
+  RELPOS_CHECK_CONFIG(ok, "--shard: expected I/N with 0 <= I < N, got '{}'", text);
+  return {int(i), int(n)};
+}
+
+int64_t find_point(const SweepSpec& spec, const std::string& text) {
+  int64_t i = -1;
+  if (parse_count(text, i) && i < int64_t(spec.points.size())) return i;
+  for (const auto& p : spec.points)
+    if (p.name == text) return p.index;
+  fail_config("--point: expected a point index 0..{} or a point name of {}, got '{}'",
+              int64_t(spec.points.size()) - 1, spec.source, text);
+}
+
+std::vector<int64_t> selected_points(const SweepSpec& spec, const SweepOptions& opt) {
+  RELPOS_CHECK_CONFIG(opt.shard_count >= 1 && opt.shard_index >= 0 && opt.shard_index < opt.shard_count,
+                      "--shard: expected I/N with 0 <= I < N, got '{}/{}'", opt.shard_index, opt.shard_count);
+  RELPOS_CHECK_CONFIG(opt.point < int64_t(spec.points.size()) && opt.point >= -1,
+                      "--point: expected a point index 0..{}, got {}", int64_t(spec.points.size()) - 1, opt.point);
+  RELPOS_CHECK_CONFIG(opt.point < 0 || opt.shard_count == 1, "--point and --shard: give one of them, not both");
+  std::vector<int64_t> sel;
+  for (const auto& p : spec.points)
+    if (opt.point >= 0 ? p.index == opt.point : p.index % opt.shard_count == opt.shard_index) sel.push_back(p.index);
+  return sel;
+}
+
+std::string sweep_index_name(const SweepOptions& opt) {
+  if (opt.point >= 0) return fmt::format("sweep.point-{}.jsonl", opt.point);
+  if (opt.shard_count > 1) return fmt::format("sweep.shard-{}-of-{}.jsonl", opt.shard_index, opt.shard_count);
+  return "sweep.jsonl";
+}
+
+std::vector<std::string> sweep_index_files(const std::string& dir) {
+  std::vector<std::string> out, more;
+  std::error_code ec;
+  if (fs::is_regular_file(fs::path(dir) / "sweep.jsonl", ec)) out.push_back((fs::path(dir) / "sweep.jsonl").string());
+  if (!fs::is_directory(dir, ec)) return out;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string n = it->path().filename().string();
+    if ((starts_ends(n, "sweep.shard-", ".jsonl") || starts_ends(n, "sweep.point-", ".jsonl")) &&
+        it->is_regular_file(ec))
+      more.push_back(n);
+  }
+  std::sort(more.begin(), more.end());
+  for (const auto& n : more) out.push_back((fs::path(dir) / n).string());
+  return out;
+}
+
+std::vector<nlohmann::json> read_sweep_index(const std::string& dir) {
+  struct Pick {
+    nlohmann::json rec;
+    bool done;
+    double at;
+    size_t file, line;
+  };
+  auto later = [](const Pick& a, const Pick& b) {  // a replaces b
+    return std::tie(a.done, a.at, a.file, a.line) > std::tie(b.done, b.at, b.file, b.line);
+  };
+  std::map<std::string, Pick> by_name;
+  const auto files = sweep_index_files(dir);
+  for (size_t fi = 0; fi < files.size(); ++fi) {
+    std::ifstream f(files[fi]);
+    size_t li = 0;
+    for (std::string line; std::getline(f, line); ++li) {
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(line);
+      } catch (const nlohmann::json::exception&) {  // a line cut short by a crash
+        continue;
+      }
+      if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) continue;
+      const auto st = j.find("status");
+      const auto fa = j.find("finished_at");
+      Pick p{j, st != j.end() && *st == "done", fa != j.end() && fa->is_number() ? fa->get<double>() : 0.0, fi, li};
+      const std::string name = j["name"].get<std::string>();
+      auto it = by_name.find(name);
+      if (it == by_name.end())
+        by_name.emplace(name, std::move(p));
+      else if (later(p, it->second))
+        it->second = std::move(p);
+    }
+  }
+  std::vector<nlohmann::json> out;
+  for (auto& [n, p] : by_name) out.push_back(std::move(p.rec));
+  auto index_of = [](const nlohmann::json& j) {
+    const auto it = j.find("index");
+    return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : std::numeric_limits<int64_t>::max();
+  };
+  std::stable_sort(out.begin(), out.end(), [&](const nlohmann::json& a, const nlohmann::json& b) {
+    return index_of(a) < index_of(b);  // ties keep name order (by_name is sorted)
+  });
+  return out;
+}
+
 SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::string dir = opt.dir.empty() ? spec.dir : opt.dir;
+  const std::vector<int64_t> sel = selected_points(spec, opt);
   fs::create_directories(dir);
   {
     std::vector<std::string> names;
@@ -191,30 +338,26 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& opt) {
     nlohmann::json meta = {{"spec", spec.source}, {"point_names", names}, {"grid_keys", spec.grid_keys}, {"recipes", spec.recipes},
                            {"eval_lengths", spec.eval_lengths}, {"eval_mode", spec.eval_mode},
                            {"points", int64_t(spec.points.size())}};
-    std::ofstream f(dir + "/sweep.json");
-    f << meta.dump(2) << "\n";
+    write_atomically(fs::path(dir) / "sweep.json", meta.dump(2) + "\n");
   }
-  // Points already done (a re-run of the same spec skips them).
+  // Points already done, by any earlier run, shard or single point (a re-run skips them).
   std::map<std::string, nlohmann::json> done;
-  {
-    std::ifstream f(dir + "/sweep.jsonl");
-    for (std::string line; std::getline(f, line);) {
-      try {
-        auto j = nlohmann::json::parse(line);
-        if (j.value("status", "") == "done") done[j.at("name").get<std::string>()] = j;
-      } catch (const nlohmann::json::exception&) {  // a line cut short by a crash
-      }
+  for (auto& j : read_sweep_index(dir))
+    if (j.value("status", "") == "done") {
+      const std::string name = j["name"].get<std::string>();
+      done[name] = std::move(j);
     }
-  }
-  std::mutex mu;  // sweep.jsonl, log, counters
-  std::ofstream index(dir + "/sweep.jsonl", std::ios::app);
+  std::mutex mu;  // the index file, log, counters
+  const std::string index_path = (fs::path(dir) / sweep_index_name(opt)).string();
+  std::ofstream index(index_path, std::ios::app);
+  RELPOS_CHECK(index.good(), "sweep: cannot open '{}' for appending", index_path);
   auto say = [&](const std::string& s) {
     if (opt.log) opt.log(s);
   };
   SweepResult res;
   std::vector<nlohmann::json> records(spec.points.size());
   const int total_threads = opt.threads > 0 ? opt.threads : k::num_threads();
-  const int jobs = std::max(1, std::min<int>(opt.jobs, int(spec.points.size())));
+  const int jobs = std::max(1, std::min<int>(opt.jobs, int(sel.size())));
   const int per_job = std::max(1, total_threads / jobs);
   std::atomic<size_t> next{0};
   int64_t finished = 0;
@@ -223,9 +366,9 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& opt) {
   auto progress = [&]() {  // under mu
     const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const int64_t ran = res.ran;
-    const int64_t left = int64_t(spec.points.size()) - finished;
+    const int64_t left = int64_t(sel.size()) - finished;
     const double eta = ran > 0 ? el / double(ran) * double(left) / double(jobs) : 0.0;
-    say(fmt::format("sweep: {}/{} points finished ({} skipped), {:.0f} s elapsed{}", finished, spec.points.size(),
+    say(fmt::format("sweep: {}/{} points finished ({} skipped), {:.0f} s elapsed{}", finished, sel.size(),
                     res.skipped, el, ran > 0 && left > 0 ? fmt::format(", ETA {:.0f} s", eta) : ""));
   };
 
@@ -301,6 +444,9 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& opt) {
       rec["eval"] = evs;
     }
     rec["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
+    rec["finished_at"] =
+        double(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+                   .count()) / 1e3;
     std::lock_guard<std::mutex> l(mu);
     index << rec.dump() << "\n";
     index.flush();
@@ -320,8 +466,9 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& opt) {
         std::lock_guard<std::mutex> l(mu);
         if (first_error) return;
       }
-      const size_t i = next.fetch_add(1);
-      if (i >= spec.points.size()) return;
+      const size_t k = next.fetch_add(1);
+      if (k >= sel.size()) return;
+      const size_t i = size_t(sel[k]);
       const SweepPoint& pt = spec.points[i];
       {
         std::lock_guard<std::mutex> l(mu);
@@ -344,7 +491,13 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& opt) {
       }
     }
   };
-  say(fmt::format("sweep: {} points in {} ({} at a time, {} threads each)", spec.points.size(), dir, jobs, per_job));
+  const std::string share = opt.point >= 0 ? fmt::format("point {} of {}", opt.point, spec.points.size())
+                            : opt.shard_count > 1
+                                ? fmt::format("shard {}/{}: {} of {} points", opt.shard_index, opt.shard_count, sel.size(),
+                                              spec.points.size())
+                                : fmt::format("{} points", spec.points.size());
+  say(fmt::format("sweep: {} in {} ({} at a time, {} threads each), index {}", share, dir, jobs, per_job,
+                  sweep_index_name(opt)));
   if (jobs == 1) {
     worker();
   } else {
@@ -355,6 +508,7 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& opt) {
   if (first_error) std::rethrow_exception(first_error);
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   res.records = records;
+  res.index_file = index_path;
   // Summary table: one row per point.
   std::string t = fmt::format("{:<4} {:<44} {:>7} {:>10} {:>10} {:>6}", "#", "point", "status", "train", "val", "div");
   for (int64_t L : spec.eval_lengths) t += fmt::format(" {:>9}", fmt::format("L={}", L));

@@ -1,5 +1,5 @@
 // trainers/sweep.h — `relpos sweep SPEC.yaml`: one base config, a grid and/or a list of
-// override sets, one run directory per point, an index (sweep.jsonl), resumable.
+// override sets, one run directory per point, an index (sweep.jsonl), resumable, shardable.
 //
 // Spec (every key but `base`/`config` optional):
 //   base: ../decoder_rope.yaml        base config file (relative to the spec file)
@@ -15,19 +15,32 @@
 //   eval: {lengths: [64, 128, 256], mode: windows, stride: 0, bucket: 0, max_tokens: 4096}
 //
 // Point i runs in <dir>/<NNN>_<values> with output.dir set there. After training (and the
-// evaluations, if `eval` is given) one JSON line is appended to <dir>/sweep.jsonl:
+// evaluations, if `eval` is given) one JSON line is appended to this process's index file:
 //   {"index", "name", "run_dir", "grid": {key: value}, "recipe", "overrides": [..],
 //    "status": "done", "final_train_loss", "final_val_loss", "first_divergence_step",
-//    "seconds", "steps", "eval": [{"seq_len", "mode", "loss", "beyond_loss", "buckets"...}]}
-// A point already "done" in sweep.jsonl is skipped; a point whose run directory holds a
+//    "seconds", "finished_at" (Unix time), "steps",
+//    "eval": [{"seq_len", "mode", "loss", "beyond_loss", "buckets"...}]}
+// Index files (sweep_index_name): a whole run appends to <dir>/sweep.jsonl; a shard
+// (--shard I/N: the points i with i mod N == I) to <dir>/sweep.shard-I-of-N.jsonl; a single
+// point (--point I) to <dir>/sweep.point-I.jsonl. No two processes ever append to one file, so
+// shards and single points may run at the same time, on different machines, into one shared
+// (e.g. NFS) sweep directory. Everything that reads the index reads all of them merged
+// (read_sweep_index; scripts/report.py does the same): one record per point name, a "done"
+// record preferred over any other, the latest "finished_at" among equals, ordered by index.
+// A point already "done" in any index file is skipped; a point whose run directory holds a
 // checkpoint resumes from it (finished training: evaluation only); points are matched by name,
 // so values can be added to a grid and only the new points run. <dir>/sweep.json holds the
-// spec's point names (in order), grid keys, recipes and eval lengths (for `relpos report`).
+// spec's point names (in order), grid keys, recipes and eval lengths (for `relpos report`); every
+// process writes the same content, atomically (temporary file + rename).
 // --jobs N runs N points at once, each with max(1, threads / N) CPU threads.
+// `relpos sweep SPEC --print-commands` prints one `relpos sweep SPEC --point I` line per point
+// (for GNU parallel or a Slurm job array, docs/cluster.md) and runs nothing. Do not run two
+// processes whose selections overlap at the same time: both would train the same point.
 #pragma once
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace relpos::train {
@@ -64,13 +77,35 @@ struct SweepOptions {
   // Test hook: called after each training step's backward (TrainOptions::after_backward);
   // throwing there interrupts a point mid-training.
   std::function<void(const SweepPoint&, int64_t step)> train_hook;
+  // Which points this process runs: point i belongs to shard i mod shard_count (0-based).
+  int shard_index = 0, shard_count = 1;
+  // Only this point (an index into spec.points); -1: every point of the shard. Not with shards.
+  int64_t point = -1;
 };
+
+// "I/N" -> {I, N} with 0 <= I < N; ConfigError "--shard: expected I/N with 0 <= I < N, got '3/2'".
+std::pair<int, int> parse_shard(const std::string& text);
+// The point named by `text`: its index (0-based) or its name; ConfigError naming --point otherwise.
+int64_t find_point(const SweepSpec& spec, const std::string& text);
+// The points a run with these options covers, in index order.
+std::vector<int64_t> selected_points(const SweepSpec& spec, const SweepOptions& opt);
+// The index file (a name inside the sweep directory) a run with these options appends to:
+// sweep.jsonl, sweep.shard-I-of-N.jsonl or sweep.point-I.jsonl.
+std::string sweep_index_name(const SweepOptions& opt);
+// Every index file in dir: sweep.jsonl first, then sweep.shard-*.jsonl and sweep.point-*.jsonl
+// sorted by name (full paths; missing directory: none).
+std::vector<std::string> sweep_index_files(const std::string& dir);
+// All index files merged: one record per point name (a "done" record wins over any other; among
+// equals the larger "finished_at", then the later file and line), ordered by "index" then name.
+// Lines that are not JSON objects with a "name" (e.g. cut short by a crash) are ignored.
+std::vector<nlohmann::json> read_sweep_index(const std::string& dir);
 
 struct SweepResult {
   int64_t ran = 0, skipped = 0;
   double seconds = 0;
-  std::vector<nlohmann::json> records;  // every point's record, in index order
+  std::vector<nlohmann::json> records;  // every point's record, in index order (null: not selected)
   std::string summary;                  // the table printed at the end
+  std::string index_file;               // the index file this run appended to (full path)
 };
 
 SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& opt = {});
