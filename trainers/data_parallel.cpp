@@ -31,6 +31,14 @@ std::string rank_list(const std::vector<int>& r) {
   return s;
 }
 
+// The ranks whose gathered value differs from rank 0's.
+std::vector<int> ranks_differing(const std::vector<uint64_t>& all) {
+  std::vector<int> differ;
+  for (size_t r = 1; r < all.size(); ++r)
+    if (all[r] != all[0]) differ.push_back(int(r));
+  return differ;
+}
+
 }  // namespace
 
 Fault fault_from_env() {
@@ -83,10 +91,7 @@ int64_t DataParallel::count_targets(const Batch& b) {
 void DataParallel::check_same_config(const Config& cfg, const std::vector<std::string>& vocab) {
   uint64_t h = fnv1a(cfg.yaml.data(), cfg.yaml.size());
   for (const auto& v : vocab) h = fnv1a(v.data(), v.size() + 1, h);  // + the terminating 0 as separator
-  const std::vector<uint64_t> all = comm_.allgather(h);
-  std::vector<int> differ;
-  for (int r = 1; r < world(); ++r)
-    if (all[size_t(r)] != all[0]) differ.push_back(r);
+  const std::vector<int> differ = ranks_differing(comm_.allgather(h));
   RELPOS_CHECK_CONFIG(differ.empty(),
                       "data-parallel: rank {} runs a different config or data than rank 0 (effective config + "
                       "vocabulary differ); every rank must be started with the same config, --set overrides and "
@@ -137,10 +142,7 @@ void DataParallel::check_parameters(const nn::Model& model, int64_t step, bool f
     const std::vector<double> v = host.to_vector<double>();  // exact for float32 and float64
     h = fnv1a(v.data(), v.size() * sizeof(double), fnv1a(name.data(), name.size(), h));
   }
-  const std::vector<uint64_t> all = comm_.allgather(h);
-  std::vector<int> differ;
-  for (int r = 1; r < world(); ++r)
-    if (all[size_t(r)] != all[0]) differ.push_back(r);
+  const std::vector<int> differ = ranks_differing(comm_.allgather(h));
   RELPOS_CHECK(differ.empty(),
                "data-parallel: after step {} the parameters of rank {} differ from rank 0's (checksum over every "
                "parameter, train.check_every = {}): the replicas diverged silently", step, rank_list(differ),
