@@ -60,7 +60,8 @@ TEST_CASE("fused attention equals the materialised ops, values and all four grad
     const k::AttentionArgs a{0.7, c.causal, c.q_off, c.k_off};
     Variable fo = fused_attention(q, k, v, bias, kp, a), ro = reference(q, k, v, bias, kp, a);
     REQUIRE(test::allclose(fo.data(), ro.data(), 1e-12, 1e-13));
-    Tensor g = Tensor::randn(fo.shape(), *new Generator(seed++), DType::F64);
+    Generator gen(seed++);
+    Tensor g = Tensor::randn(fo.shape(), gen, DType::F64);
     fo.backward(g);
     std::vector<Tensor> fused_grads{q.grad(), k.grad(), v.grad()};
     if (c.bias) fused_grads.push_back(bias.grad());
