@@ -30,6 +30,12 @@ class ModelConfig:
         self.norm = s.get("norm", "pre")
         self.norm_type = s.get("norm_type", "layernorm")
         self.max_len = int(s.get("max_len", 512))
+        self.qk_norm = s.get("qk_norm", "none")  # none | layernorm | rmsnorm (self-attention only)
+        self.attn_softcap = float(s.get("attn_softcap", 0.0))  # 0 = off (self-attention only)
+        if self.qk_norm not in ("none", "layernorm", "rmsnorm"):
+            raise ValueError(f"model.qk_norm: expected none, layernorm or rmsnorm, got '{self.qk_norm}'")
+        if self.attn_softcap < 0 or not math.isfinite(self.attn_softcap):
+            raise ValueError(f"model.attn_softcap: expected a finite value >= 0, got {self.attn_softcap}")
         pos = dict(s.get("position", {}) or {})
         self.position = pos.pop("type", "none")
         shared = pos.pop("shared", None)
@@ -96,7 +102,9 @@ class MLP(nn.Module):
 
 
 class Attention(nn.Module):
-    def __init__(self, cfg, pos, own_pos, bias_scale=True):
+    """self_attn=False is cross-attention: no bias scale, no qk_norm, no softcap (docs/model.md)."""
+
+    def __init__(self, cfg, pos, own_pos, self_attn=True):
         super().__init__()
         D, H = cfg.d_model, cfg.n_heads
         self.H, self.dh, self.D, self.p = H, D // H, D, cfg.dropout
@@ -106,8 +114,12 @@ class Attention(nn.Module):
             self.pos = pos
         else:
             self._shared = [pos]  # owned (registered) by the stack
+        if self_attn and cfg.qk_norm != "none":
+            self.q_norm = Norm(cfg.qk_norm, self.dh, cfg.dtype)
+            self.k_norm = Norm(cfg.qk_norm, self.dh, cfg.dtype)
+        self.softcap = cfg.attn_softcap if self_attn else 0.0
         self.alpha = None
-        if bias_scale and cfg.bias_enabled:
+        if self_attn and cfg.bias_enabled:
             a = torch.full((H if cfg.bias_per_head else 1, 1), cfg.bias_init, dtype=cfg.dtype)
             if cfg.bias_learnable:
                 self.bias_scale = nn.Parameter(a)
@@ -124,8 +136,11 @@ class Attention(nn.Module):
     def forward(self, xq, xkv, causal, key_padding=None, q_offset=0, k_offset=0, position_index=None):
         pos = self.encoding()
         B, Lq = xq.shape[0], xq.shape[1]
-        q = pos.rotate(self._split(self.q_proj(xq)), q_offset)
-        k = pos.rotate_key(self._split(self.k_proj(xkv)), k_offset)
+        q, k = self._split(self.q_proj(xq)), self._split(self.k_proj(xkv))  # [B, H, L, dh]
+        if "q_norm" in self._modules:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q = pos.rotate(q, q_offset)
+        k = pos.rotate_key(k, k_offset)
         v = self._split(self.v_proj(xkv))
         Lk = k.shape[2]
         g = Geometry(Lq, Lk, q_offset, k_offset, causal, position_index, self.q_proj, self.k_proj)
@@ -141,6 +156,8 @@ class Attention(nn.Module):
             if self.alpha is not None:
                 bias = bias * self.bias_scale.reshape(-1, 1, 1)
             s = s + bias
+        if self.softcap > 0:
+            s = self.softcap * torch.tanh(s / self.softcap)
         mask = None
         if causal:
             mask = (g.rel() > 0)[None, None]
@@ -165,7 +182,7 @@ class Block(nn.Module):
         self.norm1 = Norm(cfg.norm_type, cfg.d_model, cfg.dtype)
         if cross:
             none = ENCODINGS["none"](None)
-            self.cross_attn = Attention(cfg, none, False, bias_scale=False)
+            self.cross_attn = Attention(cfg, none, False, self_attn=False)
             self.norm_cross = Norm(cfg.norm_type, cfg.d_model, cfg.dtype)
         self.mlp = MLP(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.dtype)
         self.norm2 = Norm(cfg.norm_type, cfg.d_model, cfg.dtype)

@@ -411,7 +411,7 @@ class Fire(Encoding):
         self.c = _param((1, 1), c.dtype)
         self.L_multiplier = _param((1, 1), c.dtype)
 
-    def score_terms(self, q, k, g):
+    def bias(self, g):  # an additive bias (scaled by alpha when bias_scale is on)
         dt = self.c.dtype
         rel = (-g.rel()).to(dt)  # qi - kj
         qv = g.qpos().to(dt)[:, None]
@@ -420,8 +420,7 @@ class Fire(Encoding):
         norm = torch.where(qv > thr, qv, thr)
         den = torch.log(torch.abs(self.c * norm) + 1.0) + self.eps
         x = (num / den).reshape(g.Lq * g.Lk, 1)
-        b = self.mlp(x).t().reshape(self.H, g.Lq, g.Lk)
-        return b[None] * (1.0 / self.score_scale(self.dh))
+        return self.mlp(x).t().reshape(self.H, g.Lq, g.Lk)
 
 
 class Sandwich(Encoding):

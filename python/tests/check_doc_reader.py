@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Doc-drift check for docs/model.md: train short runs of representative configs from
 configs/, then compare python/tests/doc_reader.py (a reader written from docs/model.md alone)
-with `relpos eval --json` on each (|loss diff| <= 1e-5 and the same token count). A failure
+with `relpos eval --json` on each (|loss diff| <= 1e-6 and the same token count). A failure
 means the model and docs/model.md disagree: fix the page (or the model), not the reader's
 guesses.
 

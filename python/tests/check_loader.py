@@ -2,7 +2,8 @@
 """ctest torch_loader: for every position encoding, train a tiny relpos model for a few steps,
 run `relpos eval --json` on it, rebuild it in PyTorch with relpos_torch.load and compare the
 validation loss (|diff| <= 1e-5). The cases also cover post-LN, RMSNorm, per-layer / shared
-encodings and the bias scale (learnable, fixed, per head).
+encodings, the bias scale (learnable, fixed, per head; FIRE included), qk_norm and the logit
+softcap.
 
   python3 python/tests/check_loader.py --relpos build/relpos [--keep DIR] [--only NAME]
 
@@ -47,6 +48,14 @@ CASES = [
     ("kerple_log", {"type": "kerple_log"}, {"bias_scale": {"enabled": True}}, TEXT),
     ("kerple_power", {"type": "kerple_power"}, {}, TEXT),
     ("fire", {"type": "fire", "width": 8, "init_L": 16}, {}, TEXT),
+    ("fire_bias_scale_per_head", {"type": "fire", "width": 8, "init_L": 16},
+     {"bias_scale": {"enabled": True, "per_head": True, "init": 0.6}}, TEXT),
+    # the stability knobs: qk_norm (both kinds, before RoPE), the logit softcap (after the bias)
+    ("rope_qk_layernorm", {"type": "rope"}, {"qk_norm": "layernorm"}, TEXT),
+    ("t5_qk_rmsnorm_softcap", {"type": "t5", "num_buckets": 8, "max_distance": 16},
+     {"qk_norm": "rmsnorm", "attn_softcap": 2.0, "bias_scale": {"enabled": True}}, TEXT),
+    ("alibi_softcap_encoder_decoder", {"type": "alibi"}, {"kind": "encoder_decoder", "attn_softcap": 1.5},
+     {"task": "reverse", "seq_len": 6, "vocab_size": 8, "batch_size": 4}),
     ("sandwich", {"type": "sandwich"}, {}, TEXT),
     ("dynamic_bias", {"type": "dynamic_bias", "log_distance": True}, {}, TEXT),
     ("xpos", {"type": "xpos", "scale_base": 64}, {}, TEXT),

@@ -671,7 +671,7 @@ def main(argv):
                 ref, rtok = relpos_eval(r)
                 mine, _, ntok = evaluate(r)
                 diff = abs(ref - mine)
-                ok = diff <= 1e-5 and rtok == ntok
+                ok = diff <= 1e-6 and rtok == ntok
                 print(f"{os.path.basename(r.rstrip('/')):32s} {ref:14.8f} {mine:14.8f} {diff:10.2e} {'yes' if ok else 'NO'}"
                       + ("" if rtok == ntok else f" (tokens {ntok} vs {rtok})"))
             except Exception as e:  # noqa
