@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/run_train_bench.sh [THREADS] [--check] [--check-only]
 # Training-step benchmark, relpos (build/relpos_bench_train) vs PyTorch (bench/torch_train.py,
-# Debian's python3-torch via /usr/bin/python3), same architecture, same step, same threads.
+# Debian's python3-torch via /usr/bin/python3; with PEERS, also PyTorch 2.x eager and compiled,
+# see below), same architecture, same step, same threads.
 #   sizes: tiny  = d_model 128, 2 layers, 4 heads, seq 128, batch 16   (TINY_WARMUP + TINY_STEPS)
 #          small = d_model 256, 4 layers, 8 heads, seq 256, batch 8    (SMALL_WARMUP + SMALL_STEPS)
 #   PE:    none t5 alibi rope shaw                                      (override: POS="t5 rope")
@@ -12,6 +13,19 @@
 #   torch loads them, and the per-step losses of both must agree (|diff| < 1e-3), i.e. the same
 #   model, loss, clipping and AdamW; a second table shows the differences.
 # --check-only: only the check.
+# PEERS="torch113 torch2 torch2c" picks the PyTorch columns (default "torch113": Debian's torch
+# only, as before):
+#   torch113  bench/torch_train.py with Debian's /usr/bin/python3 (torch 1.13), eager, AdamW(foreach=False)
+#   torch2    bench/torch2_train.py with PyTorch 2.x from PyPI in bench/.venv-torch2 (TORCH2_VENV
+#             overrides): F.scaled_dot_product_attention (is_causal for none/rope, a float
+#             bias+causal mask for t5/alibi, Shaw materialised), AdamW fused=True if this torch
+#             has a fused CPU kernel, else foreach=True (the JSON's "optimizer" field says which)
+#   torch2c   the same under torch.compile (default mode); compiled in the warmup steps, untimed
+#   Each PE runs relpos and then every peer, in PEERS order. The torch2 peers need the venv:
+#   run bench/setup_torch2.sh once (PyPI torch + numpy, ~6 GB); without it this script exits 2.
+#   --check cross-checks every peer's losses against relpos' (|diff| < 1e-3).
+#   Smoke test: TINY_WARMUP=1 TINY_STEPS=2 SIZES=tiny POS="none t5" PEERS="torch2 torch2c" \
+#               bench/run_train_bench.sh --check
 set -euo pipefail
 
 THREADS=2
@@ -21,7 +35,7 @@ for arg in "$@"; do
   case "$arg" in
     --check) CHECK=1 ;;
     --check-only) CHECK=1; RUN=0 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) [[ "$arg" =~ ^[0-9]+$ ]] || { echo "usage: $0 [THREADS] [--check] [--check-only]" >&2; exit 2; }; THREADS="$arg" ;;
   esac
 done
@@ -31,6 +45,10 @@ BUILD="${BUILD_DIR:-$ROOT/build}"
 BIN="$BUILD/relpos_bench_train"
 PY=/usr/bin/python3
 TORCH="$ROOT/bench/torch_train.py"
+TORCH2="$ROOT/bench/torch2_train.py"
+TORCH2_VENV="${TORCH2_VENV:-$ROOT/bench/.venv-torch2}"
+PY2="$TORCH2_VENV/bin/python"
+PEERS=${PEERS:-torch113}
 OUTDIR="$ROOT/bench/out"
 mkdir -p "$OUTDIR"
 
@@ -40,6 +58,30 @@ SMALL_WARMUP=${SMALL_WARMUP:-2}
 SMALL_STEPS=${SMALL_STEPS:-4}
 POS=${POS:-"none t5 alibi rope shaw"}
 SIZES=${SIZES:-"tiny small"}
+
+# run_peer PEER ARGS...: one peer run with the shared arguments (+ --load DIR); one JSON line.
+run_peer() {
+  local peer="$1"; shift
+  case "$peer" in
+    torch113) "$PY" "$TORCH" "$@" ;;
+    torch2) "$PY2" "$TORCH2" "$@" ;;
+    torch2c) "$PY2" "$TORCH2" --compile "$@" ;;
+  esac
+}
+NEED_TORCH2=0
+for peer in $PEERS; do
+  case "$peer" in
+    torch113) ;;
+    torch2|torch2c) NEED_TORCH2=1 ;;
+    *) echo "PEERS: unknown peer '$peer' (known: torch113 torch2 torch2c)" >&2; exit 2 ;;
+  esac
+done
+[[ -n "${PEERS// /}" ]] || { echo "PEERS is empty (known: torch113 torch2 torch2c)" >&2; exit 2; }
+if [[ $NEED_TORCH2 == 1 ]] && ! { [[ -x "$PY2" ]] && "$PY2" -c "import torch, numpy" 2>/dev/null; }; then
+  echo "PEERS=\"$PEERS\" needs PyTorch 2.x in $TORCH2_VENV, which is missing." >&2
+  echo "Run bench/setup_torch2.sh once (creates the venv, pip installs torch + numpy from PyPI, ~6 GB)." >&2
+  exit 2
+fi
 
 # Build (incremental; a no-op when up to date). Keep -j2: the machine is shared.
 if [[ ! -f "$BUILD/CMakeCache.txt" ]]; then
@@ -68,26 +110,38 @@ if [[ $CHECK == 1 ]]; then
     args="--d-model 128 --layers 2 --heads 4 --seq 128 --batch 16 --warmup 1 --steps 2 --threads $THREADS --pos $pos"
     # shellcheck disable=SC2086
     "$BIN" $args --dump "$dir" >>"$CHK"
-    # shellcheck disable=SC2086
-    "$PY" "$TORCH" $args --load "$dir" >>"$CHK"
+    for peer in $PEERS; do
+      # shellcheck disable=SC2086
+      run_peer "$peer" $args --load "$dir" >>"$CHK"
+    done
     rm -rf "$dir"
   done
   "$PY" - "$CHK" <<'EOF'
 import json, math, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-by = {}
+by, peers = {}, []
 for r in rows:
     by.setdefault(r["pos"], {})[r["impl"]] = r
-print("| PE | relpos losses (3 steps) | torch losses | max abs diff | ln(65) | ok |")
-print("|---|---|---|---|---|---|")
+    if r["impl"] != "relpos" and r["impl"] not in peers:
+        peers.append(r["impl"])
+head = "| PE | relpos losses (3 steps) | " + "".join(f"{p} losses | max abs diff | " for p in peers) + "ln(65) | ok |"
+print(head)
+print("|---" * (head.count("|") - 1) + "|")
 bad = 0
+fmt = lambda v: ", ".join(f"{x:.6f}" for x in v)
 for pos, d in by.items():
-    a, b = d["relpos"]["losses"], d["torch"]["losses"]
-    diff = max(abs(x - y) for x, y in zip(a, b))
-    ok = diff < 1e-3
+    a = d["relpos"]["losses"]
+    cells, ok = [], True
+    for p in peers:
+        if p not in d:
+            cells += ["missing", "-"]; ok = False
+            continue
+        b = d[p]["losses"]
+        diff = max(abs(x - y) for x, y in zip(a, b)) if len(a) == len(b) else math.inf
+        ok = ok and diff < 1e-3
+        cells += [fmt(b), f"{diff:.2e}"]
     bad += not ok
-    fmt = lambda v: ", ".join(f"{x:.6f}" for x in v)
-    print(f"| {pos} | {fmt(a)} | {fmt(b)} | {diff:.2e} | {math.log(65):.4f} | {'yes' if ok else 'NO'} |")
+    print(f"| {pos} | {fmt(a)} | " + "".join(c + " | " for c in cells) + f"{math.log(65):.4f} | {'yes' if ok else 'NO'} |")
 print()
 sys.exit(1 if bad else 0)
 EOF
@@ -101,8 +155,10 @@ for size in $SIZES; do
     args="$(size_args "$size") --threads $THREADS --pos $pos"
     # shellcheck disable=SC2086
     "$BIN" $args | sed "s/^{/{\"size\":\"$size\",/" >>"$RES"
-    # shellcheck disable=SC2086
-    "$PY" "$TORCH" $args | sed "s/^{/{\"size\":\"$size\",/" >>"$RES"
+    for peer in $PEERS; do
+      # shellcheck disable=SC2086
+      run_peer "$peer" $args | sed "s/^{/{\"size\":\"$size\",/" >>"$RES"
+    done
     echo "# done $size $pos" >&2
   done
 done

@@ -182,9 +182,9 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, d, heads, d_ff, pos_type, shared_pos, own_pos):
+    def __init__(self, d, heads, d_ff, pos_type, shared_pos, own_pos, attn_cls=Attention):
         super().__init__()
-        self.attn = Attention(d, heads, pos_type, shared_pos, own_pos)
+        self.attn = attn_cls(d, heads, pos_type, shared_pos, own_pos)
         self.norm1 = Norm(d)
         self.mlp = MLP(d, d_ff)
         self.norm2 = Norm(d)
@@ -195,7 +195,7 @@ class Block(nn.Module):
 
 
 class Stack(nn.Module):
-    def __init__(self, d, n_layers, heads, d_ff, pos_type):
+    def __init__(self, d, n_layers, heads, d_ff, pos_type, attn_cls=Attention):
         super().__init__()
         self.embed = nn.Embedding(VOCAB, d)
         nn.init.normal_(self.embed.weight, std=0.02)
@@ -209,7 +209,7 @@ class Stack(nn.Module):
         elif pos_type not in ("none", "shaw"):
             raise SystemExit(f"unknown --pos {pos_type}")
         self.layers = nn.ModuleList(
-            Block(d, heads, d_ff, pos_type, shared, Shaw(d // heads) if pos_type == "shaw" else None)
+            Block(d, heads, d_ff, pos_type, shared, Shaw(d // heads) if pos_type == "shaw" else None, attn_cls)
             for _ in range(n_layers))
         self.norm = Norm(d)
 
@@ -221,9 +221,11 @@ class Stack(nn.Module):
 
 
 class Model(nn.Module):
-    def __init__(self, d, n_layers, heads, d_ff, pos_type):
+    """attn_cls: the attention module (bench/torch2_train.py passes its SDPA version)."""
+
+    def __init__(self, d, n_layers, heads, d_ff, pos_type, attn_cls=Attention):
         super().__init__()
-        self.stack = Stack(d, n_layers, heads, d_ff, pos_type)
+        self.stack = Stack(d, n_layers, heads, d_ff, pos_type, attn_cls)
         self.head = nn.Linear(d, VOCAB, bias=False)
 
     def forward(self, tokens):
@@ -263,8 +265,8 @@ def param_groups(model, wd):
     return groups
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def build_parser(doc=__doc__):
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("--d-model", type=int, default=128)
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--heads", type=int, default=4)
@@ -282,13 +284,12 @@ def main():
     ap.add_argument("--load", default="", help="directory written by relpos_bench_train --dump")
     ap.add_argument("--profile", action="store_true",
                     help="run the timed steps under torch.profiler and print its op table to stderr")
-    a = ap.parse_args()
+    return ap
 
-    torch.set_num_threads(a.threads)
-    torch.manual_seed(a.seed)
-    rss_start = rss_now_mb()
-    model = Model(a.d_model, a.layers, a.heads, 4 * a.d_model, a.pos)
-    model.train()
+
+def make_batches(a, model):
+    """Loads --load DIR's parameters into model; returns the per-step inputs and targets on
+    --device (from DIR/tokens.bin, or random from --seed + 1), drawn before any clock starts."""
     total, B, L = a.warmup + a.steps, a.batch, a.seq
     if a.load:
         load_relpos_params(model, a.load)
@@ -303,9 +304,29 @@ def main():
     model.to(dev)
     inputs = [tokens[s, :, :L].contiguous().to(dev) for s in range(total)]
     targets = [tokens[s, :, 1:].reshape(-1).contiguous().to(dev) for s in range(total)]
+    return inputs, targets
 
-    params = list(model.parameters())
-    opt = torch.optim.AdamW(param_groups(model, a.wd), lr=a.lr, betas=(0.9, 0.999), eps=1e-8, foreach=False)
+
+def result(a, impl, params, ms, losses, rss_start):
+    """The JSON fields shared with relpos_bench_train (bench/train_table.py reads them)."""
+    median = statistics.median(ms)
+    return {
+        "impl": impl, "pos": a.pos, "d_model": a.d_model, "n_layers": a.layers, "n_heads": a.heads,
+        "seq": a.seq, "batch": a.batch, "threads": a.threads, "warmup": a.warmup, "steps": a.steps,
+        "params": sum(p.numel() for p in params),
+        "ms_per_step_median": round(median, 3), "ms_per_step_mean": round(statistics.fmean(ms), 3),
+        "ms_per_step_min": round(min(ms), 3), "tokens_per_s": round(a.batch * a.seq / (median / 1000.0), 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
+        "rss_start_mb": round(rss_start, 1), "final_loss": round(losses[-1], 6),
+        "losses": [round(x, 6) for x in losses], "torch": torch.__version__, "device": a.device,
+    }
+
+
+def run_steps(a, model, opt, params, inputs, targets):
+    """The training steps: forward -> mean cross-entropy -> backward -> clip -> opt.step ->
+    zero_grad. Returns (ms of the timed steps, the loss of every step); the first --warmup steps
+    are run but not timed. --profile: the timed steps under torch.profiler, its table to stderr."""
+    total = a.warmup + a.steps
     ms, losses = [], []
     prof = None
     for s in range(total):
@@ -328,17 +349,23 @@ def main():
     if prof is not None:
         prof.__exit__(None, None, None)
         print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25), file=sys.stderr)
-    median = statistics.median(ms)
-    out = {
-        "impl": "torch", "pos": a.pos, "d_model": a.d_model, "n_layers": a.layers, "n_heads": a.heads,
-        "seq": a.seq, "batch": a.batch, "threads": a.threads, "warmup": a.warmup, "steps": a.steps,
-        "params": sum(p.numel() for p in params),
-        "ms_per_step_median": round(median, 3), "ms_per_step_mean": round(statistics.fmean(ms), 3),
-        "ms_per_step_min": round(min(ms), 3), "tokens_per_s": round(B * L / (median / 1000.0), 1),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
-        "rss_start_mb": round(rss_start, 1), "final_loss": round(losses[-1], 6),
-        "losses": [round(x, 6) for x in losses], "torch": torch.__version__, "device": a.device,
-    }
+    return ms, losses
+
+
+def main():
+    a = build_parser().parse_args()
+
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    rss_start = rss_now_mb()
+    model = Model(a.d_model, a.layers, a.heads, 4 * a.d_model, a.pos)
+    model.train()
+    inputs, targets = make_batches(a, model)
+
+    params = list(model.parameters())
+    opt = torch.optim.AdamW(param_groups(model, a.wd), lr=a.lr, betas=(0.9, 0.999), eps=1e-8, foreach=False)
+    ms, losses = run_steps(a, model, opt, params, inputs, targets)
+    out = result(a, "torch", params, ms, losses, rss_start)
     print(json.dumps(out, separators=(",", ":")))
     sys.stdout.flush()
 
