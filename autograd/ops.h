@@ -90,9 +90,10 @@ Variable scatter_add(const Shape& shape, int64_t dim, const Tensor& idx, const V
 Variable add_toeplitz_bias(const Variable& scores, const Variable& bias);
 // softmax(scale q k^T + bias (Toeplitz [H, Lq + Lk - 1], may be undefined) + masks) v in one
 // fused op (k::attention): q [B, H, Lq, dh], k, v [B, H, Lk, dh] -> [B, H, Lq, dh]; O(L)
-// memory; gradients for q, k, v and the bias table.
+// memory; gradients for q, k, v and the bias table. `forward` (optional) receives the
+// kernel's outputs: the row logsumexp and, with args.row_stats, the monitor statistics.
 Variable fused_attention(const Variable& q, const Variable& k, const Variable& v, const Variable& bias,
-                         const Tensor& key_padding, const k::AttentionArgs& args);
+                         const Tensor& key_padding, const k::AttentionArgs& args, k::AttentionOut* forward = nullptr);
 
 // ---- shape (views share storage; their backward maps the gradient back) ----
 Variable reshape(const Variable& x, const Shape& shape);

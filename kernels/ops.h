@@ -127,10 +127,15 @@ struct AttentionArgs {
   double scale = 1.0;
   bool causal = false;
   int64_t q_offset = 0, k_offset = 0;  // absolute positions of query row 0 / key column 0
+  bool row_stats = false;              // also fill AttentionOut::max_abs and ::entropy (monitors)
 };
 struct AttentionOut {
   Tensor o;    // [B, H, Lq, dh]
   Tensor lse;  // [B, H, Lq] logsumexp of each score row (-inf: no visible key, o = 0)
+  // Only with row_stats, [B, H, Lq], 0 for a row without a visible key; computed while the
+  // row is in cache, no extra pass over the scores:
+  Tensor max_abs;  // max |S_ij| over the visible keys j
+  Tensor entropy;  // -sum_j P_ij log P_ij = lse_i - sum_j P_ij S_ij
 };
 // q: [B, H, Lq, dh], k, v: [B, H, Lk, dh]
 AttentionOut attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias,

@@ -127,13 +127,16 @@ Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bo
   const bool dropout_active = cfg_.dropout > 0 && is_training();
   if (cfg_.fused && fused_attention_enabled() && q.device() == Device::CPU && !terms.defined() && !sbias.defined() &&
       !pos_->has_value_terms() && !dropout_active && !(cfg_.stability.softcap > 0)) {
+    // Monitors come from the kernel (per-row max |S| and entropy, same pass as the softmax):
+    // no [B, H, Lq, Lk] tensor even on logging steps; stats->probs stays undefined.
+    k::AttentionArgs args{scale, causal, q_offset, k_offset, /*row_stats=*/stats != nullptr};
+    k::AttentionOut fwd;
+    Variable o =
+        fused_attention(q, k, v, bias, key_padding.defined() ? key_padding.to(q.device()) : Tensor(), args, &fwd);
     if (stats) {
-      NoGradGuard ng;
-      Variable s = scores();
-      record_stats(s, softmax(s, -1));
+      stats->max_abs_logit = k::reduce(k::Reduce::Max, fwd.max_abs, {}, false).item();
+      stats->mean_entropy = k::reduce(k::Reduce::Sum, fwd.entropy, {}, false).item() / double(B * cfg_.n_heads * Lq);
     }
-    k::AttentionArgs args{scale, causal, q_offset, k_offset};
-    Variable o = fused_attention(q, k, v, bias, key_padding.defined() ? key_padding.to(q.device()) : Tensor(), args);
     return o_proj_->forward(reshape(transpose(o, 1, 2), {B, Lq, cfg_.d_model}));
   }
 

@@ -52,7 +52,8 @@ struct KVCache {
 struct AttentionStats {  // filled when a pointer is given (monitors)
   double max_abs_logit = 0;   // max |S| over unmasked cells
   double mean_entropy = 0;    // mean over (b, h, i) of -sum_j P log P
-  Tensor probs;               // [B, H, Lq, Lk] attention probabilities before dropout (shares storage)
+  Tensor probs;               // [B, H, Lq, Lk] attention probabilities before dropout (shares
+                              // storage); reference path only (the fused kernel never forms P)
 };
 
 class MultiHeadAttention : public Module {

@@ -14,6 +14,7 @@
 #include "relpos/autograd/grad_mode.h"
 #include "relpos/autograd/ops.h"
 #include "relpos/kernels/ops.h"
+#include "relpos/nn/attention.h"
 #include "relpos/nn/positional/registry.h"
 
 namespace relpos::train {
@@ -85,6 +86,12 @@ std::vector<RowGrad> position_grad_rows(nn::Model& model, const Dataset& data, c
 
 std::vector<Tensor> attention_maps(const nn::Model& model, const Tensor& tokens) {
   NoGradGuard ng;
+  // P itself is wanted: the reference path forms it (the fused kernel never does).
+  struct ReferencePath {
+    bool was = nn::fused_attention_enabled();
+    ReferencePath() { nn::set_fused_attention(false); }
+    ~ReferencePath() { nn::set_fused_attention(was); }
+  } reference_path;
   std::vector<nn::AttentionStats> stats;
   model.forward(tokens, Tensor(), nullptr, &stats);
   std::vector<Tensor> out;

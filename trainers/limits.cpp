@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "relpos/core/error.h"
 #include "relpos/trainers/available_memory.h"
@@ -97,15 +98,32 @@ ResourceEstimate estimate_resources(const Config& cfg, int64_t vocab, int64_t se
                                    {layers, "model.n_layers"}, {4, "bytes"}},
                                   "activations"),
                      "data.batch_size, data.seq_len, model.d_model, model.d_ff, model.n_layers"});
-  // Attention: scores, probabilities and score terms per layer (B H L^2 each), kept for
-  // backward, plus one layer's transient workspace; graph inputs add B L^2 int64 indices.
-  int64_t scores = checked_size({{B, "data.batch_size"}, {H, "model.n_heads"}, {L, "data.seq_len"},
-                                 {L, "data.seq_len"}, {4, "bytes"}},
-                                "attention scores [B, H, L, L]");
-  e.terms.push_back({"attention", checked_size({{scores, "B*H*L*L*4"}, {layers, "model.n_layers"}, {4, "copies"}},
-                                               "attention scores x model.n_layers") +
-                                      checked_size({{scores, "B*H*L*L*4"}, {2, "copies"}}, "attention"),
-                     "data.batch_size, model.n_heads, data.seq_len (squared), model.n_layers"});
+  // Attention. The fused kernel (model.attention fused, an encoding that declares
+  // fused_attention, no attention dropout or softcap, on the CPU) keeps the output and the
+  // row logsumexp per layer and a block of 64 x L scores (twice in backward) per thread:
+  // O(L). Otherwise scores, probabilities and score terms per layer (B H L^2 each) are kept
+  // for backward, plus one layer's transient workspace. Graph inputs add B L^2 int64 indices.
+  const bool fused = m.attention == "fused" && nn::find_position_variant(m.position).fused_attention &&
+                     m.dropout == 0.0 && m.stability.softcap == 0.0 && cfg.train.device == "cpu";
+  if (fused) {
+    const int64_t threads =  // train.threads 0 = every core
+        cfg.train.threads > 0 ? cfg.train.threads : std::max<int64_t>(std::thread::hardware_concurrency(), 1);
+    e.terms.push_back(
+        {"attention (fused)",
+         checked_size({{B, "data.batch_size"}, {H, "model.n_heads"}, {L, "data.seq_len"}, {layers, "model.n_layers"},
+                       {4, "bytes"}}, "attention [B, H, L] x model.n_layers") +
+             checked_size({{threads, "train.threads"}, {64 * 3, "rows"}, {L, "data.seq_len"}, {8, "bytes"}},
+                          "attention workspace"),
+         "data.batch_size, model.n_heads, data.seq_len, model.n_layers (model.attention: fused)"});
+  } else {
+    int64_t scores = checked_size({{B, "data.batch_size"}, {H, "model.n_heads"}, {L, "data.seq_len"},
+                                   {L, "data.seq_len"}, {4, "bytes"}},
+                                  "attention scores [B, H, L, L]");
+    e.terms.push_back({"attention", checked_size({{scores, "B*H*L*L*4"}, {layers, "model.n_layers"}, {4, "copies"}},
+                                                 "attention scores x model.n_layers") +
+                                        checked_size({{scores, "B*H*L*L*4"}, {2, "copies"}}, "attention"),
+                       "data.batch_size, model.n_heads, data.seq_len (squared), model.n_layers"});
+  }
   if (d.task == "graph")
     e.terms.push_back({"graph distances", checked_size({{B, "data.batch_size"}, {L, "data.seq_len"},
                                                         {L, "data.seq_len"}, {8, "bytes"}}, "data.task graph"),

@@ -8,9 +8,11 @@
 namespace relpos {
 
 Variable fused_attention(const Variable& q, const Variable& k, const Variable& v, const Variable& bias,
-                         const Tensor& key_padding, const k::AttentionArgs& args) {
+                         const Tensor& key_padding, const k::AttentionArgs& args, k::AttentionOut* forward) {
   const Tensor bias_t = bias.defined() ? bias.data() : Tensor();
   k::AttentionOut fwd = k::attention(q.data(), k.data(), v.data(), bias_t, key_padding, args);
+  if (forward) *forward = fwd;
+  fwd.max_abs = fwd.entropy = Tensor();  // the backward needs o and lse only
   Tensor o = fwd.o;
   return make_result(std::move(o), "fused_attention", {q, k, v, bias},
                      [q = q.data(), kk = k.data(), v = v.data(), bias_t, key_padding, fwd,

@@ -6,6 +6,7 @@
 //                                                            block's last row may see)
 //   S  += T[h, j - i + Lq - 1]; hidden cells (causal predicate, key padding) = -inf
 //   P   = softmax_rows(S),  lse_i = max_i + log(sum_i)
+//   (row_stats: max_j |S_ij| and entropy_i = log(sum_i) - sum_j P_ij (S_ij - max_i), same pass)
 //   O_blk = P V                                   [r, dh]   (one GEMM)
 // Backward recomputes S and P = exp(S - lse) block by block:
 //   dP = dO_blk V^T;  D_i = sum_d dO[i,d] O[i,d];  dS = P (dP - D)
@@ -118,10 +119,16 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
   const Tensor bias = bias_in.defined() ? bias_in.contiguous() : Tensor();
   const std::vector<double> pad = padding_rows(kp);
   AttentionOut out{Tensor::empty({d.B, d.H, d.Lq, d.dh}, q.dtype()), Tensor::empty({d.B, d.H, d.Lq}, q.dtype())};
+  if (a.row_stats) {
+    out.max_abs = Tensor::empty({d.B, d.H, d.Lq}, q.dtype());
+    out.entropy = Tensor::empty({d.B, d.H, d.Lq}, q.dtype());
+  }
   visit_float(q.dtype(), "attention", [&]<typename T>() {
     const T *pq = q.data<T>(), *pk = k.data<T>(), *pv = v.data<T>();
     const T* pt = bias.defined() ? bias.data<T>() : nullptr;
     T *po = out.o.data<T>(), *pl = out.lse.data<T>();
+    T* pmax = a.row_stats ? out.max_abs.data<T>() : nullptr;
+    T* pent = a.row_stats ? out.entropy.data<T>() : nullptr;
 #pragma omp parallel
     {
       std::vector<T> s(size_t(kRowBlock * std::max<int64_t>(d.Lk, 1)));
@@ -140,24 +147,44 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
           if (kend > 0) block_scores<T>(d, a, Q, K, th, kp_b, i0, r, kend, s.data());
           for (int64_t ii = 0; ii < r; ++ii) {  // softmax of each row, in place
             T* si = s.data() + ii * kend;
+            const int64_t row = bh * d.Lq + i0 + ii;
             T m = -std::numeric_limits<T>::infinity();
             for (int64_t j = 0; j < kend; ++j) m = si[j] > m ? si[j] : m;
             if (kend == 0 || (std::isinf(m) && m < 0)) {  // no visible key: p = 0, o = 0
               std::fill(si, si + kend, T(0));
               lse[i0 + ii] = -std::numeric_limits<T>::infinity();
+              if (pmax) pmax[row] = pent[row] = T(0);
               continue;
             }
-            T sum = 0;
+            T sum = 0, ps = 0;  // ps = sum_j e_j (S_ij - m) (row_stats only)
+            if (pmax) {
+              T mabs = 0;
+              for (int64_t j = 0; j < kend; ++j) {
+                const T x = si[j];
+                if (std::isinf(x)) {  // hidden key (-inf)
+                  si[j] = T(0);
+                  continue;
+                }
+                mabs = std::max(mabs, std::abs(x));
+                const T z = x - m, e = exp_t<T>(z);
+                si[j] = e;
+                sum += e;
+                ps += e * z;
+              }
+              pmax[row] = mabs;
+            } else {
 #pragma omp simd reduction(+ : sum)
-            for (int64_t j = 0; j < kend; ++j) {
-              const T e = exp_t<T>(si[j] - m);
-              si[j] = e;
-              sum += e;
+              for (int64_t j = 0; j < kend; ++j) {
+                const T e = exp_t<T>(si[j] - m);
+                si[j] = e;
+                sum += e;
+              }
             }
             const T inv = T(1) / sum;
 #pragma omp simd
             for (int64_t j = 0; j < kend; ++j) si[j] *= inv;
             lse[i0 + ii] = m + std::log(sum);
+            if (pent) pent[row] = std::log(sum) - ps * inv;  // -sum P log P, P = e / sum
           }
           if (kend > 0)
             gemm<T>(CblasNoTrans, CblasNoTrans, r, d.dh, kend, T(1), s.data(), kend, V, d.dh, T(0), O + i0 * d.dh,

@@ -28,29 +28,41 @@ PositionEncodingPtr make_graph_spd(const PositionConfig&, Generator&);
 PositionEncodingPtr make_deberta(const PositionConfig&, Generator&);
 
 const std::vector<PositionVariant>& position_variants() {
+  constexpr bool kPerLayer = true, kPerStack = false;  // default of model.position.shared
+  constexpr bool kFused = true, kReference = false;    // PositionVariant::fused_attention
   static const std::vector<PositionVariant> v = {
-      {"none", "NoPE: no position information", true, make_none},
-      {"sinusoidal", "fixed sinusoidal absolute encoding added to the embeddings (Vaswani 2017)", true, make_sinusoidal},
-      {"learned", "learned absolute position embeddings [max_len, D]", true, make_learned},
-      {"t5", "T5 bucketed relative bias, table [num_buckets, H] (Raffel 2020)", true, make_t5},
-      {"alibi", "ALiBi linear distance bias with reference slopes (Press 2022)", true, make_alibi},
-      {"rope", "rotary embedding of q and k; half/interleaved, linear/NTK/YaRN scaling (Su 2021)", true, make_rope},
-      {"shaw", "relative key and value embeddings clipped at k_max (Shaw 2018)", true, make_shaw, true},
+      {"none", "NoPE: no position information", true, make_none, kPerStack, kFused},
+      {"sinusoidal", "fixed sinusoidal absolute encoding added to the embeddings (Vaswani 2017)", true, make_sinusoidal,
+       kPerStack, kFused},
+      {"learned", "learned absolute position embeddings [max_len, D]", true, make_learned, kPerStack, kFused},
+      {"t5", "T5 bucketed relative bias, table [num_buckets, H] (Raffel 2020)", true, make_t5, kPerStack, kFused},
+      {"alibi", "ALiBi linear distance bias with reference slopes (Press 2022)", true, make_alibi, kPerStack, kFused},
+      {"rope", "rotary embedding of q and k; half/interleaved, linear/NTK/YaRN scaling (Su 2021)", true, make_rope,
+       kPerStack, kFused},
+      {"shaw", "relative key and value embeddings clipped at k_max (Shaw 2018)", true, make_shaw, kPerLayer,
+       kReference},
       {"transformer_xl", "(q+u).k + (q+v).W_r R[qi-kj]: sinusoidal R, shared u/v, W_r per layer; causal (Dai 2019)",
-       true, make_transformer_xl},
-      {"kerple_log", "KERPLE log kernel -r1 log(1 + r2 |i-j|), learnable r1, r2 > 0 per head (Chi 2022)", true, make_kerple_log},
-      {"kerple_power", "KERPLE power kernel -r1 |i-j|^r2, r1 > 0, 0 < r2 < 2 per head (Chi 2022)", true, make_kerple_power},
-      {"fire", "FIRE: MLP of log-distance normalised by the query position, learnable c, L (Li 2023)", true, make_fire, true},
-      {"sandwich", "Sandwich: parameter-free sum of cosines of the distance, per-head ratio (Chi 2023)", true, make_sandwich},
-      {"dynamic_bias", "MLP over the (optionally log) signed distance, per head (x-transformers DPB)", true, make_dynamic_bias},
-      {"xpos", "xPos: RoPE with exponential decay zeta^((m-n)/scale_base); causal only (Sun 2022)", true, make_xpos},
-      {"cope", "CoPE: gated contextual positions, interpolated embeddings; causal only (Golovneva 2024)", true, make_cope, true},
+       true, make_transformer_xl, kPerStack, kReference},
+      {"kerple_log", "KERPLE log kernel -r1 log(1 + r2 |i-j|), learnable r1, r2 > 0 per head (Chi 2022)", true,
+       make_kerple_log, kPerStack, kFused},
+      {"kerple_power", "KERPLE power kernel -r1 |i-j|^r2, r1 > 0, 0 < r2 < 2 per head (Chi 2022)", true,
+       make_kerple_power, kPerStack, kFused},
+      {"fire", "FIRE: MLP of log-distance normalised by the query position, learnable c, L (Li 2023)", true, make_fire,
+       kPerLayer, kReference},
+      {"sandwich", "Sandwich: parameter-free sum of cosines of the distance, per-head ratio (Chi 2023)", true,
+       make_sandwich, kPerStack, kFused},
+      {"dynamic_bias", "MLP over the (optionally log) signed distance, per head (x-transformers DPB)", true,
+       make_dynamic_bias, kPerStack, kFused},
+      {"xpos", "xPos: RoPE with exponential decay zeta^((m-n)/scale_base); causal only (Sun 2022)", true, make_xpos,
+       kPerStack, kFused},
+      {"cope", "CoPE: gated contextual positions, interpolated embeddings; causal only (Golovneva 2024)", true,
+       make_cope, kPerLayer, kReference},
       {"relative_2d", "Swin 2D relative bias on a grid_h x grid_w patch grid, table [(2Wh-1)(2Ww-1), H] (Liu 2021)",
-       false, make_relative_2d},
+       false, make_relative_2d, kPerStack, kReference},
       {"graph_spd", "Graphormer spatial bias table[min(spd, max_dist)] from a [B, L, L] distance index (Ying 2021)",
-       false, make_graph_spd},
+       false, make_graph_spd, kPerStack, kReference},
       {"deberta", "DeBERTa-v2 disentangled c2p + p2c terms, log buckets, shared LayerNorm'd table (He 2021)", true,
-       make_deberta},
+       make_deberta, kPerStack, kReference},
   };
   return v;
 }
@@ -63,7 +75,7 @@ const PositionVariant& find_position_variant(const std::string& name) {
   }
   std::string hint = did_you_mean(name, names);
   fail_config("unknown position encoding '{}'{}; available: {}", name,
-       hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint), fmt::join(names, ", "));
+              hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint), fmt::join(names, ", "));
 }
 
 PositionEncodingPtr make_position_encoding(const PositionConfig& cfg, Generator& gen) {
@@ -80,7 +92,7 @@ void PositionEncoding::set_eval_scaling(const PositionParams& params) {
 }
 
 Tensor PositionEncoding::cached(const char* tag, std::initializer_list<int64_t> key,
-                                       const std::function<Tensor()>& build) const {
+                                const std::function<Tensor()>& build) const {
   auto k = std::make_pair(std::string(tag), std::vector<int64_t>(key));
   auto it = cache_.find(k);
   if (it != cache_.end()) return it->second;
@@ -91,7 +103,7 @@ Tensor PositionEncoding::cached(const char* tag, std::initializer_list<int64_t> 
 }
 
 Tensor PositionEncoding::geometry_cached(const char* tag, const AttnGeometry& g,
-                                                const std::function<Tensor()>& build) const {
+                                         const std::function<Tensor()>& build) const {
   return cached(tag, {g.Lq, g.Lk, g.q_offset, g.k_offset, g.causal ? 1 : 0}, build);
 }
 

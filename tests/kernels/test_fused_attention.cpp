@@ -4,6 +4,7 @@
 // and whole attention layers with the fused path on vs off for every Toeplitz-style encoding.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -121,7 +122,7 @@ TEST_CASE("fused attention backward is the same at 1 and 2 threads (deterministi
   CHECK(b1.dk.to_vector<float>() == b2.dk.to_vector<float>());
 }
 
-TEST_CASE("attention layers: fused path on == off for every encoding it serves (values and gradients)") {
+TEST_CASE("attention layers: fused path on == off for every encoding it serves (values, gradients, monitors)") {
   for (const char* type : {"none", "t5", "alibi", "rope", "kerple_log", "sandwich", "xpos", "dynamic_bias"}) {
     for (bool causal : {true, false}) {
       if (std::string(type) == "xpos" && !causal) continue;  // causal-only
@@ -144,9 +145,11 @@ TEST_CASE("attention layers: fused path on == off for every encoding it serves (
         auto pos = nn::make_position_encoding(pc, g);
         nn::MultiHeadAttention attn(ac, pos, true, g, DType::F64);
         Variable x = rand_var({2, 11, 16}, 4);
-        Variable y = attn.forward(x, x, causal, Tensor(), 0, 0);
+        nn::AttentionStats st;
+        Variable y = attn.forward(x, x, causal, Tensor(), 0, 0, nullptr, nullptr, &st);
         y.backward(Tensor::ones(y.shape(), DType::F64));
-        std::vector<Tensor> out{y.data(), x.grad()};
+        std::vector<Tensor> out{y.data(), x.grad(), Tensor::scalar(st.max_abs_logit, DType::F64),
+                                Tensor::scalar(st.mean_entropy, DType::F64)};  // monitors: kernel vs materialised
         for (auto& [n, p] : attn.named_parameters())
           if (p.grad().defined()) out.push_back(p.grad());
         return out;
@@ -160,4 +163,79 @@ TEST_CASE("attention layers: fused path on == off for every encoding it serves (
       }
     }
   }
+}
+
+// The monitors from the kernel (row_stats) against a plain float64 loop over the full score
+// matrix: max |S| over visible cells, -sum P log P per row, 0 for rows with no visible key.
+TEST_CASE("fused attention row statistics: max |logit| and entropy per row, hidden rows 0") {
+  struct StatCase {
+    int64_t B, H, Lq, Lk, dh;
+    bool causal, bias, padding;
+    int64_t q_off, k_off;
+  };
+  const StatCase cases[] = {{2, 3, 70, 70, 4, true, true, false, 0, 0},
+                            {1, 2, 5, 9, 3, false, true, true, 0, 0},
+                            {1, 2, 6, 6, 4, true, false, false, 0, 3},  // rows 0..2 see no key
+                            {2, 1, 3, 8, 2, true, true, true, 5, 0}};
+  uint64_t seed = 100;
+  for (const StatCase& c : cases) {
+    INFO("B " << c.B << " Lq " << c.Lq << " Lk " << c.Lk << " causal " << c.causal << " k_off " << c.k_off);
+    Generator g(seed++);
+    Tensor q = Tensor::randn({c.B, c.H, c.Lq, c.dh}, g, DType::F64), kk = Tensor::randn({c.B, c.H, c.Lk, c.dh}, g, DType::F64),
+           v = Tensor::randn({c.B, c.H, c.Lk, c.dh}, g, DType::F64);
+    Tensor t = c.bias ? k::unary(k::Unary::MulScalar, Tensor::randn({c.H, c.Lq + c.Lk - 1}, g, DType::F64), 3.0)
+                       : Tensor();
+    std::vector<double> pad(size_t(c.B * c.Lk), 0.0);
+    if (c.padding)
+      for (int64_t b = 0; b < c.B; ++b) pad[size_t(b * c.Lk + b)] = 1.0;
+    Tensor kp = c.padding ? Tensor::from_vector(pad, {c.B, c.Lk}) : Tensor();
+    const double scale = 0.9;
+    k::AttentionArgs a{scale, c.causal, c.q_off, c.k_off, /*row_stats=*/true};
+    auto out = k::attention(q, kk, v, t, kp, a);
+    REQUIRE(out.max_abs.defined());
+    REQUIRE(out.entropy.defined());
+    const auto Q = q.to_vector<double>(), K = kk.to_vector<double>();
+    const auto T = c.bias ? t.to_vector<double>() : std::vector<double>{};
+    const auto mx = out.max_abs.to_vector<double>(), en = out.entropy.to_vector<double>();
+    for (int64_t b = 0; b < c.B; ++b)
+      for (int64_t h = 0; h < c.H; ++h)
+        for (int64_t i = 0; i < c.Lq; ++i) {
+          std::vector<double> srow;
+          double want_max = 0;
+          for (int64_t j = 0; j < c.Lk; ++j) {
+            if (c.causal && c.k_off + j > c.q_off + i) continue;
+            if (pad[size_t(b * c.Lk + j)] != 0.0) continue;
+            double sij = 0;
+            for (int64_t e = 0; e < c.dh; ++e)
+              sij += Q[size_t(((b * c.H + h) * c.Lq + i) * c.dh + e)] * K[size_t(((b * c.H + h) * c.Lk + j) * c.dh + e)];
+            sij *= scale;
+            if (c.bias) sij += T[size_t(h * (c.Lq + c.Lk - 1) + j - i + c.Lq - 1)];
+            srow.push_back(sij);
+            want_max = std::max(want_max, std::abs(sij));
+          }
+          double want_ent = 0;
+          if (!srow.empty()) {
+            const double m = *std::max_element(srow.begin(), srow.end());
+            double z = 0;
+            for (double x : srow) z += std::exp(x - m);
+            for (double x : srow) {
+              const double p = std::exp(x - m) / z;
+              if (p > 0) want_ent -= p * std::log(p);
+            }
+          }
+          const size_t r = size_t((b * c.H + h) * c.Lq + i);
+          INFO("b " << b << " h " << h << " row " << i);
+          CHECK(mx[r] == Approx(want_max).epsilon(1e-12).margin(1e-12));
+          CHECK(en[r] == Approx(want_ent).epsilon(1e-10).margin(1e-12));
+        }
+  }
+  // float32 entropy stays accurate for peaked rows (computed relative to the row max)
+  Generator g(9);
+  Tensor q = k::unary(k::Unary::MulScalar, Tensor::randn({1, 1, 4, 8}, g), 6.0),
+         kk = k::unary(k::Unary::MulScalar, Tensor::randn({1, 1, 4, 8}, g), 6.0), v = Tensor::randn({1, 1, 4, 8}, g);
+  k::AttentionArgs a{1.0, false, 0, 0, true};
+  auto o32 = k::attention(q, kk, v, Tensor(), Tensor(), a);
+  auto o64 = k::attention(q.to(DType::F64), kk.to(DType::F64), v.to(DType::F64), Tensor(), Tensor(), a);
+  CHECK(test::allclose(o32.entropy.to(DType::F64), o64.entropy, 1e-4, 1e-5));
+  CHECK(test::allclose(o32.max_abs.to(DType::F64), o64.max_abs, 1e-5, 1e-5));
 }

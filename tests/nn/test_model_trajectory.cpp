@@ -21,9 +21,11 @@
 #include <set>
 #include <string>
 
+#include "relpos/autograd/grad_mode.h"
 #include "relpos/autograd/ops.h"
 #include "relpos/nn/models.h"
 #include "relpos/nn/optim/adam.h"
+#include "relpos/nn/positional/registry.h"
 #include "relpos/trainers/safetensors.h"
 
 using namespace relpos;
@@ -192,5 +194,24 @@ TEST_CASE("model trajectory: logits, loss, gradients and 5 AdamW steps match PyT
         std::printf("%-20s logits %.2e  loss %.2e  grad (scaled) %.2e  trajectory %.2e\n", name.c_str(), lerr,
                     loss_err, worst_rel, traj_err);
     }
+  }
+}
+
+// PositionVariant::fused_attention is a declaration; this checks it against what each model
+// does: the fused kernel never forms P (stats.probs undefined), the materialised path does.
+// The fixtures cover every encoding (decoder, encoder, encoder_decoder; self-attention only).
+TEST_CASE("fused_attention capability: declared == the path each encoding's layers take", "[nn][trajectory]") {
+  for (const auto& path : fixture_files()) {
+    Fixture f = read_fixture(path);
+    const nn::ModelConfig cfg = model_config(f);
+    if (cfg.kind == "encoder_decoder") continue;  // the decoder also has cross-attention (always fusable)
+    INFO(fs::path(path).stem().string() << " (position " << cfg.position << ")");
+    nn::Model model(cfg, 0);
+    NoGradGuard ng;
+    std::vector<nn::AttentionStats> stats;
+    model.forward(f.at("input"), Tensor(), nullptr, &stats, f.has("position_index") ? f.at("position_index") : Tensor());
+    REQUIRE(!stats.empty());
+    const bool declared = nn::find_position_variant(cfg.position).fused_attention;
+    for (const auto& s : stats) CHECK(s.probs.defined() == !declared);
   }
 }

@@ -29,7 +29,11 @@ void config_error(const std::string& args, const std::string& what) {
 
 TEST_CASE("hostile: sizes whose product overflows int64 are config errors naming the keys", "[hostile]") {
   config_error("train " + kQuick + " --set data.batch_size=281474976710656 --set data.seq_len=65536", "data.batch_size");
-  config_error("validate " + kQuick + " --set data.batch_size=16777216 --set data.seq_len=16777216", "overflows");
+  // (the attention term of the fused path is O(L): the activations' product is what overflows)
+  config_error("validate " + kQuick + " --set data.batch_size=16777216 --set data.seq_len=16777216 --set model.d_ff=65536",
+               "overflows");
+  config_error("validate " + kQuick + " --set data.batch_size=16777216 --set data.seq_len=16777216 "
+               "--set model.attention=reference", "overflows");  // B H L^2
   config_error("validate " + kQuick + " --set data.batch_size=-1", "data.batch_size");
   config_error("validate " + kQuick + " --set model.d_model=99999999999999999999", "model.d_model");
   config_error("validate " + kQuick + " --set model.n_layers=4611686018427387904", "model.n_layers");

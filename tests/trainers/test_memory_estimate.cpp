@@ -1,0 +1,53 @@
+// The up-front memory estimate: O(L) attention for configs the fused kernel serves, O(L^2)
+// where the scores are materialised (reference path, content terms, dropout, softcap, cuda).
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "relpos/trainers/config.h"
+#include "relpos/trainers/limits.h"
+
+using namespace relpos::train;
+
+namespace {
+
+constexpr int64_t MiB = int64_t(1) << 20, GiB = int64_t(1) << 30;
+
+// The attention term of a decoder (d_model 128, 4 heads, 2 layers, batch 1) at seq_len L.
+int64_t attention_bytes(const std::string& position, int64_t L, const std::vector<std::string>& extra = {}) {
+  const std::string yaml = "model: {kind: decoder, d_model: 128, n_heads: 4, n_layers: 2, max_len: " +
+                           std::to_string(L) + ", position: {type: " + position +
+                           "}}\ndata: {task: text, path: data/tinyshakespeare.txt, seq_len: " + std::to_string(L) +
+                           ", batch_size: 1}\ntrain: {threads: 2}\n";
+  const Config cfg = parse_config(yaml, "estimate.yaml", extra);
+  const ResourceEstimate e = estimate_resources(cfg, 65);
+  int64_t bytes = -1;
+  for (const auto& t : e.terms)
+    if (t.what.rfind("attention", 0) == 0) bytes = t.bytes;
+  REQUIRE(bytes >= 0);
+  return bytes;
+}
+
+}  // namespace
+
+TEST_CASE("memory estimate: the fused path is O(L), the materialised one O(L^2)", "[trainers][memory]") {
+  // B H L^2 floats = 1 GiB at L = 8192 (B 1, H 4): the reference path keeps several per layer.
+  for (const char* pos : {"t5", "alibi", "rope", "none"}) {
+    INFO(pos);
+    CHECK(attention_bytes(pos, 8192) < 64 * MiB);
+    CHECK(attention_bytes(pos, 8192, {"model.attention=reference"}) >= 8 * GiB);
+    CHECK(attention_bytes(pos, 8192, {"model.dropout=0.1"}) >= 8 * GiB);        // attention dropout: P is formed
+    CHECK(attention_bytes(pos, 8192, {"model.attn_softcap=30"}) >= 8 * GiB);    // softcap: materialised
+  }
+  for (const char* pos : {"shaw", "transformer_xl", "deberta", "fire", "cope"}) {
+    INFO(pos);
+    CHECK(attention_bytes(pos, 8192) >= 8 * GiB);  // content terms / query-normalised bias: materialised
+  }
+  // linear in L on the fused path, quadratic otherwise
+  const double fused_ratio = double(attention_bytes("t5", 8192)) / double(attention_bytes("t5", 4096));
+  const double ref_ratio = double(attention_bytes("t5", 8192, {"model.attention=reference"})) /
+                           double(attention_bytes("t5", 4096, {"model.attention=reference"}));
+  CHECK(fused_ratio == Approx(2.0).epsilon(0.01));
+  CHECK(ref_ratio == Approx(4.0).epsilon(0.01));
+}
