@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "relpos/trainers/sweep.h"
+#include "sweep_helpers.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;
@@ -17,31 +18,11 @@ std::string write_spec(const std::string& name) {
   fs::path dir = fs::temp_directory_path() / ("relpos_test_sweep_" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
-  std::ofstream f(dir / "spec.yaml");
-  f << "dir: " << (dir / "out").string() << R"(
-config:
-  model: {d_model: 16, n_layers: 1, n_heads: 2, d_ff: 32, max_len: 64}
-  data: {task: copy, vocab_size: 6, seq_len: 5, min_len: 2, batch_size: 4}
-  optim: {lr: 3.0e-3, warmup: 0}
-  train: {steps: 6, eval_every: 3, eval_batches: 2, log_every: 3, threads: 1}
-grid:
-  model.position.type: [alibi, t5]
-points:
-  - {name: base}
-  - {name: zl, set: {optim.z_loss: 1.0e-3}}
-checkpoint_every: 3
-eval: {lengths: [5, 10], mode: random}
-)";
+  std::ofstream(dir / "spec.yaml") << "dir: " << (dir / "out").string() << "\n" << test::kTinySweepSpec;
   return (dir / "spec.yaml").string();
 }
 
-std::vector<nlohmann::json> lines(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::ifstream f(path);
-  for (std::string l; std::getline(f, l);)
-    if (!l.empty()) out.push_back(nlohmann::json::parse(l));
-  return out;
-}
+std::vector<nlohmann::json> lines(const std::string& path) { return test::json_lines(path); }
 
 }  // namespace
 
