@@ -94,6 +94,12 @@ Variable add_toeplitz_bias(const Variable& scores, const Variable& bias);
 // kernel's outputs: the row logsumexp and, with args.row_stats, the monitor statistics.
 Variable fused_attention(const Variable& q, const Variable& k, const Variable& v, const Variable& bias,
                          const Tensor& key_padding, const k::AttentionArgs& args, k::AttentionOut* forward = nullptr);
+// The same with bucketed content terms (Shaw; k::AttentionBuckets): qr = q R_k^T
+// [B, H, Lq, NB] (differentiable), bucket int64 [Lq + Lk - 1] -> [B, H, Lq, dh + NB]: the
+// attention output O (first dh), then w = P summed per bucket (last NB; the caller adds w R_v).
+Variable fused_attention_buckets(const Variable& q, const Variable& k, const Variable& v, const Variable& bias,
+                                 const Variable& qr, const Tensor& bucket, const Tensor& key_padding,
+                                 const k::AttentionArgs& args, k::AttentionOut* forward = nullptr);
 
 // ---- shape (views share storage; their backward maps the gradient back) ----
 Variable reshape(const Variable& x, const Shape& shape);

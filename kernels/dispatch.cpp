@@ -108,14 +108,16 @@ Tensor scatter_add(const Shape& shape, int64_t dim, const Tensor& idx, const Ten
 }
 
 AttentionOut attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias,
-                       const Tensor& key_padding, const AttentionArgs& a) {
-  return RELPOS_DISPATCH(device_of("attention", q, k, v, bias, key_padding), attention(q, k, v, bias, key_padding, a));
+                       const Tensor& key_padding, const AttentionArgs& a, const AttentionBuckets& buckets) {
+  return RELPOS_DISPATCH(device_of("attention", q, k, v, bias, key_padding, buckets.qr, buckets.bucket),
+                         attention(q, k, v, bias, key_padding, a, buckets));
 }
 AttentionGrads attention_backward(const Tensor& g_o, const Tensor& q, const Tensor& k, const Tensor& v,
                                   const Tensor& bias, const Tensor& key_padding, const AttentionOut& fwd,
-                                  const AttentionArgs& a) {
-  return RELPOS_DISPATCH(device_of("attention_backward", g_o, q, k, v, bias, key_padding, fwd.o, fwd.lse),
-                         attention_backward(g_o, q, k, v, bias, key_padding, fwd, a));
+                                  const AttentionArgs& a, const AttentionBuckets& buckets, const Tensor& g_w) {
+  return RELPOS_DISPATCH(device_of("attention_backward", g_o, q, k, v, bias, key_padding, fwd.o, fwd.lse, fwd.w,
+                                   buckets.qr, buckets.bucket, g_w),
+                         attention_backward(g_o, q, k, v, bias, key_padding, fwd, a, buckets, g_w));
 }
 
 Tensor toeplitz_add(const Tensor& s, const Tensor& t) {

@@ -136,18 +136,30 @@ struct AttentionOut {
   // row is in cache, no extra pass over the scores:
   Tensor max_abs;  // max |S_ij| over the visible keys j
   Tensor entropy;  // -sum_j P_ij log P_ij = lse_i - sum_j P_ij S_ij
+  Tensor w;        // [B, H, Lq, NB] with buckets: P summed per bucket
 };
-// q: [B, H, Lq, dh], k, v: [B, H, Lk, dh]
+// Bucketed content terms (Shaw's relative keys and values; undefined = none), O(L k) memory:
+// the bucket of cell (i, j) is bucket[j - i + Lq - 1] (Toeplitz-indexed like the bias), and
+//   S_ij += scale * qr[b, h, i, bucket(i, j)]          (qr = q R_k^T, computed by the caller)
+//   w[b, h, i, n] = sum_j P_ij [bucket(i, j) = n]      (the caller adds w R_v to the output)
+struct AttentionBuckets {
+  Tensor qr;      // [B, H, Lq, NB], q's dtype
+  Tensor bucket;  // int64 [Lq + Lk - 1], values in [0, NB)
+};
+// q: [B, H, Lq, dh], k, v: [B, H, Lk, dh]; with buckets, AttentionOut::w is filled.
 AttentionOut attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias,
-                       const Tensor& key_padding, const AttentionArgs& a);
+                       const Tensor& key_padding, const AttentionArgs& a, const AttentionBuckets& buckets = {});
 struct AttentionGrads {
   Tensor dq, dk, dv, dbias;  // dbias undefined when bias was
+  Tensor dqr;                // [B, H, Lq, NB] with buckets
 };
 // Recomputes the scores block by block; dbias sums each diagonal over batches in a fixed
-// order (deterministic, independent of the thread count).
+// order (deterministic, independent of the thread count). g_w: the gradient of
+// AttentionOut::w (with buckets; undefined = zero).
 AttentionGrads attention_backward(const Tensor& g_o, const Tensor& q, const Tensor& k, const Tensor& v,
                                   const Tensor& bias, const Tensor& key_padding, const AttentionOut& fwd,
-                                  const AttentionArgs& a);
+                                  const AttentionArgs& a, const AttentionBuckets& buckets = {},
+                                  const Tensor& g_w = {});
 
 // ---------------------------------------------------------------- shape
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim);

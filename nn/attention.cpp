@@ -74,7 +74,13 @@ Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bo
   geo.q_proj = [this](const Variable& x) { return q_proj_->forward(x); };
   geo.k_proj = [this](const Variable& x) { return k_proj_->forward(x); };
 
-  Variable terms = pos_->score_terms(q, k, geo);  // [B, H, Lq, Lk] or undefined
+  // The fused kernel serves scores q k^T + Toeplitz bias (+ bucketed content terms) when no
+  // dropout is active on P and no softcap applies; otherwise everything is materialised.
+  const bool dropout_active = cfg_.dropout > 0 && is_training();
+  const bool fusable = cfg_.fused && fused_attention_enabled() && q.device() == Device::CPU && !dropout_active &&
+                       !(cfg_.stability.softcap > 0);
+  const PositionEncoding::Buckets buckets = fusable ? pos_->bucketed_terms(geo) : PositionEncoding::Buckets{};
+  Variable terms = buckets.keys.defined() ? Variable() : pos_->score_terms(q, k, geo);  // [B, H, Lq, Lk] or none
   const double scale = pos_->score_scale(head_dim_);
   Variable bias = pos_->toeplitz_bias(geo);  // [H, Lq + Lk - 1]
   if (bias.defined() && alpha_.defined()) bias = bias * alpha_;
@@ -123,16 +129,23 @@ Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bo
   };
 
   // Fused path (k::attention: O(L) memory, causal keys skipped, bias gradient fused) whenever
-  // the scores are q k^T plus a Toeplitz bias and nothing needs P itself.
-  const bool dropout_active = cfg_.dropout > 0 && is_training();
-  if (cfg_.fused && fused_attention_enabled() && q.device() == Device::CPU && !terms.defined() && !sbias.defined() &&
-      !pos_->has_value_terms() && !dropout_active && !(cfg_.stability.softcap > 0)) {
+  // the scores are q k^T plus a Toeplitz bias (and bucketed terms) and nothing needs P itself.
+  if (fusable && !terms.defined() && !sbias.defined() && (!pos_->has_value_terms() || buckets.values.defined())) {
     // Monitors come from the kernel (per-row max |S| and entropy, same pass as the softmax):
     // no [B, H, Lq, Lk] tensor even on logging steps; stats->probs stays undefined.
     k::AttentionArgs args{scale, causal, q_offset, k_offset, /*row_stats=*/stats != nullptr};
     k::AttentionOut fwd;
-    Variable o =
-        fused_attention(q, k, v, bias, key_padding.defined() ? key_padding.to(q.device()) : Tensor(), args, &fwd);
+    const Tensor kp_rows = key_padding.defined() ? key_padding.to(q.device()) : Tensor();  // [B, Lk]
+    Variable o;
+    if (buckets.keys.defined()) {
+      const int64_t nb = buckets.keys.size(0);
+      Variable qr = matmul(q, transpose(buckets.keys, 0, 1));  // [B, H, Lq, NB]
+      Variable ow = fused_attention_buckets(q, k, v, bias, qr, buckets.bucket, kp_rows, args, &fwd);
+      o = narrow(ow, 3, 0, head_dim_);                                                // [B, H, Lq, dh]
+      if (buckets.values.defined()) o = o + matmul(narrow(ow, 3, head_dim_, nb), buckets.values);  // value term
+    } else {
+      o = fused_attention(q, k, v, bias, kp_rows, args, &fwd);
+    }
     if (stats) {
       stats->max_abs_logit = k::reduce(k::Reduce::Max, fwd.max_abs, {}, false).item();
       stats->mean_entropy = k::reduce(k::Reduce::Sum, fwd.entropy, {}, false).item() / double(B * cfg_.n_heads * Lq);

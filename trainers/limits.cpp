@@ -50,6 +50,16 @@ int64_t position_parameters(const nn::ModelConfig& m, int64_t stacks) {
   return n;
 }
 
+// Buckets of the encoding's bucketed content terms (Shaw: 2 k_max + 1; 0 = none), from a
+// built instance like position_parameters.
+int64_t position_buckets(const nn::ModelConfig& m) {
+  nn::PositionConfig pc = nn::position_config(m);
+  Generator g(0);
+  nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, g);
+  const nn::PositionEncoding::Buckets bt = pos->bucketed_terms(nn::AttnGeometry{1, 1, 0, 0, true, Tensor()});
+  return bt.keys.defined() ? bt.keys.size(0) : 0;
+}
+
 }  // namespace
 
 std::string ResourceEstimate::str() const {
@@ -108,10 +118,13 @@ ResourceEstimate estimate_resources(const Config& cfg, int64_t vocab, int64_t se
   if (fused) {
     const int64_t threads =  // train.threads 0 = every core
         cfg.train.threads > 0 ? cfg.train.threads : std::max<int64_t>(std::thread::hardware_concurrency(), 1);
+    // per layer: the row logsumexp, and with bucketed terms q R_k^T, P per bucket and their
+    // concatenation with the output (3 x [B, H, L, NB])
+    const int64_t per_row = 1 + 3 * position_buckets(m);
     e.terms.push_back(
         {"attention (fused)",
          checked_size({{B, "data.batch_size"}, {H, "model.n_heads"}, {L, "data.seq_len"}, {layers, "model.n_layers"},
-                       {4, "bytes"}}, "attention [B, H, L] x model.n_layers") +
+                       {per_row, "1 + 3 buckets"}, {4, "bytes"}}, "attention [B, H, L] x model.n_layers") +
              checked_size({{threads, "train.threads"}, {64 * 3, "rows"}, {L, "data.seq_len"}, {8, "bytes"}},
                           "attention workspace"),
          "data.batch_size, model.n_heads, data.seq_len, model.n_layers (model.attention: fused)"});

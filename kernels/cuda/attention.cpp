@@ -7,13 +7,14 @@
 namespace relpos::k::cuda {
 
 AttentionOut attention(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                       const AttentionArgs&) {
+                       const AttentionArgs&, const AttentionBuckets&) {
   fail("attention: no fused CUDA kernel yet (model.attention: fused uses it on the CPU only; on cuda the "
        "attention layer runs the reference path)");
 }
 
 AttentionGrads attention_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                                  const Tensor&, const AttentionOut&, const AttentionArgs&) {
+                                  const Tensor&, const AttentionOut&, const AttentionArgs&, const AttentionBuckets&,
+                                  const Tensor&) {
   fail("attention_backward: no fused CUDA kernel yet");
 }
 

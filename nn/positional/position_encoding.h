@@ -90,6 +90,16 @@ class PositionEncoding : public Module {
   // Value terms: p [B, H, Lq, Lk] -> [B, H, Lq, dh] added to P @ V (undefined = none).
   virtual Variable value_terms(const Variable&, const AttnGeometry&) const { return {}; }
   virtual bool has_value_terms() const { return false; }  // true when value_terms is defined
+  // The same content terms in bucketed form, for the fused kernel (O(L k) memory, no
+  // [B, H, Lq, Lk]): score term q_i . keys[n] (before scaling) and value term
+  // sum_j P_ij values[n], n = bucket[j - i + Lq - 1] (Toeplitz-indexed, int64 [Lq + Lk - 1]).
+  // Defined only by encodings whose score_terms/value_terms are exactly this (Shaw); the
+  // attention layer then skips score_terms/value_terms when it takes the fused path.
+  struct Buckets {
+    Variable keys, values;  // [NB, dh] each (values undefined: no value term)
+    Tensor bucket;          // int64 [Lq + Lk - 1]
+  };
+  virtual Buckets bucketed_terms(const AttnGeometry&) const { return {}; }
   // For inspection (`relpos bias`): the lookup index [Lq, Lk] of table-based variants
   // (index-driven ones such as graph_spd: shaped like position_index, undefined without it).
   virtual Tensor bias_index(const AttnGeometry&) const { return {}; }

@@ -17,9 +17,10 @@ struct PositionVariant {
   std::function<PositionEncodingPtr(const PositionConfig&, Generator&)> make;
   bool per_layer = false;  // default of model.position_shared: one instance per layer (else per stack)
   // Declared capability: the scores are q k^T (after rotate/rotate_key) plus at most a
-  // Toeplitz bias — no score terms, index bias or value terms — so `model.attention: fused`
-  // runs the fused kernel (k::attention) for it. The others (Shaw, Transformer-XL, DeBERTa,
-  // CoPE: content-position terms; FIRE: bias normalised by the query position; relative_2d,
+  // Toeplitz bias and bucketed content terms (Shaw: PositionEncoding::bucketed_terms) — no
+  // other score terms, index bias or value terms — so `model.attention: fused` runs the
+  // fused kernel (k::attention) for it. The others (Transformer-XL, DeBERTa, CoPE: dense
+  // content-position terms; FIRE: bias normalised by the query position; relative_2d,
   // graph_spd: index biases) take the materialised path. Tested against what each encoding
   // actually returns (tests/nn/test_registry.cpp); the memory estimate reads it.
   bool fused_attention = false;

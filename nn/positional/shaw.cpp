@@ -5,7 +5,8 @@
 //   z_i  = sum_j P_ij (v_j + wV[idx[i, j]])                    (values: a value term)
 // wK, wV: [2 k_max + 1, head_dim], shared by the heads of a layer (one pair per layer).
 // Computed without a [Lq, Lk, d] tensor: q @ wK^T -> [.., Lq, 2k+1] then gathered by idx;
-// values: P scatter-added into [.., Lq, 2k+1] by idx, then @ wV.
+// values: P scatter-added into [.., Lq, 2k+1] by idx, then @ wV. The fused kernel takes the
+// same terms in bucketed form (bucketed_terms(): wK, wV and the bucket of each distance).
 // Positions are absolute (offsets), so queries of a KV-cache step see the right distances.
 // Parameters: k_max (16).
 #include <algorithm>
@@ -38,6 +39,17 @@ class Shaw : public PositionEncoding {
   Variable score_terms(const Variable& q, const Variable&, const AttnGeometry& g) const override {
     Variable rel = matmul(q, transpose(keys_, 0, 1));  // [B, H, Lq, 2k+1]
     return gather(rel, -1, expanded_index(q, g));
+  }
+
+  // bucket[t] for distance kj - qi = (k_offset - q_offset) + t - (Lq - 1): [Lq + Lk - 1]
+  Buckets bucketed_terms(const AttnGeometry& g) const override {
+    Tensor bucket = geometry_cached("shaw.bucket", g, [&] {
+      std::vector<int64_t> idx(size_t(g.Lq + g.Lk - 1));
+      for (int64_t t = 0; t < g.Lq + g.Lk - 1; ++t)
+        idx[size_t(t)] = std::clamp((g.k_offset - g.q_offset) + t - (g.Lq - 1), -k_max_, k_max_) + k_max_;
+      return Tensor::from_vector(idx, {g.Lq + g.Lk - 1});
+    });
+    return {keys_, values_, bucket};
   }
 
   bool has_value_terms() const override { return true; }

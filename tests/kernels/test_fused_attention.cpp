@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "relpos/autograd/ops.h"
 #include "relpos/kernels/ops.h"
@@ -123,12 +124,13 @@ TEST_CASE("fused attention backward is the same at 1 and 2 threads (deterministi
 }
 
 TEST_CASE("attention layers: fused path on == off for every encoding it serves (values, gradients, monitors)") {
-  for (const char* type : {"none", "t5", "alibi", "rope", "kerple_log", "sandwich", "xpos", "dynamic_bias"}) {
+  for (const char* type : {"none", "t5", "alibi", "rope", "kerple_log", "sandwich", "xpos", "dynamic_bias", "shaw"}) {
     for (bool causal : {true, false}) {
       if (std::string(type) == "xpos" && !causal) continue;  // causal-only
       INFO(type << (causal ? " causal" : " bidirectional"));
       nn::PositionConfig pc;
       pc.type = type;
+      if (std::string(type) == "shaw") pc.params = nn::PositionParams(std::map<std::string, std::string>{{"k_max", "3"}});  // clipped at |d| > 3
       pc.d_model = 16;
       pc.n_heads = 4;
       pc.head_dim = 4;
@@ -238,4 +240,96 @@ TEST_CASE("fused attention row statistics: max |logit| and entropy per row, hidd
   auto o64 = k::attention(q.to(DType::F64), kk.to(DType::F64), v.to(DType::F64), Tensor(), Tensor(), a);
   CHECK(test::allclose(o32.entropy.to(DType::F64), o64.entropy, 1e-4, 1e-5));
   CHECK(test::allclose(o32.max_abs.to(DType::F64), o64.max_abs, 1e-5, 1e-5));
+}
+
+// Bucketed content terms (Shaw's relative keys and values) inside the kernel against the
+// materialised ops: S = scale (q k^T + gather(q R_k^T, idx)) + bias, O = P v + scatter(P, idx) R_v.
+namespace {
+
+// idx[i, j] = clamp(kj - qi, -K, K) + K as [Lq, Lk], and the Toeplitz bucket [Lq + Lk - 1].
+std::pair<Tensor, Tensor> shaw_index(int64_t Lq, int64_t Lk, int64_t q_off, int64_t k_off, int64_t K) {
+  std::vector<int64_t> idx(size_t(Lq * Lk)), bucket(size_t(Lq + Lk - 1));
+  for (int64_t i = 0; i < Lq; ++i)
+    for (int64_t j = 0; j < Lk; ++j) idx[size_t(i * Lk + j)] = std::clamp((k_off + j) - (q_off + i), -K, K) + K;
+  for (int64_t t = 0; t < Lq + Lk - 1; ++t) bucket[size_t(t)] = std::clamp((k_off - q_off) + t - (Lq - 1), -K, K) + K;
+  return {Tensor::from_vector(idx, {Lq, Lk}), Tensor::from_vector(bucket, {Lq + Lk - 1})};
+}
+
+}  // namespace
+
+TEST_CASE("fused attention with bucketed terms equals gather/scatter ops, values and all six gradients") {
+  struct BCase {
+    int64_t B, H, Lq, Lk, dh, K;
+    bool causal, bias, padding;
+    int64_t q_off, k_off;
+  };
+  const BCase cases[] = {{2, 2, 9, 9, 4, 3, true, false, false, 0, 0},   {1, 3, 70, 70, 3, 5, true, true, false, 0, 0},
+                         {2, 2, 6, 11, 4, 2, false, true, true, 0, 0},   {1, 2, 1, 8, 4, 3, true, false, false, 7, 0},
+                         {2, 1, 4, 10, 2, 20, false, false, false, 3, 0}};  // K beyond every distance
+  uint64_t seed = 300;
+  for (const BCase& c : cases) {
+    INFO("B " << c.B << " Lq " << c.Lq << " Lk " << c.Lk << " K " << c.K << " causal " << c.causal << " q_off "
+              << c.q_off);
+    const int64_t NB = 2 * c.K + 1;
+    Variable q = rand_var({c.B, c.H, c.Lq, c.dh}, seed++), k = rand_var({c.B, c.H, c.Lk, c.dh}, seed++),
+             v = rand_var({c.B, c.H, c.Lk, c.dh}, seed++), rk = rand_var({NB, c.dh}, seed++),
+             rv = rand_var({NB, c.dh}, seed++);
+    Variable bias = c.bias ? rand_var({c.H, c.Lq + c.Lk - 1}, seed++) : Variable();
+    Tensor kp;
+    if (c.padding) {
+      std::vector<int64_t> pad(size_t(c.B * c.Lk), 0);
+      for (int64_t b = 0; b < c.B; ++b) pad[size_t(b * c.Lk + b)] = 1;
+      kp = Tensor::from_vector(pad, {c.B, c.Lk});
+    }
+    const std::pair<Tensor, Tensor> index = shaw_index(c.Lq, c.Lk, c.q_off, c.k_off, c.K);  // (no structured
+    const Tensor idx = index.first.expand({c.B, c.H, c.Lq, c.Lk}), bucket = index.second;   // bindings: clang-14)
+    const k::AttentionArgs a{0.6, c.causal, c.q_off, c.k_off};
+    auto fused = [&]() {
+      Variable ow = fused_attention_buckets(q, k, v, bias, matmul(q, transpose(rk, 0, 1)), bucket, kp, a);
+      return narrow(ow, 3, 0, c.dh) + matmul(narrow(ow, 3, c.dh, NB), rv);
+    };
+    auto reference_ops = [&]() {
+      constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+      Variable s = (matmul(q, transpose(k, -1, -2)) + gather(matmul(q, transpose(rk, 0, 1)), -1, idx)) * a.scale;
+      if (bias.defined()) s = add_toeplitz_bias(s, bias);
+      if (kp.defined()) s = masked_fill(s, kp.to(DType::F64).view({c.B, 1, 1, c.Lk}), kNegInf);
+      if (a.causal) s = causal_fill(s, a.q_offset, a.k_offset, kNegInf);
+      Variable p = softmax(s, -1);
+      Shape ws = p.shape();
+      ws.back() = NB;
+      return matmul(p, v) + matmul(scatter_add(ws, -1, idx, p), rv);
+    };
+    Variable fo = fused(), ro = reference_ops();
+    REQUIRE(test::allclose(fo.data(), ro.data(), 1e-12, 1e-13));
+    Generator gen(seed++);
+    Tensor g = Tensor::randn(fo.shape(), gen, DType::F64);
+    std::vector<Variable*> inputs{&q, &k, &v, &rk, &rv};
+    if (c.bias) inputs.push_back(&bias);
+    fo.backward(g);
+    std::vector<Tensor> fg;
+    for (Variable* x : inputs) fg.push_back(x->grad()), x->zero_grad();
+    ro.backward(g);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      INFO("gradient of input " << i << " (q, k, v, R_k, R_v, bias)");
+      REQUIRE(test::allclose(fg[i], inputs[i]->grad(), 1e-10, 1e-12));
+    }
+  }
+}
+
+TEST_CASE("fused attention with bucketed terms: float64 gradcheck of q, k, v, bias and qr; bad buckets are named") {
+  Variable q = rand_var({1, 2, 5, 3}, 41), k = rand_var({1, 2, 6, 3}, 42), v = rand_var({1, 2, 6, 3}, 43);
+  Variable bias = rand_var({2, 10}, 44), qr = rand_var({1, 2, 5, 5}, 45);
+  const Tensor bucket = shaw_index(5, 6, 1, 0, 2).second;
+  for (bool causal : {true, false})
+    test::require_gradcheck("fused_attention_buckets", [&](const std::vector<Variable>& in) {
+      return fused_attention_buckets(in[0], in[1], in[2], in[3], in[4], bucket, Tensor(),
+                                     k::AttentionArgs{0.5, causal, 1, 0});
+    }, {q, k, v, bias, qr});
+  const Tensor bad = Tensor::from_vector(std::vector<int64_t>(10, 5), {10});  // NB = 5: 5 is out of range
+  CHECK_THROWS_WITH(k::attention(q.data(), k.data(), v.data(), Tensor(), Tensor(), k::AttentionArgs{0.5},
+                                 k::AttentionBuckets{qr.data(), bad}),
+                    Catch::Contains("bucket[0] = 5 is outside [0, 5)"));
+  CHECK_THROWS_WITH(k::attention(q.data(), k.data(), v.data(), Tensor(), Tensor(), k::AttentionArgs{0.5},
+                                 k::AttentionBuckets{qr.data(), bucket.narrow(0, 0, 9)}),
+                    Catch::Contains("bucket must be int64 [Lq + Lk - 1] = [10]"));
 }
