@@ -108,54 +108,62 @@ std::vector<GradcheckCase> gradchecks_for(const std::string& type, const std::ma
     std::string name;
     bool causal, cross;
   };
-  for (const Geo& geo : {Geo{"causal self-attention", true, false}, Geo{"bidirectional self-attention", false, false},
-                         Geo{"cross-attention Lq!=Lk, offsets, padding", false, true}}) {
-    Generator gen(17);
-    nn::PositionConfig pc;
-    pc.type = type;
-    pc.d_model = 8;
-    pc.n_heads = 2;
-    pc.head_dim = 4;
-    pc.max_len = 16;
-    pc.init_std = 0.5;  // large enough that the tables matter in the check
-    pc.params = nn::PositionParams(params);
-    pc.dtype = DType::F64;
-    nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, gen);
-    // Causal-only variants skip the bidirectional case and run the cross geometry causally
-    // (queries 7..9 after keys 2..7: the Transformer-XL memory layout); encoder-only
-    // variants skip the causal case.
-    const bool causal = geo.causal || (geo.cross && pos->causal_only());
-    if (!causal && pos->causal_only()) continue;
-    if (causal && !causal_capable) continue;
-    nn::AttentionConfig ac;
-    ac.d_model = 8;
-    ac.n_heads = 2;
-    ac.bias_scale = {true, true, 0.7, true};
-    nn::MultiHeadAttention attn(ac, pos, true, gen, DType::F64);
-    Variable xq(Tensor::rand({2, geo.cross ? 3 : 5, 8}, gen, DType::F64, -1, 1), true);
-    Variable xkv(Tensor::rand({2, 6, 8}, gen, DType::F64, -1, 1), true);
-    Tensor pad = Tensor::zeros({2, 6}, DType::F64);
-    pad.select(0, 1).narrow(0, 4, 2).fill_(1.0);
-    std::vector<Variable> inputs{xq};
-    if (geo.cross) inputs.push_back(xkv);
-    for (const Variable& p : attn.parameters()) inputs.push_back(p);
-    Tensor index;  // graph_spd: the distances between the positions of this case
-    if (type == "graph_spd")
-      index = geo.cross ? demo_spd().narrow(1, 7, 3).narrow(2, 2, 6) : demo_spd().narrow(1, 0, 5).narrow(2, 0, 5);
-    auto fn = [&](const std::vector<Variable>& in) {
-      if (geo.cross) return attn.forward(in[0], in[1], causal, pad, 7, 2, nullptr, nullptr, nullptr, index);
-      Variable h = pos->embed(in[0], 0);
-      return attn.forward(h, h, causal, Tensor(), 0, 0, nullptr, nullptr, nullptr, index);
-    };
-    const std::string name = geo.name + (causal && !geo.causal ? ", causal" : "");
-    out.push_back({type + ": " + name, gradcheck(type + " (" + name + ")", fn, inputs)});
-  }
+  // Encodings the fused kernel serves are checked on both paths (model.attention fused and
+  // reference); the others only have the materialised one.
+  const bool fusable = nn::find_position_variant(type).fused_attention;
+  for (const bool fused : {true, false})
+    for (const Geo& geo : {Geo{"causal self-attention", true, false}, Geo{"bidirectional self-attention", false, false},
+                           Geo{"cross-attention Lq!=Lk, offsets, padding", false, true}}) {
+      if (fused && !fusable) continue;
+      Generator gen(17);
+      nn::PositionConfig pc;
+      pc.type = type;
+      pc.d_model = 8;
+      pc.n_heads = 2;
+      pc.head_dim = 4;
+      pc.max_len = 16;
+      pc.init_std = 0.5;  // large enough that the tables matter in the check
+      pc.params = nn::PositionParams(params);
+      pc.dtype = DType::F64;
+      nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, gen);
+      // Causal-only variants skip the bidirectional case and run the cross geometry causally
+      // (queries 7..9 after keys 2..7: the Transformer-XL memory layout); encoder-only
+      // variants skip the causal case.
+      const bool causal = geo.causal || (geo.cross && pos->causal_only());
+      if (!causal && pos->causal_only()) continue;
+      if (causal && !causal_capable) continue;
+      nn::AttentionConfig ac;
+      ac.d_model = 8;
+      ac.n_heads = 2;
+      ac.bias_scale = {true, true, 0.7, true};
+      ac.fused = fused;
+      nn::MultiHeadAttention attn(ac, pos, true, gen, DType::F64);
+      Variable xq(Tensor::rand({2, geo.cross ? 3 : 5, 8}, gen, DType::F64, -1, 1), true);
+      Variable xkv(Tensor::rand({2, 6, 8}, gen, DType::F64, -1, 1), true);
+      Tensor pad = Tensor::zeros({2, 6}, DType::F64);
+      pad.select(0, 1).narrow(0, 4, 2).fill_(1.0);
+      std::vector<Variable> inputs{xq};
+      if (geo.cross) inputs.push_back(xkv);
+      for (const Variable& p : attn.parameters()) inputs.push_back(p);
+      Tensor index;  // graph_spd: the distances between the positions of this case
+      if (type == "graph_spd")
+        index = geo.cross ? demo_spd().narrow(1, 7, 3).narrow(2, 2, 6) : demo_spd().narrow(1, 0, 5).narrow(2, 0, 5);
+      auto fn = [&](const std::vector<Variable>& in) {
+        if (geo.cross) return attn.forward(in[0], in[1], causal, pad, 7, 2, nullptr, nullptr, nullptr, index);
+        Variable h = pos->embed(in[0], 0);
+        return attn.forward(h, h, causal, Tensor(), 0, 0, nullptr, nullptr, nullptr, index);
+      };
+      const std::string name =
+          geo.name + (causal && !geo.causal ? ", causal" : "") + (fused ? " [fused]" : " [reference]");
+      out.push_back({type + ": " + name, gradcheck(type + " (" + name + ")", fn, inputs)});
+    }
   return out;
 }
 
 }  // namespace
 
-std::vector<GradcheckCase> attention_gradchecks(const std::string& type, const std::map<std::string, std::string>& params) {
+std::vector<GradcheckCase> attention_gradchecks(const std::string& type,
+                                                const std::map<std::string, std::string>& params) {
   if (type != "all") return gradchecks_for(type, params);
   RELPOS_CHECK(params.empty(), "gradcheck: --param only applies to a single --type");
   std::vector<GradcheckCase> out;

@@ -38,7 +38,8 @@ struct GradcheckCase {
 // variants have no bidirectional case (their cross geometry runs with the causal mask);
 // encoder-only variants skip the causal case; relative_2d (grid 3x4) and deberta (4
 // buckets, max 8) get small default parameters that --param overrides; graph_spd runs on a
-// built-in graph.
+// built-in graph. Encodings the fused kernel serves (PositionVariant::fused_attention) run
+// every case twice, labelled [fused] and [reference]; the others [reference].
 std::vector<GradcheckCase> attention_gradchecks(const std::string& type,
                                                 const std::map<std::string, std::string>& params = {});
 

@@ -165,6 +165,13 @@ TEST_CASE("cli: gradcheck --type all passes for every variant", "[cli][gradcheck
   REQUIRE_THAT(r.out, Catch::Contains("xpos: causal self-attention"));
   REQUIRE_THAT(r.out, !Catch::Contains("xpos: bidirectional"));
   REQUIRE_THAT(r.out, Catch::Contains("fire: cross-attention"));
+  // encodings the fused kernel serves are checked on both paths; the others on the reference one
+  for (const char* name : {"t5", "shaw", "rope", "alibi"}) {
+    REQUIRE_THAT(r.out, Catch::Contains(std::string(name) + ": causal self-attention [fused]"));
+    REQUIRE_THAT(r.out, Catch::Contains(std::string(name) + ": causal self-attention [reference]"));
+  }
+  REQUIRE_THAT(r.out, Catch::Contains("transformer_xl: causal self-attention [reference]"));
+  REQUIRE_THAT(r.out, !Catch::Contains("transformer_xl: causal self-attention [fused]"));
 }
 
 TEST_CASE("cli: usage and config errors exit with 2 and say what is wrong", "[cli]") {
