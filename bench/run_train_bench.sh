@@ -5,8 +5,9 @@
 # see below), same architecture, same step, same threads.
 #   sizes: tiny  = d_model 128, 2 layers, 4 heads, seq 128, batch 16   (TINY_WARMUP + TINY_STEPS)
 #          small = d_model 256, 4 layers, 8 heads, seq 256, batch 8    (SMALL_WARMUP + SMALL_STEPS)
+#          long  = d_model 128, 2 layers, 4 heads, seq 2048, batch 1  (LONG_WARMUP + LONG_STEPS)
 #   PE:    none t5 alibi rope shaw                                      (override: POS="t5 rope")
-#   SIZES="tiny small" selects sizes.
+#   SIZES="tiny small" selects sizes (default; add long).
 # Prints one Markdown table (ms/step = median of the timed steps). The raw JSON lines go to
 # bench/out/train_T<threads>_<date>.jsonl.
 # --check: first, per PE (tiny size, 3 steps), relpos dumps its initial weights and batches,
@@ -56,6 +57,8 @@ TINY_WARMUP=${TINY_WARMUP:-3}
 TINY_STEPS=${TINY_STEPS:-10}
 SMALL_WARMUP=${SMALL_WARMUP:-2}
 SMALL_STEPS=${SMALL_STEPS:-4}
+LONG_WARMUP=${LONG_WARMUP:-1}
+LONG_STEPS=${LONG_STEPS:-3}
 POS=${POS:-"none t5 alibi rope shaw"}
 SIZES=${SIZES:-"tiny small"}
 
@@ -96,6 +99,7 @@ size_args() {
   case "$1" in
     tiny) echo "--d-model 128 --layers 2 --heads 4 --seq 128 --batch 16 --warmup $TINY_WARMUP --steps $TINY_STEPS" ;;
     small) echo "--d-model 256 --layers 4 --heads 8 --seq 256 --batch 8 --warmup $SMALL_WARMUP --steps $SMALL_STEPS" ;;
+    long) echo "--d-model 128 --layers 2 --heads 4 --seq 2048 --batch 1 --warmup $LONG_WARMUP --steps $LONG_STEPS" ;;
     *) echo "unknown size $1" >&2; exit 2 ;;
   esac
 }
