@@ -9,6 +9,7 @@
 
 #include "relpos/core/strided.h"
 #include "relpos/kernels/backend.h"
+#include "relpos/kernels/cpu/fast_math.h"
 
 namespace relpos::k::cpu {
 
@@ -38,15 +39,20 @@ inline T unary_value(T x, [[maybe_unused]] T p, [[maybe_unused]] T q) {
     T t = std::tanh(kSqrt2OverPi * (x + kC * x * x * x));
     return T(0.5) * x * (T(1) + t);
   }
-  if constexpr (op == Unary::GeluErf) return T(0.5) * x * (T(1) + std::erf(x * kInvSqrt2));
+  if constexpr (op == Unary::GeluErf) {
+    if constexpr (std::is_same_v<T, float>) return fast::gelu_erf_f32(x);  // vectorisable; float64 keeps libm
+    else return T(0.5) * x * (T(1) + std::erf(x * kInvSqrt2));
+  }
   if constexpr (op == Unary::Silu) return x / (T(1) + std::exp(-x));
   if constexpr (op == Unary::ReluGrad) return x > 0 ? T(1) : T(0);
   if constexpr (op == Unary::GeluTanhGrad) {
     T t = std::tanh(kSqrt2OverPi * (x + kC * x * x * x));
     return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * kSqrt2OverPi * (T(1) + T(3) * kC * x * x);
   }
-  if constexpr (op == Unary::GeluErfGrad)
-    return T(0.5) * (T(1) + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(T(-0.5) * x * x);
+  if constexpr (op == Unary::GeluErfGrad) {
+    if constexpr (std::is_same_v<T, float>) return fast::gelu_erf_grad_f32(x);
+    else return T(0.5) * (T(1) + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(T(-0.5) * x * x);
+  }
   if constexpr (op == Unary::SiluGrad) {
     T s = T(1) / (T(1) + std::exp(-x));
     return s * (T(1) + x * (T(1) - s));

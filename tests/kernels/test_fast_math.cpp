@@ -1,4 +1,4 @@
-// The vectorisable float32 exp used by softmax, against std::exp.
+// The vectorisable float32 exp (softmax, attention) and GELU (erf form), against libm in float64.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
@@ -18,4 +18,34 @@ TEST_CASE("fast exp_f32 is within 3e-7 relative of std::exp, exact 0 below the r
   REQUIRE(relpos::k::fast::exp_f32(0.0f) == 1.0f);
   REQUIRE(relpos::k::fast::exp_f32(-std::numeric_limits<float>::infinity()) == 0.0f);
   REQUIRE(relpos::k::fast::exp_f32(-100.0f) == 0.0f);
+}
+
+// The float32 GELU (erf form) and its derivative without libm's erff, against float64 libm.
+// gelu: relative error where |gelu(x)| > 1e-4, absolute below (the negative tail, where the
+// error of exp(-x^2/2 + ...) grows like x^2 eps relative to a value near 0); gelu': absolute.
+TEST_CASE("fast gelu_erf_f32 and its derivative are within 1e-6 of the float64 formulas", "[kernels]") {
+  double worst_rel = 0, worst_tail = 0, worst_grad = 0;
+  for (double x = -12.0; x <= 12.0; x += 0.000377) {
+    const float xf = float(x);
+    const double xd = double(xf);
+    // 0.5 x (1 + erf(x / sqrt 2)) written with erfc: no cancellation in the negative tail
+    const double want = 0.5 * xd * std::erfc(-xd / std::sqrt(2.0));
+    const double got = relpos::k::fast::gelu_erf_f32(xf);
+    if (std::abs(want) > 1e-4) worst_rel = std::max(worst_rel, std::abs(got - want) / std::abs(want));
+    else worst_tail = std::max(worst_tail, std::abs(got - want));
+    const double want_g =
+        0.5 * std::erfc(-xd / std::sqrt(2.0)) + xd * std::exp(-0.5 * xd * xd) / std::sqrt(2.0 * std::acos(-1.0));
+    worst_grad = std::max(worst_grad, std::abs(double(relpos::k::fast::gelu_erf_grad_f32(xf)) - want_g));
+  }
+  INFO("worst relative error of gelu " << worst_rel << " (absolute where |gelu| <= 1e-4: " << worst_tail
+                                        << "), worst absolute error of gelu' " << worst_grad);
+  CHECK(worst_rel < 1e-6);
+  CHECK(worst_tail < 1e-10);
+  CHECK(worst_grad < 1e-6);
+  CHECK(relpos::k::fast::gelu_erf_f32(0.0f) == 0.0f);
+  CHECK(std::isnan(relpos::k::fast::gelu_erf_f32(std::numeric_limits<float>::quiet_NaN())));
+  CHECK(std::isnan(relpos::k::fast::gelu_erf_grad_f32(std::numeric_limits<float>::quiet_NaN())));
+  CHECK(relpos::k::fast::gelu_erf_f32(std::numeric_limits<float>::infinity()) == std::numeric_limits<float>::infinity());
+  CHECK(relpos::k::fast::gelu_erf_f32(-30.0f) == 0.0f);
+  CHECK(relpos::k::fast::gelu_erf_grad_f32(30.0f) == 1.0f);
 }
