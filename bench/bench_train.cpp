@@ -52,13 +52,15 @@ struct Args {
   double lr = 1e-3, wd = 0.01, clip = 1.0;
   std::string dump;
   std::string device = "cpu";
+  std::string attention = "fused";  // model.attention: fused | reference
 };
 
 [[noreturn]] void usage(const char* argv0, const std::string& err = "") {
   if (!err.empty()) std::fprintf(stderr, "error: %s\n", err.c_str());
   std::fprintf(stderr,
                "usage: %s [--d-model D] [--layers N] [--heads H] [--seq L] [--batch B] [--pos none|t5|alibi|rope|shaw]\n"
-               "          [--warmup W] [--steps N] [--threads T] [--seed S] [--lr LR] [--wd WD] [--clip C] [--dump DIR] [--device cpu|cuda]\n",
+               "          [--warmup W] [--steps N] [--threads T] [--seed S] [--lr LR] [--wd WD] [--clip C] [--dump DIR] [--device cpu|cuda]\n"
+               "          [--attention fused|reference]\n",
                argv0);
   std::exit(2);
 }
@@ -86,6 +88,7 @@ Args parse(int argc, char** argv) {
       else if (k == "--clip") a.clip = std::stod(v);
       else if (k == "--dump") a.dump = v;
       else if (k == "--device") a.device = v;
+      else if (k == "--attention") a.attention = v;
       else usage(argv[0], "unknown option " + k);
     } catch (const std::exception&) {
       usage(argv[0], "bad value '" + v + "' for " + k);
@@ -93,6 +96,7 @@ Args parse(int argc, char** argv) {
   }
   if (a.steps < 1 || a.warmup < 0 || a.threads < 1 || a.batch < 1 || a.seq < 1) usage(argv[0], "bad sizes");
   if (a.device != "cpu" && a.device != "cuda") usage(argv[0], "--device must be cpu or cuda");
+  if (a.attention != "fused" && a.attention != "reference") usage(argv[0], "--attention must be fused or reference");
   return a;
 }
 
@@ -133,6 +137,7 @@ int main(int argc, char** argv) {
   cfg.dropout = 0.0;
   cfg.max_len = a.seq;
   cfg.position = a.position;
+  cfg.attention = a.attention;
   nn::Model model(cfg, a.seed);
   const Device dev = a.device == "cuda" ? Device::CUDA : Device::CPU;
   model.to(dev);
