@@ -128,6 +128,12 @@ struct AttentionArgs {
   bool causal = false;
   int64_t q_offset = 0, k_offset = 0;  // absolute positions of query row 0 / key column 0
   bool row_stats = false;              // also fill AttentionOut::max_abs and ::entropy (monitors)
+  // Dropout on P (0 = none): cell (b, h, i, j) is dropped when rng_uniform(dropout_seed,
+  // dropout_first + ((b H + h) Lq + i) Lk + j) < dropout_p, kept cells scaled by 1 / (1 - p):
+  // the mask k::dropout_mask draws for a [B, H, Lq, Lk] tensor after Generator::advance, so
+  // the fused and the materialised paths drop the same cells; backward regenerates it.
+  double dropout_p = 0.0;
+  uint64_t dropout_seed = 0, dropout_first = 0;
 };
 struct AttentionOut {
   Tensor o;    // [B, H, Lq, dh]

@@ -74,10 +74,10 @@ Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bo
   geo.q_proj = [this](const Variable& x) { return q_proj_->forward(x); };
   geo.k_proj = [this](const Variable& x) { return k_proj_->forward(x); };
 
-  // The fused kernel serves scores q k^T + Toeplitz bias (+ bucketed content terms) when no
-  // dropout is active on P and no softcap applies; otherwise everything is materialised.
-  const bool dropout_active = cfg_.dropout > 0 && is_training();
-  const bool fusable = cfg_.fused && fused_attention_enabled() && q.device() == Device::CPU && !dropout_active &&
+  // The fused kernel serves scores q k^T + Toeplitz bias (+ bucketed content terms), with
+  // dropout on P drawn inside it, when no softcap applies; otherwise everything is materialised.
+  const bool dropout_active = cfg_.dropout > 0 && is_training() && gen != nullptr;  // as apply_dropout
+  const bool fusable = cfg_.fused && fused_attention_enabled() && q.device() == Device::CPU &&
                        !(cfg_.stability.softcap > 0);
   const PositionEncoding::Buckets buckets = fusable ? pos_->bucketed_terms(geo) : PositionEncoding::Buckets{};
   Variable terms = buckets.keys.defined() ? Variable() : pos_->score_terms(q, k, geo);  // [B, H, Lq, Lk] or none
@@ -134,6 +134,11 @@ Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bo
     // Monitors come from the kernel (per-row max |S| and entropy, same pass as the softmax):
     // no [B, H, Lq, Lk] tensor even on logging steps; stats->probs stays undefined.
     k::AttentionArgs args{scale, causal, q_offset, k_offset, /*row_stats=*/stats != nullptr};
+    if (dropout_active) {  // the draws dropout_mask would make for P [B, H, Lq, Lk], at the same point
+      args.dropout_p = cfg_.dropout;
+      args.dropout_seed = gen->state().seed;
+      args.dropout_first = gen->advance(uint64_t(B * cfg_.n_heads * Lq * Lk));
+    }
     k::AttentionOut fwd;
     const Tensor kp_rows = key_padding.defined() ? key_padding.to(q.device()) : Tensor();  // [B, Lk]
     Variable o;

@@ -109,12 +109,12 @@ ResourceEstimate estimate_resources(const Config& cfg, int64_t vocab, int64_t se
                                   "activations"),
                      "data.batch_size, data.seq_len, model.d_model, model.d_ff, model.n_layers"});
   // Attention. The fused kernel (model.attention fused, an encoding that declares
-  // fused_attention, no attention dropout or softcap, on the CPU) keeps the output and the
+  // fused_attention, no softcap, on the CPU; dropout runs inside it) keeps the output and the
   // row logsumexp per layer and a block of 64 x L scores (twice in backward) per thread:
   // O(L). Otherwise scores, probabilities and score terms per layer (B H L^2 each) are kept
   // for backward, plus one layer's transient workspace. Graph inputs add B L^2 int64 indices.
   const bool fused = m.attention == "fused" && nn::find_position_variant(m.position).fused_attention &&
-                     m.dropout == 0.0 && m.stability.softcap == 0.0 && cfg.train.device == "cpu";
+                     m.stability.softcap == 0.0 && cfg.train.device == "cpu";
   if (fused) {
     const int64_t threads =  // train.threads 0 = every core
         cfg.train.threads > 0 ? cfg.train.threads : std::max<int64_t>(std::thread::hardware_concurrency(), 1);

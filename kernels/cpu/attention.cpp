@@ -7,13 +7,15 @@
 //   S  += T[h, j - i + Lq - 1]; hidden cells (causal predicate, key padding) = -inf
 //   (buckets: S += scale qr[i, n(i, j)], n(i, j) = bucket[j - i + Lq - 1], before the masks)
 //   P   = softmax_rows(S),  lse_i = max_i + log(sum_i)
-//   (buckets: w[i, n] = sum_j P_ij [n(i, j) = n])
+//   (dropout: P' = P * M, M_ij = 0 or 1 / (1 - p) from the counter-based draw of cell (b, h, i, j))
+//   (buckets: w[i, n] = sum_j P'_ij [n(i, j) = n])
 //   (row_stats: max_j |S_ij| and entropy_i = log(sum_i) - sum_j P_ij (S_ij - max_i), same pass)
-//   O_blk = P V                                   [r, dh]   (one GEMM)
+//   O_blk = P' V                                  [r, dh]   (one GEMM)
 // Backward recomputes S and P = exp(S - lse) block by block:
-//   dP = dO_blk V^T (+ g_w[i, n(i, j)]);  D_i = dO_i . O_i (+ g_w_i . w_i);  dS = P (dP - D)
+//   dP = M (dO_blk V^T (+ g_w[i, n(i, j)]));  D_i = dO_i . O_i (+ g_w_i . w_i);  dS = P (dP - D)
+//   (D needs no mask: sum_j P_ij dP_ij = sum_j P'_ij (dO_i . v_j + g_w[i, n]) = dO_i . O_i + g_w_i . w_i)
 //   (buckets: dqr[i, n] = scale sum over the row's cells of bucket n of dS)
-//   dQ_blk = scale dS K;  dK += scale dS^T Q_blk;  dV += P^T dO_blk          (GEMMs)
+//   dQ_blk = scale dS K;  dK += scale dS^T Q_blk;  dV += P'^T dO_blk         (GEMMs)
 //   dT[h, t] += sum over the block's cells on diagonal t of dS (float64, per (b, h)),
 // then dT[h] = sum over b in order b = 0, 1, ...: deterministic for any thread count.
 // Memory: R * Lk scores per thread (+ the [B, H, Lq, NB] bucket terms). BLAS calls inside the parallel region run on one thread
@@ -135,6 +137,15 @@ int64_t block_key_end(const Dims& d, const AttentionArgs& a, int64_t i0, int64_t
   return std::clamp<int64_t>(a.q_offset + (i0 + r - 1) - a.k_offset + 1, 0, d.Lk);
 }
 
+// The dropout multipliers of cells j < kend of global row `row` (b H + h) Lq + i: the
+// draws k::dropout_mask makes for element row * Lk + j of a [B, H, Lq, Lk] tensor.
+template <typename T>
+void dropout_row(const AttentionArgs& a, int64_t Lk, int64_t row, int64_t kend, T* m) {
+  const T keep = T(1.0 / (1.0 - a.dropout_p));
+  const uint64_t base = a.dropout_first + uint64_t(row) * uint64_t(Lk);
+  for (int64_t j = 0; j < kend; ++j) m[j] = rng_uniform(a.dropout_seed, base + uint64_t(j)) < a.dropout_p ? T(0) : keep;
+}
+
 std::vector<double> padding_rows(const Tensor& kp) {
   return kp.defined() ? kp.to_vector<double>() : std::vector<double>{};
 }
@@ -144,6 +155,7 @@ std::vector<double> padding_rows(const Tensor& kp) {
 AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tensor& bias_in,
                        const Tensor& kp, const AttentionArgs& a, const AttentionBuckets& bk) {
   const Dims d = check_args(q_in, k_in, v_in, bias_in, kp, bk, "attention");
+  RELPOS_CHECK(a.dropout_p >= 0.0 && a.dropout_p < 1.0, "attention: dropout p must be in [0, 1), got {}", a.dropout_p);
   const std::vector<int64_t> bucket = bucket_index(bk, "attention");
   const Tensor qr_t = bk.qr.defined() ? bk.qr.contiguous() : Tensor();
   const int64_t nb = qr_t.defined() ? qr_t.size(3) : 0;
@@ -166,7 +178,7 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
     T* pw = nb > 0 ? out.w.data<T>() : nullptr;
 #pragma omp parallel
     {
-      std::vector<T> s(size_t(kRowBlock * std::max<int64_t>(d.Lk, 1)));
+      std::vector<T> s(size_t(kRowBlock * std::max<int64_t>(d.Lk, 1))), mrow(size_t(std::max<int64_t>(d.Lk, 1)));
 #pragma omp for schedule(static)
       for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
         const int64_t b = bh / d.H, h = bh % d.H;
@@ -221,6 +233,10 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
 #pragma omp simd
             for (int64_t j = 0; j < kend; ++j) si[j] *= inv;
             lse[i0 + ii] = m + std::log(sum);
+            if (a.dropout_p > 0) {  // P' = P * M (lse and the monitors stay those of P)
+              dropout_row<T>(a, d.Lk, row, kend, mrow.data());
+              for (int64_t j = 0; j < kend; ++j) si[j] *= mrow[size_t(j)];
+            }
             if (W) {  // P summed per bucket
               T* wi = W + (i0 + ii) * nb;
               const int64_t* row_bucket = bucket.data() + (d.Lq - 1 - (i0 + ii));
@@ -278,7 +294,7 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
 #pragma omp parallel
     {
       const size_t blk = size_t(kRowBlock * std::max<int64_t>(d.Lk, 1));
-      std::vector<T> p(blk), ds(blk), delta(static_cast<size_t>(kRowBlock));
+      std::vector<T> p(blk), ds(blk), delta(static_cast<size_t>(kRowBlock)), mrow(size_t(std::max<int64_t>(d.Lk, 1)));
 #pragma omp for schedule(static)
       for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
         const int64_t b = bh / d.H, h = bh % d.H;
@@ -324,12 +340,16 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
           gemm<T>(CblasNoTrans, CblasTrans, r, kend, d.dh, T(1), G + i0 * d.dh, d.dh, V, d.dh, T(0), ds.data(), kend);
           for (int64_t ii = 0; ii < r; ++ii) {  // dS = P (dP - D)
             T* di = ds.data() + ii * kend;
-            const T* pi = p.data() + ii * kend;
+            T* pi = p.data() + ii * kend;
             const T dl = delta[size_t(ii)];
             const int64_t* row_bucket = nb > 0 ? bucket.data() + (d.Lq - 1 - (i0 + ii)) : nullptr;
-            if (GW) {  // dP_ij += g_w[i, n(i, j)]
+            if (GW) {  // dP'_ij += g_w[i, n(i, j)]
               const T* gwi = GW + (i0 + ii) * nb;
               for (int64_t j = 0; j < kend; ++j) di[j] += gwi[row_bucket[j]];
+            }
+            if (a.dropout_p > 0) {  // dP = M dP'
+              dropout_row<T>(a, d.Lk, bh * d.Lq + i0 + ii, kend, mrow.data());
+              for (int64_t j = 0; j < kend; ++j) di[j] *= mrow[size_t(j)];
             }
 #pragma omp simd
             for (int64_t j = 0; j < kend; ++j) di[j] = pi[j] * (di[j] - dl);
@@ -338,6 +358,8 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
               const T sc = T(a.scale);
               for (int64_t j = 0; j < kend; ++j) dqri[row_bucket[j]] += sc * di[j];
             }
+            if (a.dropout_p > 0)  // P' for dV
+              for (int64_t j = 0; j < kend; ++j) pi[j] *= mrow[size_t(j)];
             if (dT) {
               double* diag = dT + (d.Lq - 1 - (i0 + ii));  // diag[j] accumulates T[h, j - i + Lq - 1]
               for (int64_t j = 0; j < kend; ++j) diag[j] += double(di[j]);

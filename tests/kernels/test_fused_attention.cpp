@@ -333,3 +333,90 @@ TEST_CASE("fused attention with bucketed terms: float64 gradcheck of q, k, v, bi
                                  k::AttentionBuckets{qr.data(), bucket.narrow(0, 0, 9)}),
                     Catch::Contains("bucket must be int64 [Lq + Lk - 1] = [10]"));
 }
+
+// Attention dropout drawn inside the kernel: the same cells as `dropout` drops on the
+// materialised P (counter-based draws), values and every gradient equal.
+TEST_CASE("fused attention dropout drops the cells dropout() drops on the materialised P") {
+  const Case cases[] = {{2, 3, 9, 9, 4, true, true, false, 0, 0}, {2, 2, 70, 70, 3, true, false, false, 0, 0},
+                        {1, 2, 6, 11, 4, false, true, true, 0, 0}, {1, 2, 1, 8, 4, true, true, false, 7, 0}};
+  uint64_t seed = 500;
+  for (const Case& c : cases) {
+    for (double p : {0.3, 0.0}) {
+      INFO("B " << c.B << " Lq " << c.Lq << " Lk " << c.Lk << " causal " << c.causal << " p " << p);
+      Variable q = rand_var({c.B, c.H, c.Lq, c.dh}, seed++), k = rand_var({c.B, c.H, c.Lk, c.dh}, seed++),
+               v = rand_var({c.B, c.H, c.Lk, c.dh}, seed++);
+      Variable bias = c.bias ? rand_var({c.H, c.Lq + c.Lk - 1}, seed++) : Variable();
+      Tensor kp;
+      if (c.padding) kp = Tensor::from_vector(std::vector<int64_t>(size_t(c.B * c.Lk), 0), {c.B, c.Lk});
+      const uint64_t dseed = 77 + seed;
+      k::AttentionArgs a{0.7, c.causal, c.q_off, c.k_off};
+      a.dropout_p = p;
+      a.dropout_seed = dseed;
+      a.dropout_first = 0;  // a fresh Generator(dseed) hands out its first draws
+      Variable fo = fused_attention(q, k, v, bias, kp, a);
+      constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+      Variable s = matmul(q, transpose(k, -1, -2)) * a.scale;
+      if (bias.defined()) s = add_toeplitz_bias(s, bias);
+      if (c.causal) s = causal_fill(s, a.q_offset, a.k_offset, kNegInf);
+      Generator gen(dseed);
+      Variable ro = matmul(dropout(softmax(s, -1), p, true, gen), v);
+      REQUIRE(test::allclose(fo.data(), ro.data(), 1e-12, 1e-13));
+      if (p > 0) CHECK(gen.state().offset == uint64_t(c.B * c.H * c.Lq * c.Lk));  // the draws the kernel used
+      Generator gg(seed++);
+      Tensor g = Tensor::randn(fo.shape(), gg, DType::F64);
+      std::vector<Variable*> inputs{&q, &k, &v};
+      if (c.bias) inputs.push_back(&bias);
+      fo.backward(g);
+      std::vector<Tensor> fg;
+      for (Variable* x : inputs) fg.push_back(x->grad()), x->zero_grad();
+      ro.backward(g);
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        INFO("gradient of input " << i);
+        REQUIRE(test::allclose(fg[i], inputs[i]->grad(), 1e-10, 1e-12));
+      }
+    }
+  }
+}
+
+TEST_CASE("attention layers with dropout: fused path on == off in training (t5, rope, shaw), eval unaffected") {
+  for (const char* type : {"t5", "rope", "shaw"}) {
+    INFO(type);
+    nn::PositionConfig pc;
+    pc.type = type;
+    pc.d_model = 16;
+    pc.n_heads = 4;
+    pc.head_dim = 4;
+    pc.max_len = 64;
+    pc.dtype = DType::F64;
+    if (std::string(type) == "shaw") pc.params = nn::PositionParams(std::map<std::string, std::string>{{"k_max", "3"}});
+    nn::AttentionConfig ac;
+    ac.d_model = 16;
+    ac.n_heads = 4;
+    ac.dropout = 0.25;
+    auto run = [&](bool fused, bool training) {
+      nn::set_fused_attention(fused);
+      Generator g(3);
+      auto pos = nn::make_position_encoding(pc, g);
+      nn::MultiHeadAttention attn(ac, pos, true, g, DType::F64);
+      attn.train(training);
+      Variable x = rand_var({2, 11, 16}, 4);
+      Generator drop(99);
+      Variable y = attn.forward(x, x, true, Tensor(), 0, 0, nullptr, &drop);
+      y.backward(Tensor::ones(y.shape(), DType::F64));
+      std::vector<Tensor> out{y.data(), x.grad(), Tensor::scalar(double(drop.state().offset), DType::F64)};
+      for (auto& [n, p] : attn.named_parameters())
+        if (p.grad().defined()) out.push_back(p.grad());
+      return out;
+    };
+    for (bool training : {true, false}) {
+      INFO((training ? "training" : "eval"));
+      auto on = run(true, training), off = run(false, training);
+      nn::set_fused_attention(true);
+      REQUIRE(on.size() == off.size());
+      for (size_t i = 0; i < on.size(); ++i) {
+        INFO("tensor " << i);
+        CHECK(test::allclose(on[i], off[i], 1e-10, 1e-12));
+      }
+    }
+  }
+}
