@@ -247,9 +247,12 @@ TEST_CASE("hostile runs: kill -9 during training leaves a resumable run", "[host
   y.replace(y.find("checkpoint_every: 3"), 19, "checkpoint_every: 1");
   y.replace(y.find("keep_last: 0"), 12, "keep_last: 2");
   write(cfgf, y);
-  for (int round = 0; round < 3; ++round) {
-    // Kill at a different moment each round (0.4 s, 0.7 s, 1.0 s after start).
-    std::string cmd = std::string(RELPOS_CLI_PATH) + " train " + cfgf + (round ? " --resume " + d : "") +
+  // Kill at a different moment each round (0.4 s, 0.7 s, 1.0 s, ... after start); at least
+  // three rounds, and more (up to 10) while none has reached a checkpoint yet: on a loaded
+  // machine start-up alone can take a second.
+  for (int round = 0; round < 3 || (round < 10 && list_checkpoints(d).empty()); ++round) {
+    const bool resume = !list_checkpoints(d).empty();
+    std::string cmd = std::string(RELPOS_CLI_PATH) + " train " + cfgf + (resume ? " --resume " + d : " --overwrite") +
                       " > /dev/null 2>&1 & pid=$!; sleep " + std::to_string(0.4 + 0.3 * round) +
                       "; kill -9 $pid; wait $pid 2>/dev/null; true";
     REQUIRE(std::system(cmd.c_str()) == 0);
