@@ -37,6 +37,35 @@ struct Case {
   int64_t q_off, k_off;
 };
 
+// The position config of the layer-level parity tests (d_model 16, 4 heads, float64); Shaw
+// clipped at |d| > 3 so that its edge buckets are exercised.
+nn::PositionConfig layer_position(const char* type) {
+  nn::PositionConfig pc;
+  pc.type = type;
+  if (std::string(type) == "shaw") pc.params = nn::PositionParams(std::map<std::string, std::string>{{"k_max", "3"}});
+  pc.d_model = 16;
+  pc.n_heads = 4;
+  pc.head_dim = 4;
+  pc.max_len = 64;
+  pc.dtype = DType::F64;
+  return pc;
+}
+
+// Backpropagates one random upstream gradient (seeded) through the fused output and the
+// reference output in turn; every input's two gradients must agree.
+void require_same_gradients(Variable& fused, Variable& ref, const std::vector<Variable*>& inputs, uint64_t seed) {
+  Generator gen(seed);
+  Tensor g = Tensor::randn(fused.shape(), gen, DType::F64);
+  fused.backward(g);
+  std::vector<Tensor> fg;
+  for (Variable* x : inputs) fg.push_back(x->grad()), x->zero_grad();
+  ref.backward(g);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    INFO("gradient of input " << i);
+    REQUIRE(test::allclose(fg[i], inputs[i]->grad(), 1e-10, 1e-12));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("fused attention equals the materialised ops, values and all four gradients") {
@@ -128,14 +157,7 @@ TEST_CASE("attention layers: fused path on == off for every encoding it serves (
     for (bool causal : {true, false}) {
       if (std::string(type) == "xpos" && !causal) continue;  // causal-only
       INFO(type << (causal ? " causal" : " bidirectional"));
-      nn::PositionConfig pc;
-      pc.type = type;
-      if (std::string(type) == "shaw") pc.params = nn::PositionParams(std::map<std::string, std::string>{{"k_max", "3"}});  // clipped at |d| > 3
-      pc.d_model = 16;
-      pc.n_heads = 4;
-      pc.head_dim = 4;
-      pc.max_len = 64;
-      pc.dtype = DType::F64;
+      const nn::PositionConfig pc = layer_position(type);
       nn::AttentionConfig ac;
       ac.d_model = 16;
       ac.n_heads = 4;
@@ -301,18 +323,9 @@ TEST_CASE("fused attention with bucketed terms equals gather/scatter ops, values
     };
     Variable fo = fused(), ro = reference_ops();
     REQUIRE(test::allclose(fo.data(), ro.data(), 1e-12, 1e-13));
-    Generator gen(seed++);
-    Tensor g = Tensor::randn(fo.shape(), gen, DType::F64);
-    std::vector<Variable*> inputs{&q, &k, &v, &rk, &rv};
+    std::vector<Variable*> inputs{&q, &k, &v, &rk, &rv};  // (q, k, v, R_k, R_v, bias)
     if (c.bias) inputs.push_back(&bias);
-    fo.backward(g);
-    std::vector<Tensor> fg;
-    for (Variable* x : inputs) fg.push_back(x->grad()), x->zero_grad();
-    ro.backward(g);
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      INFO("gradient of input " << i << " (q, k, v, R_k, R_v, bias)");
-      REQUIRE(test::allclose(fg[i], inputs[i]->grad(), 1e-10, 1e-12));
-    }
+    require_same_gradients(fo, ro, inputs, seed++);
   }
 }
 
@@ -362,18 +375,9 @@ TEST_CASE("fused attention dropout drops the cells dropout() drops on the materi
       Variable ro = matmul(dropout(softmax(s, -1), p, true, gen), v);
       REQUIRE(test::allclose(fo.data(), ro.data(), 1e-12, 1e-13));
       if (p > 0) CHECK(gen.state().offset == uint64_t(c.B * c.H * c.Lq * c.Lk));  // the draws the kernel used
-      Generator gg(seed++);
-      Tensor g = Tensor::randn(fo.shape(), gg, DType::F64);
       std::vector<Variable*> inputs{&q, &k, &v};
       if (c.bias) inputs.push_back(&bias);
-      fo.backward(g);
-      std::vector<Tensor> fg;
-      for (Variable* x : inputs) fg.push_back(x->grad()), x->zero_grad();
-      ro.backward(g);
-      for (size_t i = 0; i < inputs.size(); ++i) {
-        INFO("gradient of input " << i);
-        REQUIRE(test::allclose(fg[i], inputs[i]->grad(), 1e-10, 1e-12));
-      }
+      require_same_gradients(fo, ro, inputs, seed++);
     }
   }
 }
@@ -381,14 +385,7 @@ TEST_CASE("fused attention dropout drops the cells dropout() drops on the materi
 TEST_CASE("attention layers with dropout: fused path on == off in training (t5, rope, shaw), eval unaffected") {
   for (const char* type : {"t5", "rope", "shaw"}) {
     INFO(type);
-    nn::PositionConfig pc;
-    pc.type = type;
-    pc.d_model = 16;
-    pc.n_heads = 4;
-    pc.head_dim = 4;
-    pc.max_len = 64;
-    pc.dtype = DType::F64;
-    if (std::string(type) == "shaw") pc.params = nn::PositionParams(std::map<std::string, std::string>{{"k_max", "3"}});
+    const nn::PositionConfig pc = layer_position(type);
     nn::AttentionConfig ac;
     ac.d_model = 16;
     ac.n_heads = 4;
