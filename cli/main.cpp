@@ -76,6 +76,7 @@ std::string blas_description() {
 }
 
 void print_info() {
+  const relpos::k::BlasCore& core = relpos::k::ensure_blas_core();  // before the BLAS line: it names the core
   fmt::print("relpos {}\n", RELPOS_VERSION);
   fmt::print("git commit:   {}\n", RELPOS_GIT_COMMIT);
   fmt::print("build type:   {}{}\n", RELPOS_BUILD_TYPE,
@@ -83,6 +84,10 @@ void print_info() {
   fmt::print("compiler:     {} (C++{})\n", RELPOS_COMPILER, __cplusplus / 100 % 100);
   fmt::print("BLAS:         {}\n", blas_description());
   fmt::print("BLAS library: {}\n", RELPOS_BLAS_LIBRARIES);
+  static const char* const kTier[] = {"SSE", "AVX", "AVX2+FMA", "AVX-512"};
+  if (core.library == "OpenBLAS")
+    fmt::print("BLAS core:    {} ({} kernels; CPU: {}){}\n", core.core, kTier[core.core_tier()], kTier[core.cpu_tier],
+               core.note.empty() ? "" : "; " + core.note);
   fmt::print("CPU threads:  {} (OpenMP)\n", relpos::k::num_threads());
   fmt::print("CUDA:         {}\n", relpos::cuda::built_with_cuda()
                                         ? fmt::format("built; {}; {}", relpos::cuda::runtime_version(),

@@ -210,6 +210,18 @@ void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
 // ---------------------------------------------------------------- settings
 void set_num_threads(int n);  // OpenMP and OpenBLAS
 int num_threads();
+// The BLAS kernel set in use (kernels/cpu/blas_core.cpp). The first call (every CPU GEMM makes
+// it) switches OpenBLAS to the widest vector kernels the CPU runs when its own detection fell
+// back to older ones, unless OPENBLAS_CORETYPE is set or RELPOS_BLAS_CORE=keep.
+struct BlasCore {
+  std::string library;  // "OpenBLAS" or "not OpenBLAS"
+  std::string loaded;   // the core OpenBLAS chose when it loaded ("Prescott", "Haswell", ...)
+  std::string core;     // the core in use now
+  std::string note;     // why it differs from `loaded`, or why it was kept; "" otherwise
+  int cpu_tier = 0;     // widest vector unit of this CPU: 3 AVX-512, 2 AVX2+FMA, 1 AVX, 0 SSE
+  int core_tier() const;  // the same scale for `core`
+};
+const BlasCore& ensure_blas_core();
 // Let cuBLAS use TF32 tensor cores for float32 GEMMs (faster, ~1e-3 relative error).
 // Off by default, so CPU and GPU runs agree to float32 rounding; `train.allow_tf32`.
 void set_allow_tf32(bool allow);

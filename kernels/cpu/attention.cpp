@@ -1,25 +1,28 @@
 // kernels/cpu/attention.cpp — fused attention with a Toeplitz position bias, forward and
 // backward side by side, never materialising [B, H, Lq, Lk].
 //
-// Per (batch b, head h) — one OpenMP thread owns the pair — and per block of R query rows:
-//   S   = scale * Q_blk K^T                      [r, kend]  (one GEMM; kend = last key the
-//                                                            block's last row may see)
+// Per (batch b, head h) — one OpenMP thread owns the pair — per block of R query rows, and per
+// tile of C keys (FlashAttention-2's order: the [R, C] score tile stays in L2):
+//   S   = scale * Q_blk K_tile^T                 [r, c]  (one GEMM; tiles past the block's last
+//                                                          visible key are skipped)
 //   S  += T[h, j - i + Lq - 1]; hidden cells (causal predicate, key padding) = -inf
 //   (buckets: S += scale qr[i, n(i, j)], n(i, j) = bucket[j - i + Lq - 1], before the masks)
-//   P   = softmax_rows(S),  lse_i = max_i + log(sum_i)
-//   (dropout: P' = P * M, M_ij = 0 or 1 / (1 - p) from the counter-based draw of cell (b, h, i, j))
-//   (buckets: w[i, n] = sum_j P'_ij [n(i, j) = n])
-//   (row_stats: max_j |S_ij| and entropy_i = log(sum_i) - sum_j P_ij (S_ij - max_i), same pass)
-//   O_blk = P' V                                  [r, dh]   (one GEMM)
-// Backward recomputes S and P = exp(S - lse) block by block:
-//   dP = M (dO_blk V^T (+ g_w[i, n(i, j)]));  D_i = dO_i . O_i (+ g_w_i . w_i);  dS = P (dP - D)
+//   online softmax: m' = max(m, max_j S_ij), a = exp(m - m'), E = exp(S - m'),
+//                   l = a l + sum_j E_ij, acc = a acc + E' V_tile  (E' = E * M with dropout)
+//   (dropout: M_ij = 0 or 1 / (1 - p) from the counter-based draw of cell (b, h, i, j))
+//   (buckets: w[i, n] = a w[i, n] + sum_j E'_ij [n(i, j) = n])
+//   (row_stats: max_j |S_ij|; ps = sum_j E_ij (S_ij - m) rescaled as ps' = a (ps + (m - m') l))
+//   after the last tile: O = acc / l, w /= l, lse = m + log l, entropy = log l - ps / l.
+// Backward recomputes each tile's P = exp(S - lse) (no online pass needed):
+//   dP = M (dO_blk V_tile^T (+ g_w[i, n(i, j)]));  D_i = dO_i . O_i (+ g_w_i . w_i);  dS = P (dP - D)
 //   (D needs no mask: sum_j P_ij dP_ij = sum_j P'_ij (dO_i . v_j + g_w[i, n]) = dO_i . O_i + g_w_i . w_i)
 //   (buckets: dqr[i, n] = scale sum over the row's cells of bucket n of dS)
-//   dQ_blk = scale dS K;  dK += scale dS^T Q_blk;  dV += P'^T dO_blk         (GEMMs)
-//   dT[h, t] += sum over the block's cells on diagonal t of dS (float64, per (b, h)),
+//   dQ_blk += scale dS K_tile;  dK_tile += scale dS^T Q_blk;  dV_tile += P'^T dO_blk   (GEMMs)
+//   dT[h, t] += sum over the tile's cells on diagonal t of dS (float64, per (b, h)),
 // then dT[h] = sum over b in order b = 0, 1, ...: deterministic for any thread count.
-// Memory: R * Lk scores per thread (+ the [B, H, Lq, NB] bucket terms). BLAS calls inside the parallel region run on one thread
-// (OpenBLAS-OpenMP checks omp_in_parallel), so parallelism is over (b, h).
+// Memory: one [R, C] tile (backward: two) per thread (+ the [B, H, Lq, NB] bucket terms). BLAS
+// calls inside the parallel region run on one thread (OpenBLAS-OpenMP checks omp_in_parallel),
+// so parallelism is over (b, h).
 #include <cblas.h>
 #include <omp.h>
 
@@ -35,7 +38,8 @@ namespace relpos::k::cpu {
 
 namespace {
 
-constexpr int64_t kRowBlock = 64;
+constexpr int64_t kRowBlock = 64;   // query rows per block
+constexpr int64_t kKeyBlock = 256;  // keys per tile: [64, 256] floats = 64 KiB
 
 template <typename T>
 void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, T alpha, const T* a, int64_t lda,
@@ -100,34 +104,34 @@ std::vector<int64_t> bucket_index(const AttentionBuckets& bk, const char* op) {
   return idx;
 }
 
-// The scores of rows i0 .. i0+r-1 against keys 0 .. kend-1, biased and masked, into s
-// [r, kend] (row stride kend). Returns nothing; hidden cells are -inf.
+// The scores of rows i0 .. i0+r-1 against keys j0 .. j0+c-1, biased and masked, into s [r, c]
+// (row stride c). Hidden cells are -inf.
 template <typename T>
-void block_scores(const Dims& d, const AttentionArgs& a, const T* Q, const T* K, const T* th, const double* kp_b,
-                  const T* qr, int64_t nb, const int64_t* bucket, int64_t i0, int64_t r, int64_t kend, T* s) {
-  gemm<T>(CblasNoTrans, CblasTrans, r, kend, d.dh, T(a.scale), Q + i0 * d.dh, d.dh, K, d.dh, T(0), s, kend);
+void tile_scores(const Dims& d, const AttentionArgs& a, const T* Q, const T* K, const T* th, const double* kp_b,
+                 const T* qr, int64_t nb, const int64_t* bucket, int64_t i0, int64_t r, int64_t j0, int64_t c, T* s) {
+  gemm<T>(CblasNoTrans, CblasTrans, r, c, d.dh, T(a.scale), Q + i0 * d.dh, d.dh, K + j0 * d.dh, d.dh, T(0), s, c);
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   for (int64_t ii = 0; ii < r; ++ii) {
     const int64_t i = i0 + ii;
-    T* si = s + ii * kend;
+    T* si = s + ii * c;
     if (th) {
-      const T* row_bias = th + (d.Lq - 1 - i);  // row_bias[j] = T[h, j - i + Lq - 1]
+      const T* row_bias = th + (d.Lq - 1 - i) + j0;  // row_bias[jj] = T[h, j0 + jj - i + Lq - 1]
 #pragma omp simd
-      for (int64_t j = 0; j < kend; ++j) si[j] += row_bias[j];
+      for (int64_t jj = 0; jj < c; ++jj) si[jj] += row_bias[jj];
     }
     if (qr) {  // bucketed score term, scaled like q k^T
       const T* qri = qr + i * nb;
-      const int64_t* row_bucket = bucket + (d.Lq - 1 - i);
+      const int64_t* row_bucket = bucket + (d.Lq - 1 - i) + j0;
       const T sc = T(a.scale);
-      for (int64_t j = 0; j < kend; ++j) si[j] += sc * qri[row_bucket[j]];
+      for (int64_t jj = 0; jj < c; ++jj) si[jj] += sc * qri[row_bucket[jj]];
     }
     if (a.causal) {
-      const int64_t visible = std::clamp<int64_t>(a.q_offset + i - a.k_offset + 1, 0, kend);
-      std::fill(si + visible, si + kend, kNegInf);
+      const int64_t visible = std::clamp<int64_t>(a.q_offset + i - a.k_offset + 1 - j0, 0, c);
+      std::fill(si + visible, si + c, kNegInf);
     }
     if (kp_b)
-      for (int64_t j = 0; j < kend; ++j)
-        if (kp_b[j] != 0.0) si[j] = kNegInf;
+      for (int64_t jj = 0; jj < c; ++jj)
+        if (kp_b[j0 + jj] != 0.0) si[jj] = kNegInf;
   }
 }
 
@@ -137,23 +141,80 @@ int64_t block_key_end(const Dims& d, const AttentionArgs& a, int64_t i0, int64_t
   return std::clamp<int64_t>(a.q_offset + (i0 + r - 1) - a.k_offset + 1, 0, d.Lk);
 }
 
-// The dropout multipliers of cells j < kend of global row `row` (b H + h) Lq + i: the
+// The dropout multipliers of cells j0 .. j0+c-1 of global row `row` (b H + h) Lq + i: the
 // draws k::dropout_mask makes for element row * Lk + j of a [B, H, Lq, Lk] tensor.
 template <typename T>
-void dropout_row(const AttentionArgs& a, int64_t Lk, int64_t row, int64_t kend, T* m) {
+void dropout_row(const AttentionArgs& a, int64_t Lk, int64_t row, int64_t j0, int64_t c, T* m) {
   const T keep = T(1.0 / (1.0 - a.dropout_p));
-  const uint64_t base = a.dropout_first + uint64_t(row) * uint64_t(Lk);
-  for (int64_t j = 0; j < kend; ++j) m[j] = rng_uniform(a.dropout_seed, base + uint64_t(j)) < a.dropout_p ? T(0) : keep;
+  const uint64_t base = a.dropout_first + uint64_t(row) * uint64_t(Lk) + uint64_t(j0);
+  for (int64_t jj = 0; jj < c; ++jj)
+    m[jj] = rng_uniform(a.dropout_seed, base + uint64_t(jj)) < a.dropout_p ? T(0) : keep;
 }
 
 std::vector<double> padding_rows(const Tensor& kp) {
   return kp.defined() ? kp.to_vector<double>() : std::vector<double>{};
 }
 
+// Online-softmax state of one query row across key tiles.
+template <typename T>
+struct RowState {
+  T m = -std::numeric_limits<T>::infinity();  // running max of the visible scores
+  T l = 0;                                     // sum_j exp(S_ij - m)
+  T ps = 0;                                    // sum_j exp(S_ij - m) (S_ij - m)   (row_stats)
+  T mabs = 0;                                  // max_j |S_ij|                      (row_stats)
+};
+
+// One row of a score tile -> E' = exp(S - m') (* M), in place; updates the row state and returns
+// the factor a = exp(m - m') that the row's earlier accumulators (acc, w) must be scaled by.
+template <typename T>
+T online_row(RowState<T>& st, T* si, int64_t c, bool stats, const T* mask) {
+  T mt = -std::numeric_limits<T>::infinity();
+  for (int64_t jj = 0; jj < c; ++jj) mt = si[jj] > mt ? si[jj] : mt;
+  const T m_new = std::max(st.m, mt);
+  if (std::isinf(m_new) && m_new < 0) {  // nothing visible so far: E = 0
+    std::fill(si, si + c, T(0));
+    return T(1);
+  }
+  const T alpha = (std::isinf(st.m) && st.m < 0) ? T(0) : exp_t<T>(st.m - m_new);
+  if (stats) st.ps = alpha == T(0) ? T(0) : alpha * (st.ps + (st.m - m_new) * st.l);
+  st.l *= alpha;
+  st.m = m_new;
+  T sum = 0;
+  if (stats) {
+    T ps = 0, mabs = st.mabs;
+    for (int64_t jj = 0; jj < c; ++jj) {
+      const T x = si[jj];
+      if (std::isinf(x)) {  // hidden key (-inf)
+        si[jj] = T(0);
+        continue;
+      }
+      mabs = std::max(mabs, std::abs(x));
+      const T z = x - m_new, e = exp_t<T>(z);
+      si[jj] = e;
+      sum += e;
+      ps += e * z;
+    }
+    st.ps += ps;
+    st.mabs = mabs;
+  } else {
+#pragma omp simd reduction(+ : sum)
+    for (int64_t jj = 0; jj < c; ++jj) {
+      const T e = exp_t<T>(si[jj] - m_new);
+      si[jj] = e;
+      sum += e;
+    }
+  }
+  st.l += sum;
+  if (mask)
+    for (int64_t jj = 0; jj < c; ++jj) si[jj] *= mask[jj];
+  return alpha;
+}
+
 }  // namespace
 
 AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tensor& bias_in,
                        const Tensor& kp, const AttentionArgs& a, const AttentionBuckets& bk) {
+  ensure_blas_core();
   const Dims d = check_args(q_in, k_in, v_in, bias_in, kp, bk, "attention");
   RELPOS_CHECK(a.dropout_p >= 0.0 && a.dropout_p < 1.0, "attention: dropout p must be in [0, 1), got {}", a.dropout_p);
   const std::vector<int64_t> bucket = bucket_index(bk, "attention");
@@ -178,7 +239,8 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
     T* pw = nb > 0 ? out.w.data<T>() : nullptr;
 #pragma omp parallel
     {
-      std::vector<T> s(size_t(kRowBlock * std::max<int64_t>(d.Lk, 1))), mrow(size_t(std::max<int64_t>(d.Lk, 1)));
+      std::vector<T> s(static_cast<size_t>(kRowBlock * kKeyBlock)), mrow(static_cast<size_t>(kKeyBlock));
+      std::vector<RowState<T>> st(static_cast<size_t>(kRowBlock));
 #pragma omp for schedule(static)
       for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
         const int64_t b = bh / d.H, h = bh % d.H;
@@ -193,62 +255,51 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
         T* W = pw ? pw + bh * d.Lq * nb : nullptr;
         for (int64_t i0 = 0; i0 < d.Lq; i0 += kRowBlock) {
           const int64_t r = std::min(kRowBlock, d.Lq - i0), kend = block_key_end(d, a, i0, r);
-          if (kend > 0) block_scores<T>(d, a, Q, K, th, kp_b, QR, nb, bucket.data(), i0, r, kend, s.data());
-          for (int64_t ii = 0; ii < r; ++ii) {  // softmax of each row, in place
-            T* si = s.data() + ii * kend;
+          T* acc = O + i0 * d.dh;  // [r, dh], the unnormalised output
+          std::fill(acc, acc + r * d.dh, T(0));
+          std::fill(st.begin(), st.end(), RowState<T>{});
+          for (int64_t j0 = 0; j0 < kend; j0 += kKeyBlock) {
+            const int64_t c = std::min(kKeyBlock, kend - j0);
+            tile_scores<T>(d, a, Q, K, th, kp_b, QR, nb, bucket.data(), i0, r, j0, c, s.data());
+            for (int64_t ii = 0; ii < r; ++ii) {
+              T* si = s.data() + ii * c;
+              const int64_t row = bh * d.Lq + i0 + ii;
+              if (a.dropout_p > 0) dropout_row<T>(a, d.Lk, row, j0, c, mrow.data());
+              const T alpha = online_row<T>(st[size_t(ii)], si, c, pmax != nullptr,
+                                            a.dropout_p > 0 ? mrow.data() : nullptr);
+              T* wi = W ? W + (i0 + ii) * nb : nullptr;
+              if (alpha != T(1)) {  // rescale what earlier tiles accumulated
+                T* ai = acc + ii * d.dh;
+                for (int64_t e = 0; e < d.dh; ++e) ai[e] *= alpha;
+                if (wi)
+                  for (int64_t n = 0; n < nb; ++n) wi[n] *= alpha;
+              }
+              if (wi) {  // E' summed per bucket
+                const int64_t* row_bucket = bucket.data() + (d.Lq - 1 - (i0 + ii)) + j0;
+                for (int64_t jj = 0; jj < c; ++jj) wi[row_bucket[jj]] += si[jj];
+              }
+            }
+            gemm<T>(CblasNoTrans, CblasNoTrans, r, d.dh, c, T(1), s.data(), c, V + j0 * d.dh, d.dh, T(1), acc, d.dh);
+          }
+          for (int64_t ii = 0; ii < r; ++ii) {  // normalise; a row without a visible key keeps o = 0
+            const RowState<T>& sr = st[size_t(ii)];
             const int64_t row = bh * d.Lq + i0 + ii;
-            T m = -std::numeric_limits<T>::infinity();
-            for (int64_t j = 0; j < kend; ++j) m = si[j] > m ? si[j] : m;
-            if (kend == 0 || (std::isinf(m) && m < 0)) {  // no visible key: p = 0, o = 0
-              std::fill(si, si + kend, T(0));
+            if (sr.l == T(0)) {
               lse[i0 + ii] = -std::numeric_limits<T>::infinity();
               if (pmax) pmax[row] = pent[row] = T(0);
               continue;
             }
-            T sum = 0, ps = 0;  // ps = sum_j e_j (S_ij - m) (row_stats only)
+            const T inv = T(1) / sr.l;
+            T* ai = acc + ii * d.dh;
+            for (int64_t e = 0; e < d.dh; ++e) ai[e] *= inv;
+            if (W)
+              for (int64_t n = 0; n < nb; ++n) W[(i0 + ii) * nb + n] *= inv;
+            lse[i0 + ii] = sr.m + std::log(sr.l);
             if (pmax) {
-              T mabs = 0;
-              for (int64_t j = 0; j < kend; ++j) {
-                const T x = si[j];
-                if (std::isinf(x)) {  // hidden key (-inf)
-                  si[j] = T(0);
-                  continue;
-                }
-                mabs = std::max(mabs, std::abs(x));
-                const T z = x - m, e = exp_t<T>(z);
-                si[j] = e;
-                sum += e;
-                ps += e * z;
-              }
-              pmax[row] = mabs;
-            } else {
-#pragma omp simd reduction(+ : sum)
-              for (int64_t j = 0; j < kend; ++j) {
-                const T e = exp_t<T>(si[j] - m);
-                si[j] = e;
-                sum += e;
-              }
+              pmax[row] = sr.mabs;
+              pent[row] = std::log(sr.l) - sr.ps * inv;  // -sum P log P, P = E / l
             }
-            const T inv = T(1) / sum;
-#pragma omp simd
-            for (int64_t j = 0; j < kend; ++j) si[j] *= inv;
-            lse[i0 + ii] = m + std::log(sum);
-            if (a.dropout_p > 0) {  // P' = P * M (lse and the monitors stay those of P)
-              dropout_row<T>(a, d.Lk, row, kend, mrow.data());
-              for (int64_t j = 0; j < kend; ++j) si[j] *= mrow[size_t(j)];
-            }
-            if (W) {  // P summed per bucket
-              T* wi = W + (i0 + ii) * nb;
-              const int64_t* row_bucket = bucket.data() + (d.Lq - 1 - (i0 + ii));
-              for (int64_t j = 0; j < kend; ++j) wi[row_bucket[j]] += si[j];
-            }
-            if (pent) pent[row] = std::log(sum) - ps * inv;  // -sum P log P, P = e / sum
           }
-          if (kend > 0)
-            gemm<T>(CblasNoTrans, CblasNoTrans, r, d.dh, kend, T(1), s.data(), kend, V, d.dh, T(0), O + i0 * d.dh,
-                    d.dh);
-          else
-            std::fill(O + i0 * d.dh, O + (i0 + r) * d.dh, T(0));
         }
       }
     }
@@ -259,6 +310,7 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
 AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
                                   const Tensor& bias_in, const Tensor& kp, const AttentionOut& fwd,
                                   const AttentionArgs& a, const AttentionBuckets& bk, const Tensor& gw_in) {
+  ensure_blas_core();
   const Dims d = check_args(q_in, k_in, v_in, bias_in, kp, bk, "attention_backward");
   const std::vector<int64_t> bucket = bucket_index(bk, "attention_backward");
   const Tensor qr_t = bk.qr.defined() ? bk.qr.contiguous() : Tensor();
@@ -278,7 +330,7 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
   const Tensor bias = bias_in.defined() ? bias_in.contiguous() : Tensor();
   const std::vector<double> pad = padding_rows(kp);
   const int64_t nt = d.Lq + d.Lk - 1;
-  AttentionGrads out{Tensor::empty(q.shape(), q.dtype()), Tensor::zeros(k.shape(), q.dtype()),
+  AttentionGrads out{Tensor::zeros(q.shape(), q.dtype()), Tensor::zeros(k.shape(), q.dtype()),
                      Tensor::zeros(v.shape(), q.dtype()), Tensor(), Tensor()};
   if (nb > 0) out.dqr = Tensor::zeros(qr_t.shape(), q.dtype());
   std::vector<double> dbias_parts(bias.defined() ? size_t(d.B * d.H * nt) : 0, 0.0);  // [B, H, nt]
@@ -293,8 +345,8 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
     T* pdqr = nb > 0 ? out.dqr.data<T>() : nullptr;
 #pragma omp parallel
     {
-      const size_t blk = size_t(kRowBlock * std::max<int64_t>(d.Lk, 1));
-      std::vector<T> p(blk), ds(blk), delta(static_cast<size_t>(kRowBlock)), mrow(size_t(std::max<int64_t>(d.Lk, 1)));
+      const size_t tile = size_t(kRowBlock * kKeyBlock);
+      std::vector<T> p(tile), ds(tile), delta(static_cast<size_t>(kRowBlock)), mrow(static_cast<size_t>(kKeyBlock));
 #pragma omp for schedule(static)
       for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
         const int64_t b = bh / d.H, h = bh % d.H;
@@ -314,63 +366,66 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
         T* dQR = pdqr ? pdqr + bh * d.Lq * nb : nullptr;
         for (int64_t i0 = 0; i0 < d.Lq; i0 += kRowBlock) {
           const int64_t r = std::min(kRowBlock, d.Lq - i0), kend = block_key_end(d, a, i0, r);
-          if (kend == 0) {
-            std::fill(dQ + i0 * d.dh, dQ + (i0 + r) * d.dh, T(0));
-            continue;
-          }
-          block_scores<T>(d, a, Q, K, th, kp_b, QR, nb, bucket.data(), i0, r, kend, p.data());
-          for (int64_t ii = 0; ii < r; ++ii) {  // P = exp(S - lse); D = rowsum(dO * O)
-            T* pi = p.data() + ii * kend;
-            const T l = lse[i0 + ii];
-            if (std::isinf(l) && l < 0) {
-              std::fill(pi, pi + kend, T(0));
-            } else {
-#pragma omp simd
-              for (int64_t j = 0; j < kend; ++j) pi[j] = exp_t<T>(pi[j] - l);
-            }
+          for (int64_t ii = 0; ii < r; ++ii) {  // D = rowsum(dO * O) (+ g_w . w)
             const T* gi = G + (i0 + ii) * d.dh;
             const T* oi = O + (i0 + ii) * d.dh;
             T acc = 0;
-            for (int64_t c = 0; c < d.dh; ++c) acc += gi[c] * oi[c];
-            if (GW)  // the bucket output's share: sum_n g_w[i, n] w[i, n]
+            for (int64_t e = 0; e < d.dh; ++e) acc += gi[e] * oi[e];
+            if (GW)
               for (int64_t n = 0; n < nb; ++n) acc += GW[(i0 + ii) * nb + n] * Wb[(i0 + ii) * nb + n];
             delta[size_t(ii)] = acc;
           }
-          // dP = dO_blk V^T  [r, kend]
-          gemm<T>(CblasNoTrans, CblasTrans, r, kend, d.dh, T(1), G + i0 * d.dh, d.dh, V, d.dh, T(0), ds.data(), kend);
-          for (int64_t ii = 0; ii < r; ++ii) {  // dS = P (dP - D)
-            T* di = ds.data() + ii * kend;
-            T* pi = p.data() + ii * kend;
-            const T dl = delta[size_t(ii)];
-            const int64_t* row_bucket = nb > 0 ? bucket.data() + (d.Lq - 1 - (i0 + ii)) : nullptr;
-            if (GW) {  // dP'_ij += g_w[i, n(i, j)]
-              const T* gwi = GW + (i0 + ii) * nb;
-              for (int64_t j = 0; j < kend; ++j) di[j] += gwi[row_bucket[j]];
-            }
-            if (a.dropout_p > 0) {  // dP = M dP'
-              dropout_row<T>(a, d.Lk, bh * d.Lq + i0 + ii, kend, mrow.data());
-              for (int64_t j = 0; j < kend; ++j) di[j] *= mrow[size_t(j)];
-            }
+          for (int64_t j0 = 0; j0 < kend; j0 += kKeyBlock) {
+            const int64_t c = std::min(kKeyBlock, kend - j0);
+            tile_scores<T>(d, a, Q, K, th, kp_b, QR, nb, bucket.data(), i0, r, j0, c, p.data());
+            for (int64_t ii = 0; ii < r; ++ii) {  // P = exp(S - lse)
+              T* pi = p.data() + ii * c;
+              const T l = lse[i0 + ii];
+              if (std::isinf(l) && l < 0) {
+                std::fill(pi, pi + c, T(0));
+              } else {
 #pragma omp simd
-            for (int64_t j = 0; j < kend; ++j) di[j] = pi[j] * (di[j] - dl);
-            if (dQR) {  // dqr[i, n] = scale sum_{j in bucket n} dS_ij
-              T* dqri = dQR + (i0 + ii) * nb;
-              const T sc = T(a.scale);
-              for (int64_t j = 0; j < kend; ++j) dqri[row_bucket[j]] += sc * di[j];
+                for (int64_t jj = 0; jj < c; ++jj) pi[jj] = exp_t<T>(pi[jj] - l);
+              }
             }
-            if (a.dropout_p > 0)  // P' for dV
-              for (int64_t j = 0; j < kend; ++j) pi[j] *= mrow[size_t(j)];
-            if (dT) {
-              double* diag = dT + (d.Lq - 1 - (i0 + ii));  // diag[j] accumulates T[h, j - i + Lq - 1]
-              for (int64_t j = 0; j < kend; ++j) diag[j] += double(di[j]);
+            // dP = dO_blk V_tile^T  [r, c]
+            gemm<T>(CblasNoTrans, CblasTrans, r, c, d.dh, T(1), G + i0 * d.dh, d.dh, V + j0 * d.dh, d.dh, T(0),
+                    ds.data(), c);
+            for (int64_t ii = 0; ii < r; ++ii) {  // dS = P (dP - D)
+              T* di = ds.data() + ii * c;
+              T* pi = p.data() + ii * c;
+              const T dl = delta[size_t(ii)];
+              const int64_t* row_bucket = nb > 0 ? bucket.data() + (d.Lq - 1 - (i0 + ii)) + j0 : nullptr;
+              if (GW) {  // dP'_ij += g_w[i, n(i, j)]
+                const T* gwi = GW + (i0 + ii) * nb;
+                for (int64_t jj = 0; jj < c; ++jj) di[jj] += gwi[row_bucket[jj]];
+              }
+              if (a.dropout_p > 0) {  // dP = M dP'
+                dropout_row<T>(a, d.Lk, bh * d.Lq + i0 + ii, j0, c, mrow.data());
+                for (int64_t jj = 0; jj < c; ++jj) di[jj] *= mrow[size_t(jj)];
+              }
+#pragma omp simd
+              for (int64_t jj = 0; jj < c; ++jj) di[jj] = pi[jj] * (di[jj] - dl);
+              if (dQR) {  // dqr[i, n] = scale sum_{j in bucket n} dS_ij
+                T* dqri = dQR + (i0 + ii) * nb;
+                const T sc = T(a.scale);
+                for (int64_t jj = 0; jj < c; ++jj) dqri[row_bucket[jj]] += sc * di[jj];
+              }
+              if (a.dropout_p > 0)  // P' for dV
+                for (int64_t jj = 0; jj < c; ++jj) pi[jj] *= mrow[size_t(jj)];
+              if (dT) {
+                double* diag = dT + (d.Lq - 1 - (i0 + ii)) + j0;  // diag[jj] accumulates T[h, j0 + jj - i + Lq - 1]
+                for (int64_t jj = 0; jj < c; ++jj) diag[jj] += double(di[jj]);
+              }
             }
+            // dQ_blk += scale dS K_tile;  dK_tile += scale dS^T Q_blk;  dV_tile += P'^T dO_blk
+            gemm<T>(CblasNoTrans, CblasNoTrans, r, d.dh, c, T(a.scale), ds.data(), c, K + j0 * d.dh, d.dh, T(1),
+                    dQ + i0 * d.dh, d.dh);
+            gemm<T>(CblasTrans, CblasNoTrans, c, d.dh, r, T(a.scale), ds.data(), c, Q + i0 * d.dh, d.dh, T(1),
+                    dK + j0 * d.dh, d.dh);
+            gemm<T>(CblasTrans, CblasNoTrans, c, d.dh, r, T(1), p.data(), c, G + i0 * d.dh, d.dh, T(1),
+                    dV + j0 * d.dh, d.dh);
           }
-          // dQ_blk = scale dS K;  dK += scale dS^T Q_blk;  dV += P^T dO_blk
-          gemm<T>(CblasNoTrans, CblasNoTrans, r, d.dh, kend, T(a.scale), ds.data(), kend, K, d.dh, T(0),
-                  dQ + i0 * d.dh, d.dh);
-          gemm<T>(CblasTrans, CblasNoTrans, kend, d.dh, r, T(a.scale), ds.data(), kend, Q + i0 * d.dh, d.dh, T(1), dK,
-                  d.dh);
-          gemm<T>(CblasTrans, CblasNoTrans, kend, d.dh, r, T(1), p.data(), kend, G + i0 * d.dh, d.dh, T(1), dV, d.dh);
         }
       }
     }

@@ -46,6 +46,7 @@ void gemm(MatLayout la, MatLayout lb, int64_t M, int64_t N, int64_t K, const T* 
 }  // namespace
 
 Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+  ensure_blas_core();
   check_same_dtype_device(a_in, b_in, "matmul");
   RELPOS_CHECK(a_in.dim() >= 2 && b_in.dim() >= 2,
                "matmul: both operands need at least 2 dims, got {} and {}", shape_str(a_in.shape()),

@@ -8,6 +8,7 @@ namespace relpos::k {
 
 void set_num_threads(int n) {
   RELPOS_CHECK(n >= 1, "set_num_threads: need at least 1 thread, got {}", n);
+  ensure_blas_core();
   omp_set_num_threads(n);
   openblas_set_num_threads(n);
 }

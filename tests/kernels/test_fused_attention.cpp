@@ -74,6 +74,9 @@ TEST_CASE("fused attention equals the materialised ops, values and all four grad
       {2, 2, 3, 9, 4, true, true, false, 6, 0},    {2, 1, 70, 70, 5, true, true, false, 0, 0},  // > one row block
       {2, 2, 6, 6, 4, false, false, true, 0, 0},   {1, 2, 1, 8, 4, true, true, false, 7, 0},   // decode step
       {2, 2, 130, 67, 3, false, true, true, 0, 0}, {1, 1, 4, 4, 2, true, false, false, 0, 0},
+      // more than one key tile (256 keys): the online softmax rescales across tiles
+      {1, 2, 600, 600, 3, true, true, false, 0, 0}, {1, 1, 70, 530, 4, false, true, true, 0, 0},
+      {1, 2, 3, 700, 3, true, true, false, 697, 0},  // decode steps against a long cache
   };
   uint64_t seed = 1;
   for (const Case& c : cases) {
@@ -200,7 +203,8 @@ TEST_CASE("fused attention row statistics: max |logit| and entropy per row, hidd
   const StatCase cases[] = {{2, 3, 70, 70, 4, true, true, false, 0, 0},
                             {1, 2, 5, 9, 3, false, true, true, 0, 0},
                             {1, 2, 6, 6, 4, true, false, false, 0, 3},  // rows 0..2 see no key
-                            {2, 1, 3, 8, 2, true, true, true, 5, 0}};
+                            {2, 1, 3, 8, 2, true, true, true, 5, 0},
+                            {1, 2, 300, 560, 3, true, true, true, 260, 0}};  // three key tiles
   uint64_t seed = 100;
   for (const StatCase& c : cases) {
     INFO("B " << c.B << " Lq " << c.Lq << " Lk " << c.Lk << " causal " << c.causal << " k_off " << c.k_off);
@@ -287,7 +291,8 @@ TEST_CASE("fused attention with bucketed terms equals gather/scatter ops, values
   };
   const BCase cases[] = {{2, 2, 9, 9, 4, 3, true, false, false, 0, 0},   {1, 3, 70, 70, 3, 5, true, true, false, 0, 0},
                          {2, 2, 6, 11, 4, 2, false, true, true, 0, 0},   {1, 2, 1, 8, 4, 3, true, false, false, 7, 0},
-                         {2, 1, 4, 10, 2, 20, false, false, false, 3, 0}};  // K beyond every distance
+                         {2, 1, 4, 10, 2, 20, false, false, false, 3, 0},   // K beyond every distance
+                         {1, 2, 300, 540, 3, 6, true, true, true, 240, 0}};  // three key tiles
   uint64_t seed = 300;
   for (const BCase& c : cases) {
     INFO("B " << c.B << " Lq " << c.Lq << " Lk " << c.Lk << " K " << c.K << " causal " << c.causal << " q_off "
@@ -351,7 +356,8 @@ TEST_CASE("fused attention with bucketed terms: float64 gradcheck of q, k, v, bi
 // materialised P (counter-based draws), values and every gradient equal.
 TEST_CASE("fused attention dropout drops the cells dropout() drops on the materialised P") {
   const Case cases[] = {{2, 3, 9, 9, 4, true, true, false, 0, 0}, {2, 2, 70, 70, 3, true, false, false, 0, 0},
-                        {1, 2, 6, 11, 4, false, true, true, 0, 0}, {1, 2, 1, 8, 4, true, true, false, 7, 0}};
+                        {1, 2, 6, 11, 4, false, true, true, 0, 0}, {1, 2, 1, 8, 4, true, true, false, 7, 0},
+                        {1, 1, 300, 520, 3, false, true, true, 0, 0}};  // three key tiles
   uint64_t seed = 500;
   for (const Case& c : cases) {
     for (double p : {0.3, 0.0}) {
