@@ -57,6 +57,19 @@ T exp_t(T x) {
   else return std::exp(x);
 }
 
+// exp(z) for z = S - (running max or lse) <= 0, flushed to 0 below e^-44 (float; e^-700 for
+// double). A flushed key weighs < 2^-63 of the row's largest, so the output moves by less than
+// 2^-50 relative even over 8192 keys, far below float32 rounding. Without the flush, ALiBi's
+// steep biases leave bands of keys with P in 1e-38..1e-20: their products in the PV and
+// backward GEMMs are subnormal, and x86 microcode assists on subnormals made a T=2048 ALiBi
+// step 2.5x slower than the same step without a bias (bench/RESULTS.md).
+template <typename T>
+T exp_flushed(T z) {
+  constexpr T kFlushBelow = std::is_same_v<T, float> ? T(-44) : T(-700);
+  const T e = exp_t<T>(z);
+  return z < kFlushBelow ? T(0) : e;
+}
+
 struct Dims {
   int64_t B, H, Lq, Lk, dh;
 };
@@ -190,7 +203,7 @@ T online_row(RowState<T>& st, T* si, int64_t c, bool stats, const T* mask) {
         continue;
       }
       mabs = std::max(mabs, std::abs(x));
-      const T z = x - m_new, e = exp_t<T>(z);
+      const T z = x - m_new, e = exp_flushed<T>(z);
       si[jj] = e;
       sum += e;
       ps += e * z;
@@ -200,7 +213,7 @@ T online_row(RowState<T>& st, T* si, int64_t c, bool stats, const T* mask) {
   } else {
 #pragma omp simd reduction(+ : sum)
     for (int64_t jj = 0; jj < c; ++jj) {
-      const T e = exp_t<T>(si[jj] - m_new);
+      const T e = exp_flushed<T>(si[jj] - m_new);
       si[jj] = e;
       sum += e;
     }
@@ -386,7 +399,7 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
                 std::fill(pi, pi + c, T(0));
               } else {
 #pragma omp simd
-                for (int64_t jj = 0; jj < c; ++jj) pi[jj] = exp_t<T>(pi[jj] - l);
+                for (int64_t jj = 0; jj < c; ++jj) pi[jj] = exp_flushed<T>(pi[jj] - l);
               }
             }
             // dP = dO_blk V_tile^T  [r, c]

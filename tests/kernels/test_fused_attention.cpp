@@ -423,3 +423,20 @@ TEST_CASE("attention layers with dropout: fused path on == off in training (t5, 
     }
   }
 }
+
+TEST_CASE("fused attention flushes keys weighing < e^-44 of the row's largest (float32; no subnormal GEMM inputs)") {
+  // One query, three keys: scores 0, -10 and -50 (biases). The third key's weight e^-50 is
+  // flushed: with a huge value vector it would otherwise move the output by e^-50 * 1e30.
+  Tensor q = Tensor::zeros({1, 1, 1, 2}), kk = Tensor::zeros({1, 1, 3, 2});
+  Tensor v = Tensor::from_vector(std::vector<float>{1, 2, 3, 4, 1e30f, 1e30f}, {1, 1, 3, 2});
+  Tensor t = Tensor::from_vector(std::vector<float>{0, -10, -50}, {1, 3});  // key j: T[j - i + Lq - 1], i = 0
+  auto o = k::attention(q, kk, v, t, Tensor(), k::AttentionArgs{1.0, false, 0, 0});
+  const double w1 = std::exp(-10.0) / (1 + std::exp(-10.0));  // the second key's weight
+  const std::vector<float> got = o.o.to_vector<float>();
+  CHECK(got[0] == Approx(1 * (1 - w1) + 3 * w1).epsilon(1e-6));
+  CHECK(got[1] == Approx(2 * (1 - w1) + 4 * w1).epsilon(1e-6));
+  // float64 keeps it (flushed only below e^-700)
+  auto o64 = k::attention(q.to(DType::F64), kk.to(DType::F64), v.to(DType::F64), t.to(DType::F64), Tensor(),
+                          k::AttentionArgs{1.0, false, 0, 0});
+  CHECK(o64.o.to_vector<double>()[0] > 1e8);
+}
