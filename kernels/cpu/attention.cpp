@@ -107,21 +107,42 @@ Dims check_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor&
   return d;
 }
 
-// The bucket index as checked host integers (every entry in [0, NB)).
-std::vector<int64_t> bucket_index(const AttentionBuckets& bk, const char* op) {
-  if (!bk.bucket.defined()) return {};
-  std::vector<int64_t> idx = bk.bucket.to_vector<int64_t>();
+// The bucket index as checked host integers (every entry in [0, NB)), with its runs: end[t] is
+// the first t' > t whose bucket differs. A row's cells beyond the clip distance share one
+// bucket, so a row is a handful of runs (two constant ones and a band of single cells), and
+// each run is a constant add or a plain sum instead of a gather or scatter per cell.
+struct BucketRuns {
+  std::vector<int64_t> n, end;
+  // f(a, b, bucket) for each maximal run [a, b) of equal buckets among t0 .. t1-1, a and b
+  // relative to t0.
+  template <typename F>
+  void for_runs(int64_t t0, int64_t t1, F&& f) const {
+    for (int64_t t = t0; t < t1;) {
+      const int64_t e = std::min(end[size_t(t)], t1);
+      f(t - t0, e - t0, n[size_t(t)]);
+      t = e;
+    }
+  }
+};
+
+BucketRuns bucket_index(const AttentionBuckets& bk, const char* op) {
+  BucketRuns r;
+  if (!bk.bucket.defined()) return r;
+  r.n = bk.bucket.to_vector<int64_t>();
   const int64_t nb = bk.qr.size(3);
-  for (size_t t = 0; t < idx.size(); ++t)
-    RELPOS_CHECK(idx[t] >= 0 && idx[t] < nb, "{}: bucket[{}] = {} is outside [0, {})", op, t, idx[t], nb);
-  return idx;
+  for (size_t t = 0; t < r.n.size(); ++t)
+    RELPOS_CHECK(r.n[t] >= 0 && r.n[t] < nb, "{}: bucket[{}] = {} is outside [0, {})", op, t, r.n[t], nb);
+  r.end.resize(r.n.size());
+  for (size_t t = r.n.size(); t-- > 0;)
+    r.end[t] = (t + 1 < r.n.size() && r.n[t + 1] == r.n[t]) ? r.end[t + 1] : int64_t(t + 1);
+  return r;
 }
 
 // The scores of rows i0 .. i0+r-1 against keys j0 .. j0+c-1, biased and masked, into s [r, c]
 // (row stride c). Hidden cells are -inf.
 template <typename T>
 void tile_scores(const Dims& d, const AttentionArgs& a, const T* Q, const T* K, const T* th, const double* kp_b,
-                 const T* qr, int64_t nb, const int64_t* bucket, int64_t i0, int64_t r, int64_t j0, int64_t c, T* s) {
+                 const T* qr, int64_t nb, const BucketRuns& bucket, int64_t i0, int64_t r, int64_t j0, int64_t c, T* s) {
   gemm<T>(CblasNoTrans, CblasTrans, r, c, d.dh, T(a.scale), Q + i0 * d.dh, d.dh, K + j0 * d.dh, d.dh, T(0), s, c);
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   for (int64_t ii = 0; ii < r; ++ii) {
@@ -134,9 +155,13 @@ void tile_scores(const Dims& d, const AttentionArgs& a, const T* Q, const T* K, 
     }
     if (qr) {  // bucketed score term, scaled like q k^T
       const T* qri = qr + i * nb;
-      const int64_t* row_bucket = bucket + (d.Lq - 1 - i) + j0;
       const T sc = T(a.scale);
-      for (int64_t jj = 0; jj < c; ++jj) si[jj] += sc * qri[row_bucket[jj]];
+      const int64_t t0 = (d.Lq - 1 - i) + j0;  // bucket index of cell jj = 0
+      bucket.for_runs(t0, t0 + c, [&](int64_t ja, int64_t jb, int64_t n) {
+        const T add = sc * qri[n];
+#pragma omp simd
+        for (int64_t jj = ja; jj < jb; ++jj) si[jj] += add;
+      });
     }
     if (a.causal) {
       const int64_t visible = std::clamp<int64_t>(a.q_offset + i - a.k_offset + 1 - j0, 0, c);
@@ -231,7 +256,7 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
   ensure_blas_core();
   const Dims d = check_args(q_in, k_in, v_in, bias_in, kp, bk, "attention");
   RELPOS_CHECK(a.dropout_p >= 0.0 && a.dropout_p < 1.0, "attention: dropout p must be in [0, 1), got {}", a.dropout_p);
-  const std::vector<int64_t> bucket = bucket_index(bk, "attention");
+  const BucketRuns bucket = bucket_index(bk, "attention");
   const Tensor qr_t = bk.qr.defined() ? bk.qr.contiguous() : Tensor();
   const int64_t nb = qr_t.defined() ? qr_t.size(3) : 0;
   const Tensor q = q_in.contiguous(), k = k_in.contiguous(), v = v_in.contiguous();
@@ -274,7 +299,7 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
           std::fill(st.begin(), st.end(), RowState<T>{});
           for (int64_t j0 = 0; j0 < kend; j0 += kKeyBlock) {
             const int64_t c = std::min(kKeyBlock, kend - j0);
-            tile_scores<T>(d, a, Q, K, th, kp_b, QR, nb, bucket.data(), i0, r, j0, c, s.data());
+            tile_scores<T>(d, a, Q, K, th, kp_b, QR, nb, bucket, i0, r, j0, c, s.data());
             for (int64_t ii = 0; ii < r; ++ii) {
               T* si = s.data() + ii * c;
               const int64_t row = bh * d.Lq + i0 + ii;
@@ -289,8 +314,13 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
                   for (int64_t n = 0; n < nb; ++n) wi[n] *= alpha;
               }
               if (wi) {  // E' summed per bucket
-                const int64_t* row_bucket = bucket.data() + (d.Lq - 1 - (i0 + ii)) + j0;
-                for (int64_t jj = 0; jj < c; ++jj) wi[row_bucket[jj]] += si[jj];
+                const int64_t t0 = (d.Lq - 1 - (i0 + ii)) + j0;
+                bucket.for_runs(t0, t0 + c, [&](int64_t ja, int64_t jb, int64_t n) {
+                  T sum = 0;
+#pragma omp simd reduction(+ : sum)
+                  for (int64_t jj = ja; jj < jb; ++jj) sum += si[jj];
+                  wi[n] += sum;
+                });
               }
             }
             gemm<T>(CblasNoTrans, CblasNoTrans, r, d.dh, c, T(1), s.data(), c, V + j0 * d.dh, d.dh, T(1), acc, d.dh);
@@ -326,7 +356,7 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
                                   const AttentionArgs& a, const AttentionBuckets& bk, const Tensor& gw_in) {
   ensure_blas_core();
   const Dims d = check_args(q_in, k_in, v_in, bias_in, kp, bk, "attention_backward");
-  const std::vector<int64_t> bucket = bucket_index(bk, "attention_backward");
+  const BucketRuns bucket = bucket_index(bk, "attention_backward");
   const Tensor qr_t = bk.qr.defined() ? bk.qr.contiguous() : Tensor();
   const int64_t nb = qr_t.defined() ? qr_t.size(3) : 0;
   RELPOS_CHECK(nb == 0 || (fwd.w.defined() && fwd.w.shape() == qr_t.shape()),
@@ -391,7 +421,7 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
           }
           for (int64_t j0 = 0; j0 < kend; j0 += kKeyBlock) {
             const int64_t c = std::min(kKeyBlock, kend - j0);
-            tile_scores<T>(d, a, Q, K, th, kp_b, QR, nb, bucket.data(), i0, r, j0, c, p.data());
+            tile_scores<T>(d, a, Q, K, th, kp_b, QR, nb, bucket, i0, r, j0, c, p.data());
             for (int64_t ii = 0; ii < r; ++ii) {  // P = exp(S - lse)
               T* pi = p.data() + ii * c;
               const T l = lse[i0 + ii];
@@ -409,10 +439,14 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
               T* di = ds.data() + ii * c;
               T* pi = p.data() + ii * c;
               const T dl = delta[size_t(ii)];
-              const int64_t* row_bucket = nb > 0 ? bucket.data() + (d.Lq - 1 - (i0 + ii)) + j0 : nullptr;
+              const int64_t t0 = (d.Lq - 1 - (i0 + ii)) + j0;  // bucket index of cell jj = 0
               if (GW) {  // dP'_ij += g_w[i, n(i, j)]
                 const T* gwi = GW + (i0 + ii) * nb;
-                for (int64_t jj = 0; jj < c; ++jj) di[jj] += gwi[row_bucket[jj]];
+                bucket.for_runs(t0, t0 + c, [&](int64_t ja, int64_t jb, int64_t n) {
+                  const T add = gwi[n];
+#pragma omp simd
+                  for (int64_t jj = ja; jj < jb; ++jj) di[jj] += add;
+                });
               }
               if (a.dropout_p > 0) {  // dP = M dP'
                 dropout_row<T>(a, d.Lk, bh * d.Lq + i0 + ii, j0, c, mrow.data());
@@ -423,7 +457,12 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
               if (dQR) {  // dqr[i, n] = scale sum_{j in bucket n} dS_ij
                 T* dqri = dQR + (i0 + ii) * nb;
                 const T sc = T(a.scale);
-                for (int64_t jj = 0; jj < c; ++jj) dqri[row_bucket[jj]] += sc * di[jj];
+                bucket.for_runs(t0, t0 + c, [&](int64_t ja, int64_t jb, int64_t n) {
+                  T sum = 0;
+#pragma omp simd reduction(+ : sum)
+                  for (int64_t jj = ja; jj < jb; ++jj) sum += di[jj];
+                  dqri[n] += sc * sum;
+                });
               }
               if (a.dropout_p > 0)  // P' for dV
                 for (int64_t jj = 0; jj < c; ++jj) pi[jj] *= mrow[size_t(jj)];
