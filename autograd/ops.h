@@ -88,6 +88,8 @@ Variable scatter_add(const Shape& shape, int64_t dim, const Tensor& idx, const V
 // scores: [B, H, Lq, Lk], bias: [H, Lq + Lk - 1] -> scores + bias[h, j - i + Lq - 1]
 // Backward to the bias sums dS along diagonals (no [H, Lq, Lk] tensor, no atomics).
 Variable add_toeplitz_bias(const Variable& scores, const Variable& bias);
+// x [..., L, dh] rotated pairwise by the cos/sin table cs [2, L, r/2] (k::rotary); no gradient to cs.
+Variable rotary(const Variable& x, const Tensor& cs, bool interleaved);
 // softmax(scale q k^T + bias (Toeplitz [H, Lq + Lk - 1], may be undefined) + masks) v in one
 // fused op (k::attention): q [B, H, Lq, dh], k, v [B, H, Lk, dh] -> [B, H, Lq, dh]; O(L)
 // memory; gradients for q, k, v and the bias table. `forward` (optional) receives the

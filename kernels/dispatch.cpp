@@ -126,6 +126,9 @@ Tensor toeplitz_add(const Tensor& s, const Tensor& t) {
 Tensor toeplitz_diag_sum(const Tensor& ds) {
   return RELPOS_DISPATCH(device_of("toeplitz_diag_sum", ds), toeplitz_diag_sum(ds));
 }
+Tensor rotary(const Tensor& x, const Tensor& cs, bool interleaved, bool inverse) {
+  return RELPOS_DISPATCH(device_of("rotary", x, cs), rotary(x, cs, interleaved, inverse));
+}
 
 Tensor dropout_mask(const Shape& shape, double p, Generator& gen, DType dtype, Device device) {
   return RELPOS_DISPATCH(device, dropout_mask(shape, p, gen, dtype));

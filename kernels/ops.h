@@ -118,6 +118,13 @@ Tensor toeplitz_add(const Tensor& s, const Tensor& t);
 // ds: [B, H, Lq, Lk] -> [H, Lq + Lk - 1], sums along each diagonal (deterministic)
 Tensor toeplitz_diag_sum(const Tensor& ds);
 
+// ---------------------------------------------------------------- rotary position encoding
+// x [..., L, dh], cs [2, L, r/2] (cs[0] = cos, cs[1] = sin of every position's pair angles, any
+// scale folded in; r <= dh): the first r channels of each row rotated pairwise, the rest copied:
+//   (a, b) -> (a cos - b sin, a sin + b cos),  pairs (p, p + r/2) (half) or (2p, 2p + 1) (interleaved).
+// inverse: the transposed map, (a, b) -> (a cos + b sin, -a sin + b cos), which is the backward.
+Tensor rotary(const Tensor& x, const Tensor& cs, bool interleaved, bool inverse);
+
 // ---------------------------------------------------------------- fused attention
 // O = softmax(scale * Q K^T + bias + masks) V without materialising [B, H, Lq, Lk]: per
 // (batch, head) and block of query rows, the scores of that block only (O(L) memory), keys

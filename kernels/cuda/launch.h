@@ -99,6 +99,11 @@ void segment_sum(DT t, void* out, const void* src, const int64_t* seg_begin, con
 void gather(DT t, void* out, const void* x, const Strides& xs, const int64_t* idx, const Strides& is,
             const Geom& ig, int dim);
 
+// ---------------------------------------------------------------- rotary.cu
+// x, out contiguous [N, L, dh]; cs contiguous [2, L, half]; n = N L > 0 rows.
+void rotary(DT t, void* out, const void* x, const void* cs, int64_t N, int64_t L, int64_t dh, int64_t half,
+            bool interleaved, bool inverse);
+
 // ---------------------------------------------------------------- toeplitz.cu
 // s, out: contiguous [B, H, Lq, Lk], bias: contiguous [H, Lq + Lk - 1].
 void toeplitz_add(DT t, void* out, const void* s, const void* bias, int64_t B, int64_t H, int64_t Lq, int64_t Lk);

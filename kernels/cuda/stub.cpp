@@ -39,6 +39,7 @@ AttentionOut attention(const Tensor&, const Tensor&, const Tensor&, const Tensor
 AttentionGrads attention_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const AttentionOut&, const AttentionArgs&, const AttentionBuckets&, const Tensor&) { no_cuda("attention_backward"); }
 Tensor toeplitz_add(const Tensor&, const Tensor&) { no_cuda("toeplitz_add"); }
 Tensor toeplitz_diag_sum(const Tensor&) { no_cuda("toeplitz_diag_sum"); }
+Tensor rotary(const Tensor&, const Tensor&, bool, bool) { no_cuda("rotary"); }
 Tensor dropout_mask(const Shape&, double, Generator&, DType) { no_cuda("dropout_mask"); }
 CrossEntropyOut cross_entropy(const Tensor&, const Tensor&, int64_t, Reduction) { no_cuda("cross_entropy"); }
 Tensor cross_entropy_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t, Reduction, int64_t) { no_cuda("cross_entropy_backward"); }

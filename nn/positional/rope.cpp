@@ -79,23 +79,7 @@ class Rope : public PositionEncoding {
         }
       return Tensor::from_vector(cs, {2, L, half}).to(x.dtype());
     });
-    Variable cos(table.select(0, 0)), sin(table.select(0, 1));
-    Variable a, b;  // the two members of every pair: [B, H, L, r/2]
-    if (s_.style == "half") {
-      a = narrow(x, -1, 0, half);
-      b = narrow(x, -1, half, half);
-    } else {
-      Variable xr = reshape(narrow(x, -1, 0, r), {x.size(0), x.size(1), L, half, 2});
-      a = select(xr, -1, 0);
-      b = select(xr, -1, 1);
-    }
-    Variable ra = a * cos - b * sin;
-    Variable rb = a * sin + b * cos;
-    Variable rotated = s_.style == "half"
-                           ? cat({ra, rb}, -1)
-                           : reshape(cat({unsqueeze(ra, -1), unsqueeze(rb, -1)}, -1), {x.size(0), x.size(1), L, r});
-    if (r == head_dim_) return rotated;
-    return cat({rotated, narrow(x, -1, r, head_dim_ - r)}, -1);
+    return relpos::rotary(x, table, s_.style != "half");  // one pass; channels past r pass through
   }
 
  private:

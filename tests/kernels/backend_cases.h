@@ -11,6 +11,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "relpos/autograd/ops.h"
@@ -41,11 +42,13 @@ struct Input {
   Fill fill = Fill::Uniform;
   double lo = -1.0, hi = 1.0;
   int64_t bound = 0;  // Fill::Index
-  bool differentiable() const { return fill == Fill::Uniform; }
+  bool constant = false;  // an operand the op takes no gradient for (a lookup table)
+  bool differentiable() const { return fill == Fill::Uniform && !constant; }
 };
 
 inline Input in(Shape s, Layout l = Layout::Contiguous) { return Input{std::move(s), l}; }
 inline Input pos(Shape s, Layout l = Layout::Contiguous) { return Input{std::move(s), l, Fill::Uniform, 0.2, 2.0}; }
+inline Input cst(Shape s) { return Input{std::move(s), Layout::Contiguous, Fill::Uniform, -1.0, 1.0, 0, true}; }
 inline Input idx(Shape s, int64_t bound) { return Input{std::move(s), Layout::Contiguous, Fill::Index, 0, 0, bound}; }
 
 using RunFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&, Device)>;
@@ -520,6 +523,21 @@ inline void add_misc(std::vector<OpCase>& cs) {
                   [](const std::vector<Tensor>& x, Device) { return std::vector<Tensor>{k::toeplitz_diag_sum(x[0])}; }});
     cs.back().exact = true;
   }
+  // rotary: x [B, H, L, dh] with r = 2 half rotated channels; cs any values (scales folded in)
+  for (auto [dh, half, inter] : std::vector<std::tuple<int64_t, int64_t, bool>>{{8, 4, false}, {8, 4, true}, {10, 3, false},
+                                                                                {6, 2, true}, {4, 0, false}}) {
+    const std::string s = " [2, 3, 5, " + std::to_string(dh) + "] r " + std::to_string(2 * half) +
+                          (inter ? " interleaved" : " half");
+    for (bool inverse : {false, true}) {
+      cs.push_back({"rotary" + s + (inverse ? " inverse" : ""), "rotary", {in({2, 3, 5, dh}), cst({2, 5, half})},
+                    [inter, inverse](const std::vector<Tensor>& x, Device) {
+                      return std::vector<Tensor>{k::rotary(x[0], x[1], inter, inverse)};
+                    }});
+    }
+    cs.back().grad = [inter](const std::vector<Variable>& v) { return rotary(v[0], v[1].data(), inter); };
+  }
+  cs.push_back({"rotary transposed x [2, 4, 6, 3]^T", "rotary", {in({2, 4, 3, 6}, Layout::Transposed), cst({2, 3, 2})},
+                [](const std::vector<Tensor>& x, Device) { return std::vector<Tensor>{k::rotary(x[0], x[1], false, false)}; }});
   cs.push_back({"toeplitz_add transposed scores", "toeplitz_add", {in({2, 3, 7, 5}, Layout::Transposed), in({3, 11})},
                 [](const std::vector<Tensor>& x, Device) { return std::vector<Tensor>{k::toeplitz_add(x[0], x[1])}; }});
   cs.back().exact = true;
