@@ -4,8 +4,10 @@
 // Backward (per row, xhat = normalised x, g = gy * w):
 //   layer_norm: dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
 //   rms_norm:   dx = rstd * (g - xhat * mean(g * xhat))
-// dw = sum_rows gy * xhat, db = sum_rows gy — reduced per column (no atomics).
+// dw = sum_rows gy * xhat, db = sum_rows gy — per-chunk partial sums added in chunk order (no atomics).
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "relpos/kernels/backend.h"
 
@@ -44,23 +46,32 @@ void norm_forward(bool center, const Tensor& xc, const Tensor& w, const Tensor& 
     const T* xr = px + r * D;
     double mean = 0.0, var = 0.0;
     if (center) {
+#pragma omp simd reduction(+ : mean)
       for (int64_t i = 0; i < D; ++i) mean += double(xr[i]);
       mean /= double(D);
     }
+#pragma omp simd reduction(+ : var)
     for (int64_t i = 0; i < D; ++i) var += (double(xr[i]) - mean) * (double(xr[i]) - mean);
     var /= double(D);
     const double rstd = 1.0 / std::sqrt(var + eps);
     if (pm) pm[r] = T(mean);
     pr[r] = T(rstd);
     T* yr = py + r * D;
-    for (int64_t i = 0; i < D; ++i) {
-      T v = T((double(xr[i]) - mean) * rstd);
-      if (pw) v *= pw[i];
-      if (pb) v += pb[i];
-      yr[i] = v;
-    }
+#pragma omp simd
+    for (int64_t i = 0; i < D; ++i) yr[i] = T((double(xr[i]) - mean) * rstd);
+    if (pw)
+#pragma omp simd
+      for (int64_t i = 0; i < D; ++i) yr[i] *= pw[i];
+    if (pb)
+#pragma omp simd
+      for (int64_t i = 0; i < D; ++i) yr[i] += pb[i];
   }
 }
+
+// Rows are taken in fixed chunks of kRowChunk: each chunk's dx rows and its partial column
+// sums for dw / db (row-major, vectorised) are one task, and the partials are added in chunk
+// order afterwards, so the result is the same for any thread count.
+constexpr int64_t kRowChunk = 64;
 
 template <typename T>
 NormGrads norm_backward(bool center, const Tensor& gy_in, const Tensor& x_in, const Tensor& mean_in,
@@ -77,38 +88,58 @@ NormGrads norm_backward(bool center, const Tensor& gy_in, const Tensor& x_in, co
   const T* pm = center ? mean.data<T>() : nullptr;
   const T* pw = w.defined() ? w.data<T>() : nullptr;
   T* pdx = g.dx.data<T>();
-#pragma omp parallel for schedule(static) if (rows * D >= 16384)
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* gr = pg + r * D;
-    const T* xr = px + r * D;
-    const double m = pm ? double(pm[r]) : 0.0, rs = double(pr[r]);
-    double sum_g = 0.0, sum_gx = 0.0;
-    for (int64_t i = 0; i < D; ++i) {
-      double gi = double(gr[i]) * (pw ? double(pw[i]) : 1.0);
-      double xh = (double(xr[i]) - m) * rs;
-      sum_g += gi;
-      sum_gx += gi * xh;
-    }
-    const double mg = center ? sum_g / double(D) : 0.0, mgx = sum_gx / double(D);
-    T* dr = pdx + r * D;
-    for (int64_t i = 0; i < D; ++i) {
-      double gi = double(gr[i]) * (pw ? double(pw[i]) : 1.0);
-      double xh = (double(xr[i]) - m) * rs;
-      dr[i] = T(rs * (gi - mg - xh * mgx));
+  const int64_t chunks = (rows + kRowChunk - 1) / kRowChunk;
+  const bool want_w = w.defined();
+  std::vector<double> part_w(want_w ? size_t(chunks * D) : 0, 0.0), part_b(has_bias ? size_t(chunks * D) : 0, 0.0);
+#pragma omp parallel if (rows * D >= 16384)
+  {
+    std::vector<double> gw(static_cast<size_t>(D)), xh(static_cast<size_t>(D));  // one row: g = gy * w, xhat
+#pragma omp for schedule(static)
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+      double* dwp = want_w ? part_w.data() + ch * D : nullptr;
+      double* dbp = has_bias ? part_b.data() + ch * D : nullptr;
+      for (int64_t r = ch * kRowChunk; r < std::min(rows, (ch + 1) * kRowChunk); ++r) {
+        const T* gr = pg + r * D;
+        const T* xr = px + r * D;
+        const double m = pm ? double(pm[r]) : 0.0, rs = double(pr[r]);
+        double sum_g = 0.0, sum_gx = 0.0;
+        if (pw) {
+#pragma omp simd
+          for (int64_t i = 0; i < D; ++i) gw[size_t(i)] = double(gr[i]) * double(pw[i]);
+        } else {
+#pragma omp simd
+          for (int64_t i = 0; i < D; ++i) gw[size_t(i)] = double(gr[i]);
+        }
+#pragma omp simd reduction(+ : sum_g, sum_gx)
+        for (int64_t i = 0; i < D; ++i) {
+          const double h = (double(xr[i]) - m) * rs;
+          xh[size_t(i)] = h;
+          sum_g += gw[size_t(i)];
+          sum_gx += gw[size_t(i)] * h;
+        }
+        const double mg = center ? sum_g / double(D) : 0.0, mgx = sum_gx / double(D);
+        T* dr = pdx + r * D;
+#pragma omp simd
+        for (int64_t i = 0; i < D; ++i) dr[i] = T(rs * (gw[size_t(i)] - mg - xh[size_t(i)] * mgx));
+        if (dwp)
+#pragma omp simd
+          for (int64_t i = 0; i < D; ++i) dwp[i] += double(gr[i]) * xh[size_t(i)];
+        if (dbp)
+#pragma omp simd
+          for (int64_t i = 0; i < D; ++i) dbp[i] += double(gr[i]);
+      }
     }
   }
-  if (w.defined() || has_bias) {
-    if (w.defined()) g.dweight = Tensor::empty({D}, x.dtype());
+  if (want_w || has_bias) {
+    if (want_w) g.dweight = Tensor::empty({D}, x.dtype());
     if (has_bias) g.dbias = Tensor::empty({D}, x.dtype());
-    T* pdw = w.defined() ? g.dweight.data<T>() : nullptr;
+    T* pdw = want_w ? g.dweight.data<T>() : nullptr;
     T* pdb = has_bias ? g.dbias.data<T>() : nullptr;
-#pragma omp parallel for schedule(static) if (rows * D >= 16384)
     for (int64_t i = 0; i < D; ++i) {
       double dw = 0.0, db = 0.0;
-      for (int64_t r = 0; r < rows; ++r) {
-        double gv = double(pg[r * D + i]);
-        dw += gv * (double(px[r * D + i]) - (pm ? double(pm[r]) : 0.0)) * double(pr[r]);
-        db += gv;
+      for (int64_t ch = 0; ch < chunks; ++ch) {
+        if (pdw) dw += part_w[size_t(ch * D + i)];
+        if (pdb) db += part_b[size_t(ch * D + i)];
       }
       if (pdw) pdw[i] = T(dw);
       if (pdb) pdb[i] = T(db);
