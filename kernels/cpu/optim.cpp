@@ -20,6 +20,7 @@ Tensor sum_squares(const Tensor& x_in) {
     for (int64_t c = 0; c < chunks; ++c) {
       double acc = 0.0;
       const int64_t end = std::min(n, (c + 1) * kChunk);
+#pragma omp simd reduction(+ : acc)
       for (int64_t i = c * kChunk; i < end; ++i) acc += double(p[i]) * double(p[i]);
       part[size_t(c)] = acc;
     }

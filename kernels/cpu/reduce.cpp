@@ -78,6 +78,7 @@ Tensor reduce(Reduce op, const Tensor& x, std::vector<int64_t> dims, bool keepdi
       switch (op) {
         case Reduce::Sum:
         case Reduce::Mean:
+#pragma omp simd reduction(+ : acc)
           for (int64_t i = 0; i < R; ++i) acc += double(p[i]);
           if (op == Reduce::Mean) acc /= double(R);
           break;
@@ -99,8 +100,10 @@ Tensor reduce(Reduce op, const Tensor& x, std::vector<int64_t> dims, bool keepdi
         }
         case Reduce::Var: {
           double mean = 0.0;
+#pragma omp simd reduction(+ : mean)
           for (int64_t i = 0; i < R; ++i) mean += double(p[i]);
           mean /= double(R);
+#pragma omp simd reduction(+ : acc)
           for (int64_t i = 0; i < R; ++i) acc += (double(p[i]) - mean) * (double(p[i]) - mean);
           acc /= double(std::max<int64_t>(R - correction, 0));
           break;

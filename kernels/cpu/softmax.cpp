@@ -103,6 +103,7 @@ Tensor log_softmax_backward(const Tensor& y, const Tensor& gy, int64_t dim) {
   check_same_dtype_device(y, gy, "log_softmax_backward");
   return rowwise({y, gy}, dim, "log_softmax_backward", []<typename T>(const T* yy, const T* g, T* o, int64_t n) {
     double s = 0.0;
+#pragma omp simd reduction(+ : s)
     for (int64_t i = 0; i < n; ++i) s += double(g[i]);
     const T st = T(s);
     for (int64_t i = 0; i < n; ++i) o[i] = g[i] - std::exp(yy[i]) * st;
