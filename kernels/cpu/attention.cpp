@@ -74,6 +74,27 @@ struct Dims {
   int64_t B, H, Lq, Lk, dh;
 };
 
+// A [B, H, L, dh] operand read or written in place when its rows are contiguous (stride(3) ==
+// 1): element (b, h, i, e) at b s0 + h s1 + i ld + e. The heads of a [B, L, H, dh] projection
+// are such a view (ld = H dh), so q, k, v come in and o, dq, dk, dv go out in the layout of the
+// projections, with no transpose copies on either side of the kernel.
+template <typename T>
+struct HeadRows {
+  T* p;
+  int64_t s0, s1, ld;
+  T* at(int64_t b, int64_t h) const { return p + b * s0 + h * s1; }
+};
+template <typename T>
+HeadRows<T> head_rows(const Tensor& t) {
+  return {t.data<std::remove_const_t<T>>(), t.strides()[0], t.strides()[1], t.strides()[2]};
+}
+Tensor rows_view(const Tensor& t) { return t.strides()[3] == 1 || t.size(3) <= 1 ? t : t.contiguous(); }
+// A new [B, H, L, dh] tensor stored as [B, L, H, dh] (zeroed when asked).
+Tensor heads_layout(int64_t B, int64_t H, int64_t L, int64_t dh, DType dtype, bool zero) {
+  Tensor t = zero ? Tensor::zeros({B, L, H, dh}, dtype) : Tensor::empty({B, L, H, dh}, dtype);
+  return t.permute({0, 2, 1, 3});
+}
+
 Dims check_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias, const Tensor& kp,
                 const AttentionBuckets& bk, const char* op) {
   check_defined(q, op, "q");
@@ -141,9 +162,10 @@ BucketRuns bucket_index(const AttentionBuckets& bk, const char* op) {
 // The scores of rows i0 .. i0+r-1 against keys j0 .. j0+c-1, biased and masked, into s [r, c]
 // (row stride c). Hidden cells are -inf.
 template <typename T>
-void tile_scores(const Dims& d, const AttentionArgs& a, const T* Q, const T* K, const T* th, const double* kp_b,
+void tile_scores(const Dims& d, const AttentionArgs& a, const T* Q, int64_t ldq, const T* K, int64_t ldk,
+                 const T* th, const double* kp_b,
                  const T* qr, int64_t nb, const BucketRuns& bucket, int64_t i0, int64_t r, int64_t j0, int64_t c, T* s) {
-  gemm<T>(CblasNoTrans, CblasTrans, r, c, d.dh, T(a.scale), Q + i0 * d.dh, d.dh, K + j0 * d.dh, d.dh, T(0), s, c);
+  gemm<T>(CblasNoTrans, CblasTrans, r, c, d.dh, T(a.scale), Q + i0 * ldq, ldq, K + j0 * ldk, ldk, T(0), s, c);
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   for (int64_t ii = 0; ii < r; ++ii) {
     const int64_t i = i0 + ii;
@@ -259,19 +281,20 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
   const BucketRuns bucket = bucket_index(bk, "attention");
   const Tensor qr_t = bk.qr.defined() ? bk.qr.contiguous() : Tensor();
   const int64_t nb = qr_t.defined() ? qr_t.size(3) : 0;
-  const Tensor q = q_in.contiguous(), k = k_in.contiguous(), v = v_in.contiguous();
+  const Tensor q = rows_view(q_in), k = rows_view(k_in), v = rows_view(v_in);
   const Tensor bias = bias_in.defined() ? bias_in.contiguous() : Tensor();
   const std::vector<double> pad = padding_rows(kp);
-  AttentionOut out{Tensor::empty({d.B, d.H, d.Lq, d.dh}, q.dtype()), Tensor::empty({d.B, d.H, d.Lq}, q.dtype())};
+  AttentionOut out{heads_layout(d.B, d.H, d.Lq, d.dh, q.dtype(), false), Tensor::empty({d.B, d.H, d.Lq}, q.dtype())};
   if (a.row_stats) {
     out.max_abs = Tensor::empty({d.B, d.H, d.Lq}, q.dtype());
     out.entropy = Tensor::empty({d.B, d.H, d.Lq}, q.dtype());
   }
   if (nb > 0) out.w = Tensor::zeros({d.B, d.H, d.Lq, nb}, q.dtype());
   visit_float(q.dtype(), "attention", [&]<typename T>() {
-    const T *pq = q.data<T>(), *pk = k.data<T>(), *pv = v.data<T>();
+    const HeadRows<const T> hq = head_rows<const T>(q), hk = head_rows<const T>(k), hv = head_rows<const T>(v);
+    const HeadRows<T> ho = head_rows<T>(out.o);
     const T* pt = bias.defined() ? bias.data<T>() : nullptr;
-    T *po = out.o.data<T>(), *pl = out.lse.data<T>();
+    T* pl = out.lse.data<T>();
     T* pmax = a.row_stats ? out.max_abs.data<T>() : nullptr;
     T* pent = a.row_stats ? out.entropy.data<T>() : nullptr;
     const T* pqr = nb > 0 ? qr_t.data<T>() : nullptr;
@@ -283,23 +306,23 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
 #pragma omp for schedule(static)
       for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
         const int64_t b = bh / d.H, h = bh % d.H;
-        const T* Q = pq + bh * d.Lq * d.dh;
-        const T* K = pk + bh * d.Lk * d.dh;
-        const T* V = pv + bh * d.Lk * d.dh;
+        const T* Q = hq.at(b, h);
+        const T* K = hk.at(b, h);
+        const T* V = hv.at(b, h);
         const T* th = pt ? pt + h * (d.Lq + d.Lk - 1) : nullptr;
         const double* kp_b = pad.empty() ? nullptr : pad.data() + b * d.Lk;
-        T* O = po + bh * d.Lq * d.dh;
+        T* O = ho.at(b, h);
         T* lse = pl + bh * d.Lq;
         const T* QR = pqr ? pqr + bh * d.Lq * nb : nullptr;
         T* W = pw ? pw + bh * d.Lq * nb : nullptr;
         for (int64_t i0 = 0; i0 < d.Lq; i0 += kRowBlock) {
           const int64_t r = std::min(kRowBlock, d.Lq - i0), kend = block_key_end(d, a, i0, r);
-          T* acc = O + i0 * d.dh;  // [r, dh], the unnormalised output
-          std::fill(acc, acc + r * d.dh, T(0));
+          T* acc = O + i0 * ho.ld;  // [r, dh] (row stride ho.ld), the unnormalised output
+          for (int64_t ii = 0; ii < r; ++ii) std::fill(acc + ii * ho.ld, acc + ii * ho.ld + d.dh, T(0));
           std::fill(st.begin(), st.end(), RowState<T>{});
           for (int64_t j0 = 0; j0 < kend; j0 += kKeyBlock) {
             const int64_t c = std::min(kKeyBlock, kend - j0);
-            tile_scores<T>(d, a, Q, K, th, kp_b, QR, nb, bucket, i0, r, j0, c, s.data());
+            tile_scores<T>(d, a, Q, hq.ld, K, hk.ld, th, kp_b, QR, nb, bucket, i0, r, j0, c, s.data());
             for (int64_t ii = 0; ii < r; ++ii) {
               T* si = s.data() + ii * c;
               const int64_t row = bh * d.Lq + i0 + ii;
@@ -308,7 +331,7 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
                                             a.dropout_p > 0 ? mrow.data() : nullptr);
               T* wi = W ? W + (i0 + ii) * nb : nullptr;
               if (alpha != T(1)) {  // rescale what earlier tiles accumulated
-                T* ai = acc + ii * d.dh;
+                T* ai = acc + ii * ho.ld;
                 for (int64_t e = 0; e < d.dh; ++e) ai[e] *= alpha;
                 if (wi)
                   for (int64_t n = 0; n < nb; ++n) wi[n] *= alpha;
@@ -323,7 +346,8 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
                 });
               }
             }
-            gemm<T>(CblasNoTrans, CblasNoTrans, r, d.dh, c, T(1), s.data(), c, V + j0 * d.dh, d.dh, T(1), acc, d.dh);
+            gemm<T>(CblasNoTrans, CblasNoTrans, r, d.dh, c, T(1), s.data(), c, V + j0 * hv.ld, hv.ld, T(1), acc,
+                    ho.ld);
           }
           for (int64_t ii = 0; ii < r; ++ii) {  // normalise; a row without a visible key keeps o = 0
             const RowState<T>& sr = st[size_t(ii)];
@@ -334,7 +358,7 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
               continue;
             }
             const T inv = T(1) / sr.l;
-            T* ai = acc + ii * d.dh;
+            T* ai = acc + ii * ho.ld;
             for (int64_t e = 0; e < d.dh; ++e) ai[e] *= inv;
             if (W)
               for (int64_t n = 0; n < nb; ++n) W[(i0 + ii) * nb + n] *= inv;
@@ -369,20 +393,22 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
   RELPOS_CHECK(g_in.shape() == fwd.o.shape() && fwd.lse.defined() && fwd.lse.numel() == d.B * d.H * d.Lq,
                "attention_backward: gradient {} / saved output {} do not match q {}", describe(g_in), describe(fwd.o),
                describe(q_in));
-  const Tensor q = q_in.contiguous(), k = k_in.contiguous(), v = v_in.contiguous(), g = g_in.contiguous();
-  const Tensor o = fwd.o.contiguous(), lse_t = fwd.lse.contiguous();
+  const Tensor q = rows_view(q_in), k = rows_view(k_in), v = rows_view(v_in), g = rows_view(g_in);
+  const Tensor o = rows_view(fwd.o), lse_t = fwd.lse.contiguous();
   const Tensor bias = bias_in.defined() ? bias_in.contiguous() : Tensor();
   const std::vector<double> pad = padding_rows(kp);
   const int64_t nt = d.Lq + d.Lk - 1;
-  AttentionGrads out{Tensor::zeros(q.shape(), q.dtype()), Tensor::zeros(k.shape(), q.dtype()),
-                     Tensor::zeros(v.shape(), q.dtype()), Tensor(), Tensor()};
+  AttentionGrads out{heads_layout(d.B, d.H, d.Lq, d.dh, q.dtype(), true),
+                     heads_layout(d.B, d.H, d.Lk, d.dh, q.dtype(), true),
+                     heads_layout(d.B, d.H, d.Lk, d.dh, q.dtype(), true), Tensor(), Tensor()};
   if (nb > 0) out.dqr = Tensor::zeros(qr_t.shape(), q.dtype());
   std::vector<double> dbias_parts(bias.defined() ? size_t(d.B * d.H * nt) : 0, 0.0);  // [B, H, nt]
   visit_float(q.dtype(), "attention_backward", [&]<typename T>() {
-    const T *pq = q.data<T>(), *pk = k.data<T>(), *pv = v.data<T>(), *pg = g.data<T>(), *po = o.data<T>();
+    const HeadRows<const T> hq = head_rows<const T>(q), hk = head_rows<const T>(k), hv = head_rows<const T>(v),
+                            hg = head_rows<const T>(g), ho = head_rows<const T>(o);
+    const HeadRows<T> hdq = head_rows<T>(out.dq), hdk = head_rows<T>(out.dk), hdv = head_rows<T>(out.dv);
     const T* pl = lse_t.data<T>();
     const T* pt = bias.defined() ? bias.data<T>() : nullptr;
-    T *dq = out.dq.data<T>(), *dk = out.dk.data<T>(), *dv = out.dv.data<T>();
     const T* pqr = nb > 0 ? qr_t.data<T>() : nullptr;
     const T* pw = nb > 0 ? w_t.data<T>() : nullptr;
     const T* pgw = gw.defined() ? gw.data<T>() : nullptr;
@@ -394,15 +420,15 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
 #pragma omp for schedule(static)
       for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
         const int64_t b = bh / d.H, h = bh % d.H;
-        const T* Q = pq + bh * d.Lq * d.dh;
-        const T* K = pk + bh * d.Lk * d.dh;
-        const T* V = pv + bh * d.Lk * d.dh;
-        const T* G = pg + bh * d.Lq * d.dh;
-        const T* O = po + bh * d.Lq * d.dh;
+        const T* Q = hq.at(b, h);
+        const T* K = hk.at(b, h);
+        const T* V = hv.at(b, h);
+        const T* G = hg.at(b, h);
+        const T* O = ho.at(b, h);
         const T* lse = pl + bh * d.Lq;
         const T* th = pt ? pt + h * nt : nullptr;
         const double* kp_b = pad.empty() ? nullptr : pad.data() + b * d.Lk;
-        T *dQ = dq + bh * d.Lq * d.dh, *dK = dk + bh * d.Lk * d.dh, *dV = dv + bh * d.Lk * d.dh;
+        T *dQ = hdq.at(b, h), *dK = hdk.at(b, h), *dV = hdv.at(b, h);
         double* dT = dbias_parts.empty() ? nullptr : dbias_parts.data() + bh * nt;
         const T* QR = pqr ? pqr + bh * d.Lq * nb : nullptr;
         const T* Wb = pw ? pw + bh * d.Lq * nb : nullptr;
@@ -411,8 +437,8 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
         for (int64_t i0 = 0; i0 < d.Lq; i0 += kRowBlock) {
           const int64_t r = std::min(kRowBlock, d.Lq - i0), kend = block_key_end(d, a, i0, r);
           for (int64_t ii = 0; ii < r; ++ii) {  // D = rowsum(dO * O) (+ g_w . w)
-            const T* gi = G + (i0 + ii) * d.dh;
-            const T* oi = O + (i0 + ii) * d.dh;
+            const T* gi = G + (i0 + ii) * hg.ld;
+            const T* oi = O + (i0 + ii) * ho.ld;
             T acc = 0;
             for (int64_t e = 0; e < d.dh; ++e) acc += gi[e] * oi[e];
             if (GW)
@@ -421,7 +447,7 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
           }
           for (int64_t j0 = 0; j0 < kend; j0 += kKeyBlock) {
             const int64_t c = std::min(kKeyBlock, kend - j0);
-            tile_scores<T>(d, a, Q, K, th, kp_b, QR, nb, bucket, i0, r, j0, c, p.data());
+            tile_scores<T>(d, a, Q, hq.ld, K, hk.ld, th, kp_b, QR, nb, bucket, i0, r, j0, c, p.data());
             for (int64_t ii = 0; ii < r; ++ii) {  // P = exp(S - lse)
               T* pi = p.data() + ii * c;
               const T l = lse[i0 + ii];
@@ -433,7 +459,7 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
               }
             }
             // dP = dO_blk V_tile^T  [r, c]
-            gemm<T>(CblasNoTrans, CblasTrans, r, c, d.dh, T(1), G + i0 * d.dh, d.dh, V + j0 * d.dh, d.dh, T(0),
+            gemm<T>(CblasNoTrans, CblasTrans, r, c, d.dh, T(1), G + i0 * hg.ld, hg.ld, V + j0 * hv.ld, hv.ld, T(0),
                     ds.data(), c);
             for (int64_t ii = 0; ii < r; ++ii) {  // dS = P (dP - D)
               T* di = ds.data() + ii * c;
@@ -472,12 +498,12 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
               }
             }
             // dQ_blk += scale dS K_tile;  dK_tile += scale dS^T Q_blk;  dV_tile += P'^T dO_blk
-            gemm<T>(CblasNoTrans, CblasNoTrans, r, d.dh, c, T(a.scale), ds.data(), c, K + j0 * d.dh, d.dh, T(1),
-                    dQ + i0 * d.dh, d.dh);
-            gemm<T>(CblasTrans, CblasNoTrans, c, d.dh, r, T(a.scale), ds.data(), c, Q + i0 * d.dh, d.dh, T(1),
-                    dK + j0 * d.dh, d.dh);
-            gemm<T>(CblasTrans, CblasNoTrans, c, d.dh, r, T(1), p.data(), c, G + i0 * d.dh, d.dh, T(1),
-                    dV + j0 * d.dh, d.dh);
+            gemm<T>(CblasNoTrans, CblasNoTrans, r, d.dh, c, T(a.scale), ds.data(), c, K + j0 * hk.ld, hk.ld, T(1),
+                    dQ + i0 * hdq.ld, hdq.ld);
+            gemm<T>(CblasTrans, CblasNoTrans, c, d.dh, r, T(a.scale), ds.data(), c, Q + i0 * hq.ld, hq.ld, T(1),
+                    dK + j0 * hdk.ld, hdk.ld);
+            gemm<T>(CblasTrans, CblasNoTrans, c, d.dh, r, T(1), p.data(), c, G + i0 * hg.ld, hg.ld, T(1),
+                    dV + j0 * hdv.ld, hdv.ld);
           }
         }
       }
