@@ -102,6 +102,12 @@ Variable fused_attention(const Variable& q, const Variable& k, const Variable& v
 Variable fused_attention_buckets(const Variable& q, const Variable& k, const Variable& v, const Variable& bias,
                                  const Variable& qr, const Tensor& bucket, const Tensor& key_padding,
                                  const k::AttentionArgs& args, k::AttentionOut* forward = nullptr);
+// The same with an index-driven bias (k::AttentionIndexBias; Swin 2D, Graphormer):
+// S_ij += table[index[(b,) i, j], h], table [NT, H] (differentiable), index int64 [Lq, Lk] or
+// [B, Lq, Lk] (values in [0, NT)) -> [B, H, Lq, dh]; gradients for q, k, v, bias and table.
+Variable fused_attention_indexed(const Variable& q, const Variable& k, const Variable& v, const Variable& bias,
+                                 const Variable& table, const Tensor& index, const Tensor& key_padding,
+                                 const k::AttentionArgs& args, k::AttentionOut* forward = nullptr);
 
 // ---- shape (views share storage; their backward maps the gradient back) ----
 Variable reshape(const Variable& x, const Shape& shape);

@@ -108,16 +108,19 @@ Tensor scatter_add(const Shape& shape, int64_t dim, const Tensor& idx, const Ten
 }
 
 AttentionOut attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias,
-                       const Tensor& key_padding, const AttentionArgs& a, const AttentionBuckets& buckets) {
-  return RELPOS_DISPATCH(device_of("attention", q, k, v, bias, key_padding, buckets.qr, buckets.bucket),
-                         attention(q, k, v, bias, key_padding, a, buckets));
+                       const Tensor& key_padding, const AttentionArgs& a, const AttentionBuckets& buckets,
+                       const AttentionIndexBias& index_bias) {
+  return RELPOS_DISPATCH(device_of("attention", q, k, v, bias, key_padding, buckets.qr, buckets.bucket,
+                                   index_bias.table, index_bias.index),
+                         attention(q, k, v, bias, key_padding, a, buckets, index_bias));
 }
 AttentionGrads attention_backward(const Tensor& g_o, const Tensor& q, const Tensor& k, const Tensor& v,
                                   const Tensor& bias, const Tensor& key_padding, const AttentionOut& fwd,
-                                  const AttentionArgs& a, const AttentionBuckets& buckets, const Tensor& g_w) {
+                                  const AttentionArgs& a, const AttentionBuckets& buckets, const Tensor& g_w,
+                                  const AttentionIndexBias& index_bias) {
   return RELPOS_DISPATCH(device_of("attention_backward", g_o, q, k, v, bias, key_padding, fwd.o, fwd.lse, fwd.w,
-                                   buckets.qr, buckets.bucket, g_w),
-                         attention_backward(g_o, q, k, v, bias, key_padding, fwd, a, buckets, g_w));
+                                   buckets.qr, buckets.bucket, g_w, index_bias.table, index_bias.index),
+                         attention_backward(g_o, q, k, v, bias, key_padding, fwd, a, buckets, g_w, index_bias));
 }
 
 Tensor toeplitz_add(const Tensor& s, const Tensor& t) {

@@ -159,20 +159,32 @@ struct AttentionBuckets {
   Tensor qr;      // [B, H, Lq, NB], q's dtype
   Tensor bucket;  // int64 [Lq + Lk - 1], values in [0, NB)
 };
+// Index-driven bias (Swin 2D relative bias, Graphormer spatial encoding; undefined = none):
+// a gathered table instead of a Toeplitz one, added with the Toeplitz bias, before the
+// causal/padding masks:
+//   S_ij += table[index[(b,) i, j], h]
+// index is shared by the batch ([Lq, Lk]) or per example ([B, Lq, Lk]); every value must be a
+// table row (checked on the host, once per call).
+struct AttentionIndexBias {
+  Tensor table;  // [NT, H], q's dtype
+  Tensor index;  // int64 [Lq, Lk] or [B, Lq, Lk], values in [0, NT)
+};
 // q: [B, H, Lq, dh], k, v: [B, H, Lk, dh]; with buckets, AttentionOut::w is filled.
 AttentionOut attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias,
-                       const Tensor& key_padding, const AttentionArgs& a, const AttentionBuckets& buckets = {});
+                       const Tensor& key_padding, const AttentionArgs& a, const AttentionBuckets& buckets = {},
+                       const AttentionIndexBias& index_bias = {});
 struct AttentionGrads {
   Tensor dq, dk, dv, dbias;  // dbias undefined when bias was
   Tensor dqr;                // [B, H, Lq, NB] with buckets
+  Tensor dtable;             // [NT, H] with an index bias
 };
-// Recomputes the scores block by block; dbias sums each diagonal over batches in a fixed
-// order (deterministic, independent of the thread count). g_w: the gradient of
-// AttentionOut::w (with buckets; undefined = zero).
+// Recomputes the scores block by block; dbias sums each diagonal, dtable each table row's
+// cells, over batches in a fixed order (deterministic, independent of the thread count).
+// g_w: the gradient of AttentionOut::w (with buckets; undefined = zero).
 AttentionGrads attention_backward(const Tensor& g_o, const Tensor& q, const Tensor& k, const Tensor& v,
                                   const Tensor& bias, const Tensor& key_padding, const AttentionOut& fwd,
                                   const AttentionArgs& a, const AttentionBuckets& buckets = {},
-                                  const Tensor& g_w = {});
+                                  const Tensor& g_w = {}, const AttentionIndexBias& index_bias = {});
 
 // ---------------------------------------------------------------- shape
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim);

@@ -4,6 +4,8 @@
 //   backward: dq, dk, dv, dT from the saved O and row logsumexp (scores recomputed)
 // and its bucketed variant (Shaw): S += scale qr[i, bucket], output [O | w], w = P per bucket;
 //   backward: also dqr, with w's gradient entering dP
+// and its index-bias variant (Swin 2D, Graphormer): S += table[index[(b,) i, j], h];
+//   backward: also dtable (each table row's cells of dS, summed)
 #include "relpos/autograd/function.h"
 #include "relpos/autograd/ops.h"
 
@@ -41,6 +43,24 @@ Variable fused_attention_buckets(const Variable& q, const Variable& k, const Var
                        k::AttentionGrads gr =
                            k::attention_backward(parts[0], q, kk, v, bias_t, key_padding, fwd, args, bk, parts[1]);
                        return {gr.dq, gr.dk, gr.dv, gr.dbias, gr.dqr};
+                     });
+}
+
+Variable fused_attention_indexed(const Variable& q, const Variable& k, const Variable& v, const Variable& bias,
+                                 const Variable& table, const Tensor& index, const Tensor& key_padding,
+                                 const k::AttentionArgs& args, k::AttentionOut* forward) {
+  const Tensor bias_t = bias.defined() ? bias.data() : Tensor();
+  const k::AttentionIndexBias ib{table.data(), index};
+  k::AttentionOut fwd = k::attention(q.data(), k.data(), v.data(), bias_t, key_padding, args, {}, ib);
+  if (forward) *forward = fwd;
+  fwd.max_abs = fwd.entropy = Tensor();  // the backward needs o and lse only
+  Tensor o = fwd.o;
+  return make_result(std::move(o), "fused_attention_indexed", {q, k, v, bias, table},
+                     [q = q.data(), kk = k.data(), v = v.data(), bias_t, ib, key_padding, fwd,
+                      args](const Tensor& g) -> std::vector<Tensor> {
+                       k::AttentionGrads gr =
+                           k::attention_backward(g, q, kk, v, bias_t, key_padding, fwd, args, {}, Tensor(), ib);
+                       return {gr.dq, gr.dk, gr.dv, gr.dbias, gr.dtable};
                      });
 }
 

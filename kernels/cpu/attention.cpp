@@ -1,11 +1,12 @@
-// kernels/cpu/attention.cpp — fused attention with a Toeplitz position bias, forward and
-// backward side by side, never materialising [B, H, Lq, Lk].
+// kernels/cpu/attention.cpp — fused attention with a Toeplitz and/or an index-driven position
+// bias, forward and backward side by side, never materialising [B, H, Lq, Lk].
 //
 // Per (batch b, head h) — one OpenMP thread owns the pair — per block of R query rows, and per
 // tile of C keys (FlashAttention-2's order: the [R, C] score tile stays in L2):
 //   S   = scale * Q_blk K_tile^T                 [r, c]  (one GEMM; tiles past the block's last
 //                                                          visible key are skipped)
-//   S  += T[h, j - i + Lq - 1]; hidden cells (causal predicate, key padding) = -inf
+//   S  += T[h, j - i + Lq - 1]  (+ table[idx[(b,) i, j], h], index bias [NT, H]);
+//   hidden cells (causal predicate, key padding) = -inf
 //   (buckets: S += scale qr[i, n(i, j)], n(i, j) = bucket[j - i + Lq - 1], before the masks)
 //   online softmax: m' = max(m, max_j S_ij), a = exp(m - m'), E = exp(S - m'),
 //                   l = a l + sum_j E_ij, acc = a acc + E' V_tile  (E' = E * M with dropout)
@@ -19,8 +20,11 @@
 //   (buckets: dqr[i, n] = scale sum over the row's cells of bucket n of dS)
 //   dQ_blk += scale dS K_tile;  dK_tile += scale dS^T Q_blk;  dV_tile += P'^T dO_blk   (GEMMs)
 //   dT[h, t] += sum over the tile's cells on diagonal t of dS (float64, per (b, h)),
-// then dT[h] = sum over b in order b = 0, 1, ...: deterministic for any thread count.
-// Memory: one [R, C] tile (backward: two) per thread (+ the [B, H, Lq, NB] bucket terms). BLAS
+//   (index bias: dtab[b, h, n] += sum over the tile's cells with idx[(b,) i, j] = n of dS, float64)
+// then dT[h] = sum over b (dtable[n, h] = sum over b of dtab[b, h, n]) in order b = 0, 1, ...:
+// deterministic for any thread count.
+// Memory: one [R, C] tile (backward: two) per thread (+ the [B, H, Lq, NB] bucket terms; the
+// backward's index-bias partials [B, H, NT] float64). BLAS
 // calls inside the parallel region run on one thread (OpenBLAS-OpenMP checks omp_in_parallel),
 // so parallelism is over (b, h).
 #include <cblas.h>
@@ -29,6 +33,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "relpos/kernels/backend.h"
@@ -96,7 +101,7 @@ Tensor heads_layout(int64_t B, int64_t H, int64_t L, int64_t dh, DType dtype, bo
 }
 
 Dims check_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias, const Tensor& kp,
-                const AttentionBuckets& bk, const char* op) {
+                const AttentionBuckets& bk, const AttentionIndexBias& ib, const char* op) {
   check_defined(q, op, "q");
   check_same_dtype_device(q, k, op);
   check_same_dtype_device(q, v, op);
@@ -125,7 +130,48 @@ Dims check_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor&
     RELPOS_CHECK(bk.bucket.dtype() == DType::I64 && bk.bucket.dim() == 1 && bk.bucket.size(0) == d.Lq + d.Lk - 1,
                  "{}: bucket must be int64 [Lq + Lk - 1] = [{}], got {}", op, d.Lq + d.Lk - 1, describe(bk.bucket));
   }
+  RELPOS_CHECK(ib.table.defined() == ib.index.defined(), "{}: an index bias needs both table and index", op);
+  if (ib.table.defined()) {
+    check_same_dtype_device(q, ib.table, op);
+    RELPOS_CHECK(ib.table.dim() == 2 && ib.table.size(0) >= 1 && ib.table.size(1) == d.H,
+                 "{}: index-bias table must be [NT, H] = [NT, {}], got {}", op, d.H, shape_str(ib.table.shape()));
+    const Tensor& ix = ib.index;
+    RELPOS_CHECK(ix.dtype() == DType::I64 &&
+                     ((ix.dim() == 2 && ix.size(0) == d.Lq && ix.size(1) == d.Lk) ||
+                      (ix.dim() == 3 && ix.size(0) == d.B && ix.size(1) == d.Lq && ix.size(2) == d.Lk)),
+                 "{}: index-bias index must be int64 [Lq, Lk] = [{}, {}] or [B, Lq, Lk] = [{}, {}, {}], got {}", op,
+                 d.Lq, d.Lk, d.B, d.Lq, d.Lk, describe(ix));
+  }
   return d;
+}
+
+// The index of an index bias as a contiguous host tensor, every entry checked in [0, NT).
+// index_rows(b) points at batch b's [Lq, Lk] rows (the shared ones for a 2-d index).
+struct IndexRows {
+  Tensor t;  // int64 [Lq, Lk] or [B, Lq, Lk], contiguous (undefined: no index bias)
+  int64_t nt = 0;
+  const int64_t* rows(const Dims& d, int64_t b) const {
+    if (!t.defined()) return nullptr;
+    return t.data<int64_t>() + (t.dim() == 3 ? b * d.Lq * d.Lk : 0);
+  }
+};
+
+IndexRows index_rows(const AttentionIndexBias& ib, const char* op) {
+  IndexRows r;
+  if (!ib.index.defined()) return r;
+  r.t = ib.index.contiguous();
+  r.nt = ib.table.size(0);
+  const int64_t* p = r.t.data<int64_t>();
+  const int64_t n = r.t.numel();
+  for (int64_t e = 0; e < n; ++e)
+    if (p[e] < 0 || p[e] >= r.nt) {
+      const Shape sh = r.t.shape();
+      const int64_t Lk = sh.back(), Lq = sh[sh.size() - 2];
+      const int64_t j = e % Lk, i = (e / Lk) % Lq, b = e / (Lq * Lk);
+      const std::string at = r.t.dim() == 3 ? fmt::format("[{}, {}, {}]", b, i, j) : fmt::format("[{}, {}]", i, j);
+      ::relpos::fail("{}: index-bias index{} = {} is outside the table rows [0, {})", op, at, p[e], r.nt);
+    }
+  return r;
 }
 
 // The bucket index as checked host integers (every entry in [0, NB)), with its runs: end[t] is
@@ -161,10 +207,12 @@ BucketRuns bucket_index(const AttentionBuckets& bk, const char* op) {
 
 // The scores of rows i0 .. i0+r-1 against keys j0 .. j0+c-1, biased and masked, into s [r, c]
 // (row stride c). Hidden cells are -inf.
+// tab_h: the index bias's table column of head h (entry n at tab_h[n H]); ix_b: batch b's index
+// rows [Lq, Lk] (both null without an index bias).
 template <typename T>
 void tile_scores(const Dims& d, const AttentionArgs& a, const T* Q, int64_t ldq, const T* K, int64_t ldk,
-                 const T* th, const double* kp_b,
-                 const T* qr, int64_t nb, const BucketRuns& bucket, int64_t i0, int64_t r, int64_t j0, int64_t c, T* s) {
+                 const T* th, const double* kp_b, const T* qr, int64_t nb, const BucketRuns& bucket,
+                 const T* tab_h, const int64_t* ix_b, int64_t i0, int64_t r, int64_t j0, int64_t c, T* s) {
   gemm<T>(CblasNoTrans, CblasTrans, r, c, d.dh, T(a.scale), Q + i0 * ldq, ldq, K + j0 * ldk, ldk, T(0), s, c);
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   for (int64_t ii = 0; ii < r; ++ii) {
@@ -174,6 +222,11 @@ void tile_scores(const Dims& d, const AttentionArgs& a, const T* Q, int64_t ldq,
       const T* row_bias = th + (d.Lq - 1 - i) + j0;  // row_bias[jj] = T[h, j0 + jj - i + Lq - 1]
 #pragma omp simd
       for (int64_t jj = 0; jj < c; ++jj) si[jj] += row_bias[jj];
+    }
+    if (ix_b) {  // index bias: si[jj] += table[idx[i, j0 + jj], h]
+      const int64_t* ix = ix_b + i * d.Lk + j0;
+      const int64_t H = d.H;
+      for (int64_t jj = 0; jj < c; ++jj) si[jj] += tab_h[ix[jj] * H];
     }
     if (qr) {  // bucketed score term, scaled like q k^T
       const T* qri = qr + i * nb;
@@ -274,11 +327,14 @@ T online_row(RowState<T>& st, T* si, int64_t c, bool stats, const T* mask) {
 }  // namespace
 
 AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tensor& bias_in,
-                       const Tensor& kp, const AttentionArgs& a, const AttentionBuckets& bk) {
+                       const Tensor& kp, const AttentionArgs& a, const AttentionBuckets& bk,
+                       const AttentionIndexBias& ib) {
   ensure_blas_core();
-  const Dims d = check_args(q_in, k_in, v_in, bias_in, kp, bk, "attention");
+  const Dims d = check_args(q_in, k_in, v_in, bias_in, kp, bk, ib, "attention");
   RELPOS_CHECK(a.dropout_p >= 0.0 && a.dropout_p < 1.0, "attention: dropout p must be in [0, 1), got {}", a.dropout_p);
   const BucketRuns bucket = bucket_index(bk, "attention");
+  const IndexRows index = index_rows(ib, "attention");
+  const Tensor table = ib.table.defined() ? ib.table.contiguous() : Tensor();  // [NT, H]
   const Tensor qr_t = bk.qr.defined() ? bk.qr.contiguous() : Tensor();
   const int64_t nb = qr_t.defined() ? qr_t.size(3) : 0;
   const Tensor q = rows_view(q_in), k = rows_view(k_in), v = rows_view(v_in);
@@ -299,6 +355,7 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
     T* pent = a.row_stats ? out.entropy.data<T>() : nullptr;
     const T* pqr = nb > 0 ? qr_t.data<T>() : nullptr;
     T* pw = nb > 0 ? out.w.data<T>() : nullptr;
+    const T* ptab = table.defined() ? table.data<T>() : nullptr;
 #pragma omp parallel
     {
       std::vector<T> s(static_cast<size_t>(kRowBlock * kKeyBlock)), mrow(static_cast<size_t>(kKeyBlock));
@@ -315,6 +372,8 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
         T* lse = pl + bh * d.Lq;
         const T* QR = pqr ? pqr + bh * d.Lq * nb : nullptr;
         T* W = pw ? pw + bh * d.Lq * nb : nullptr;
+        const T* tab_h = ptab ? ptab + h : nullptr;
+        const int64_t* ix_b = index.rows(d, b);
         for (int64_t i0 = 0; i0 < d.Lq; i0 += kRowBlock) {
           const int64_t r = std::min(kRowBlock, d.Lq - i0), kend = block_key_end(d, a, i0, r);
           T* acc = O + i0 * ho.ld;  // [r, dh] (row stride ho.ld), the unnormalised output
@@ -322,7 +381,8 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
           std::fill(st.begin(), st.end(), RowState<T>{});
           for (int64_t j0 = 0; j0 < kend; j0 += kKeyBlock) {
             const int64_t c = std::min(kKeyBlock, kend - j0);
-            tile_scores<T>(d, a, Q, hq.ld, K, hk.ld, th, kp_b, QR, nb, bucket, i0, r, j0, c, s.data());
+            tile_scores<T>(d, a, Q, hq.ld, K, hk.ld, th, kp_b, QR, nb, bucket, tab_h, ix_b, i0, r, j0, c,
+                           s.data());
             for (int64_t ii = 0; ii < r; ++ii) {
               T* si = s.data() + ii * c;
               const int64_t row = bh * d.Lq + i0 + ii;
@@ -377,10 +437,14 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
 
 AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
                                   const Tensor& bias_in, const Tensor& kp, const AttentionOut& fwd,
-                                  const AttentionArgs& a, const AttentionBuckets& bk, const Tensor& gw_in) {
+                                  const AttentionArgs& a, const AttentionBuckets& bk, const Tensor& gw_in,
+                                  const AttentionIndexBias& ib) {
   ensure_blas_core();
-  const Dims d = check_args(q_in, k_in, v_in, bias_in, kp, bk, "attention_backward");
+  const Dims d = check_args(q_in, k_in, v_in, bias_in, kp, bk, ib, "attention_backward");
   const BucketRuns bucket = bucket_index(bk, "attention_backward");
+  const IndexRows index = index_rows(ib, "attention_backward");
+  const Tensor table = ib.table.defined() ? ib.table.contiguous() : Tensor();  // [NT, H]
+  const int64_t ntab = index.nt;
   const Tensor qr_t = bk.qr.defined() ? bk.qr.contiguous() : Tensor();
   const int64_t nb = qr_t.defined() ? qr_t.size(3) : 0;
   RELPOS_CHECK(nb == 0 || (fwd.w.defined() && fwd.w.shape() == qr_t.shape()),
@@ -400,9 +464,10 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
   const int64_t nt = d.Lq + d.Lk - 1;
   AttentionGrads out{heads_layout(d.B, d.H, d.Lq, d.dh, q.dtype(), true),
                      heads_layout(d.B, d.H, d.Lk, d.dh, q.dtype(), true),
-                     heads_layout(d.B, d.H, d.Lk, d.dh, q.dtype(), true), Tensor(), Tensor()};
+                     heads_layout(d.B, d.H, d.Lk, d.dh, q.dtype(), true), Tensor(), Tensor(), Tensor()};
   if (nb > 0) out.dqr = Tensor::zeros(qr_t.shape(), q.dtype());
   std::vector<double> dbias_parts(bias.defined() ? size_t(d.B * d.H * nt) : 0, 0.0);  // [B, H, nt]
+  std::vector<double> dtable_parts(table.defined() ? size_t(d.B * d.H * ntab) : 0, 0.0);  // [B, H, NT]
   visit_float(q.dtype(), "attention_backward", [&]<typename T>() {
     const HeadRows<const T> hq = head_rows<const T>(q), hk = head_rows<const T>(k), hv = head_rows<const T>(v),
                             hg = head_rows<const T>(g), ho = head_rows<const T>(o);
@@ -413,6 +478,7 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
     const T* pw = nb > 0 ? w_t.data<T>() : nullptr;
     const T* pgw = gw.defined() ? gw.data<T>() : nullptr;
     T* pdqr = nb > 0 ? out.dqr.data<T>() : nullptr;
+    const T* ptab = table.defined() ? table.data<T>() : nullptr;
 #pragma omp parallel
     {
       const size_t tile = size_t(kRowBlock * kKeyBlock);
@@ -434,6 +500,9 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
         const T* Wb = pw ? pw + bh * d.Lq * nb : nullptr;
         const T* GW = pgw ? pgw + bh * d.Lq * nb : nullptr;
         T* dQR = pdqr ? pdqr + bh * d.Lq * nb : nullptr;
+        const T* tab_h = ptab ? ptab + h : nullptr;
+        const int64_t* ix_b = index.rows(d, b);
+        double* dtab = dtable_parts.empty() ? nullptr : dtable_parts.data() + bh * ntab;  // [NT] of (b, h)
         for (int64_t i0 = 0; i0 < d.Lq; i0 += kRowBlock) {
           const int64_t r = std::min(kRowBlock, d.Lq - i0), kend = block_key_end(d, a, i0, r);
           for (int64_t ii = 0; ii < r; ++ii) {  // D = rowsum(dO * O) (+ g_w . w)
@@ -447,7 +516,8 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
           }
           for (int64_t j0 = 0; j0 < kend; j0 += kKeyBlock) {
             const int64_t c = std::min(kKeyBlock, kend - j0);
-            tile_scores<T>(d, a, Q, hq.ld, K, hk.ld, th, kp_b, QR, nb, bucket, i0, r, j0, c, p.data());
+            tile_scores<T>(d, a, Q, hq.ld, K, hk.ld, th, kp_b, QR, nb, bucket, tab_h, ix_b, i0, r, j0, c,
+                           p.data());
             for (int64_t ii = 0; ii < r; ++ii) {  // P = exp(S - lse)
               T* pi = p.data() + ii * c;
               const T l = lse[i0 + ii];
@@ -496,6 +566,10 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
                 double* diag = dT + (d.Lq - 1 - (i0 + ii)) + j0;  // diag[jj] accumulates T[h, j0 + jj - i + Lq - 1]
                 for (int64_t jj = 0; jj < c; ++jj) diag[jj] += double(di[jj]);
               }
+              if (dtab) {  // dtab[idx[i, j0 + jj]] += dS_ij
+                const int64_t* ix = ix_b + (i0 + ii) * d.Lk + j0;
+                for (int64_t jj = 0; jj < c; ++jj) dtab[ix[jj]] += double(di[jj]);
+              }
             }
             // dQ_blk += scale dS K_tile;  dK_tile += scale dS^T Q_blk;  dV_tile += P'^T dO_blk
             gemm<T>(CblasNoTrans, CblasNoTrans, r, d.dh, c, T(a.scale), ds.data(), c, K + j0 * hk.ld, hk.ld, T(1),
@@ -516,6 +590,16 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
           double acc = 0;
           for (int64_t b = 0; b < d.B; ++b) acc += dbias_parts[size_t((b * d.H + h) * nt + t)];
           pdb[h * nt + t] = T(acc);
+        }
+    }
+    if (table.defined()) {  // dtable[n, h] = sum over b, in order
+      out.dtable = Tensor::empty({ntab, d.H}, q.dtype());
+      T* pdt = out.dtable.data<T>();
+      for (int64_t n = 0; n < ntab; ++n)
+        for (int64_t h = 0; h < d.H; ++h) {
+          double acc = 0;
+          for (int64_t b = 0; b < d.B; ++b) acc += dtable_parts[size_t((b * d.H + h) * ntab + n)];
+          pdt[n * d.H + h] = T(acc);
         }
     }
   });

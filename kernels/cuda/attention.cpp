@@ -7,14 +7,14 @@
 namespace relpos::k::cuda {
 
 AttentionOut attention(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                       const AttentionArgs&, const AttentionBuckets&) {
+                       const AttentionArgs&, const AttentionBuckets&, const AttentionIndexBias&) {
   fail("attention: no fused CUDA kernel yet (model.attention: fused uses it on the CPU only; on cuda the "
        "attention layer runs the reference path)");
 }
 
 AttentionGrads attention_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                                   const Tensor&, const AttentionOut&, const AttentionArgs&, const AttentionBuckets&,
-                                  const Tensor&) {
+                                  const Tensor&, const AttentionIndexBias&) {
   fail("attention_backward: no fused CUDA kernel yet");
 }
 

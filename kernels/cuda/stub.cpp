@@ -35,8 +35,8 @@ Tensor index_select(const Tensor&, int64_t, const Tensor&) { no_cuda("index_sele
 Tensor index_add(const Shape&, int64_t, const Tensor&, const Tensor&) { no_cuda("index_add"); }
 Tensor gather(const Tensor&, int64_t, const Tensor&) { no_cuda("gather"); }
 Tensor scatter_add(const Shape&, int64_t, const Tensor&, const Tensor&) { no_cuda("scatter_add"); }
-AttentionOut attention(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const AttentionArgs&, const AttentionBuckets&) { no_cuda("attention"); }
-AttentionGrads attention_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const AttentionOut&, const AttentionArgs&, const AttentionBuckets&, const Tensor&) { no_cuda("attention_backward"); }
+AttentionOut attention(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const AttentionArgs&, const AttentionBuckets&, const AttentionIndexBias&) { no_cuda("attention"); }
+AttentionGrads attention_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const AttentionOut&, const AttentionArgs&, const AttentionBuckets&, const Tensor&, const AttentionIndexBias&) { no_cuda("attention_backward"); }
 Tensor toeplitz_add(const Tensor&, const Tensor&) { no_cuda("toeplitz_add"); }
 Tensor toeplitz_diag_sum(const Tensor&) { no_cuda("toeplitz_diag_sum"); }
 Tensor rotary(const Tensor&, const Tensor&, bool, bool) { no_cuda("rotary"); }

@@ -440,3 +440,136 @@ TEST_CASE("fused attention flushes keys weighing < e^-44 of the row's largest (f
                           k::AttentionArgs{1.0, false, 0, 0});
   CHECK(o64.o.to_vector<double>()[0] > 1e8);
 }
+
+// Index-driven bias (Swin 2D relative bias, Graphormer spatial encoding) inside the kernel:
+// S += table[index[(b,) i, j], h], against the gathered bias as ops (embedding + permute).
+namespace {
+
+// A deterministic int64 index [Lq, Lk] (batched: [B, Lq, Lk]) with values in [0, nt) that is
+// neither Toeplitz nor constant along rows.
+Tensor make_index(int64_t B, int64_t Lq, int64_t Lk, int64_t nt, bool batched) {
+  const int64_t nb = batched ? B : 1;
+  std::vector<int64_t> idx(static_cast<size_t>(nb * Lq * Lk));
+  for (int64_t b = 0; b < nb; ++b)
+    for (int64_t i = 0; i < Lq; ++i)
+      for (int64_t j = 0; j < Lk; ++j) idx[size_t((b * Lq + i) * Lk + j)] = (i * 7 + j * j * 3 + b * 5 + i * j) % nt;
+  return batched ? Tensor::from_vector(idx, {B, Lq, Lk}) : Tensor::from_vector(idx, {Lq, Lk});
+}
+
+// The materialised reference with an index bias: the gathered [(B,) H, Lq, Lk] bias added
+// with the Toeplitz one, before the masks.
+Variable reference_indexed(const Variable& q, const Variable& k, const Variable& v, const Variable& bias,
+                           const Variable& table, const Tensor& index, const Tensor& kp, const k::AttentionArgs& a) {
+  constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+  Variable s = matmul(q, transpose(k, -1, -2)) * a.scale;
+  if (bias.defined()) s = add_toeplitz_bias(s, bias);
+  Variable g = embedding(table, index);  // [(B,) Lq, Lk, H]
+  s = s + (index.dim() == 2 ? permute(g, {2, 0, 1}) : permute(g, {0, 3, 1, 2}));
+  if (kp.defined()) s = masked_fill(s, kp.to(q.dtype()).view({q.size(0), 1, 1, k.size(2)}), kNegInf);
+  if (a.causal) s = causal_fill(s, a.q_offset, a.k_offset, kNegInf);
+  return matmul(softmax(s, -1), v);
+}
+
+}  // namespace
+
+TEST_CASE("fused attention with an index bias equals the gathered bias as ops, values and all gradients") {
+  struct ICase {
+    int64_t B, H, Lq, Lk, dh, NT;
+    bool batched, causal, bias, padding;
+    int64_t q_off, k_off;
+  };
+  const ICase cases[] = {
+      {2, 3, 5, 5, 4, 7, false, false, false, false, 0, 0},  {2, 2, 6, 6, 3, 9, true, false, true, true, 0, 0},
+      {2, 2, 9, 4, 4, 5, true, true, false, false, 5, 0},    {1, 2, 70, 70, 3, 13, false, false, true, true, 0, 0},
+      {2, 1, 3, 11, 2, 1, true, false, false, true, 0, 0},   // a one-row table
+      // more than one key tile (256 keys) and more than one row block
+      {1, 2, 300, 600, 3, 31, false, false, true, true, 0, 0}, {2, 1, 70, 530, 4, 17, true, false, false, true, 0, 0},
+      {1, 2, 280, 280, 3, 11, true, true, true, false, 0, 0},
+  };
+  uint64_t seed = 700;
+  for (const ICase& c : cases) {
+    INFO("B " << c.B << " H " << c.H << " Lq " << c.Lq << " Lk " << c.Lk << " NT " << c.NT << " batched "
+              << c.batched << " causal " << c.causal << " bias " << c.bias << " padding " << c.padding);
+    Variable q = rand_var({c.B, c.H, c.Lq, c.dh}, seed++), k = rand_var({c.B, c.H, c.Lk, c.dh}, seed++),
+             v = rand_var({c.B, c.H, c.Lk, c.dh}, seed++), table = rand_var({c.NT, c.H}, seed++, -2, 2);
+    Variable bias = c.bias ? rand_var({c.H, c.Lq + c.Lk - 1}, seed++) : Variable();
+    const Tensor index = make_index(c.B, c.Lq, c.Lk, c.NT, c.batched);
+    Tensor kp;
+    if (c.padding) {
+      std::vector<int64_t> pad(size_t(c.B * c.Lk), 0);
+      for (int64_t b = 0; b < c.B; ++b) pad[size_t(b * c.Lk + c.Lk - 1 - b)] = 1;
+      kp = Tensor::from_vector(pad, {c.B, c.Lk});
+    }
+    const k::AttentionArgs a{0.6, c.causal, c.q_off, c.k_off};
+    Variable fo = fused_attention_indexed(q, k, v, bias, table, index, kp, a),
+             ro = reference_indexed(q, k, v, bias, table, index, kp, a);
+    REQUIRE(test::allclose(fo.data(), ro.data(), 1e-12, 1e-13));
+    std::vector<Variable*> inputs{&q, &k, &v, &table};
+    if (c.bias) inputs.push_back(&bias);
+    require_same_gradients(fo, ro, inputs, seed++);
+  }
+}
+
+TEST_CASE("fused attention with an index bias: float64 gradcheck of q, k, v, bias and table; bad index is named") {
+  Variable q = rand_var({2, 2, 5, 3}, 61), k = rand_var({2, 2, 6, 3}, 62), v = rand_var({2, 2, 6, 3}, 63);
+  Variable bias = rand_var({2, 10}, 64), table = rand_var({4, 2}, 65, -2, 2);
+  for (bool batched : {false, true})
+    for (bool causal : {true, false}) {
+      INFO("batched " << batched << " causal " << causal);
+      const Tensor index = make_index(2, 5, 6, 4, batched);
+      test::require_gradcheck("fused_attention_indexed", [&](const std::vector<Variable>& in) {
+        return fused_attention_indexed(in[0], in[1], in[2], in[3], in[4], index, Tensor(),
+                                       k::AttentionArgs{0.5, causal, 1, 0});
+      }, {q, k, v, bias, table});
+    }
+  const k::AttentionArgs a{0.5};
+  auto call = [&](const Tensor& tab, const Tensor& idx) {
+    return k::attention(q.data(), k.data(), v.data(), Tensor(), Tensor(), a, {}, k::AttentionIndexBias{tab, idx});
+  };
+  std::vector<int64_t> bad(2 * 5 * 6, 1);
+  bad[size_t((1 * 5 + 2) * 6 + 3)] = 4;  // NT = 4: row 4 does not exist
+  CHECK_THROWS_WITH(call(table.data(), Tensor::from_vector(bad, {2, 5, 6})),
+                    Catch::Contains("attention: index-bias index[1, 2, 3] = 4 is outside the table rows [0, 4)"));
+  std::vector<int64_t> neg(5 * 6, 0);
+  neg[7] = -1;
+  CHECK_THROWS_WITH(call(table.data(), Tensor::from_vector(neg, {5, 6})),
+                    Catch::Contains("index[1, 1] = -1 is outside the table rows [0, 4)"));
+  CHECK_THROWS_WITH(call(table.data(), make_index(2, 6, 5, 4, false)),
+                    Catch::Contains("index-bias index must be int64 [Lq, Lk] = [5, 6] or [B, Lq, Lk] = [2, 5, 6]"));
+  CHECK_THROWS_WITH(call(table.data(), make_index(3, 5, 6, 4, true)), Catch::Contains("[B, Lq, Lk] = [2, 5, 6]"));
+  CHECK_THROWS_WITH(call(table.data(), make_index(2, 5, 6, 4, false).to(DType::F64)),
+                    Catch::Contains("index-bias index must be int64"));
+  CHECK_THROWS_WITH(call(Tensor::zeros({4, 3}, DType::F64), make_index(2, 5, 6, 4, false)),
+                    Catch::Contains("index-bias table must be [NT, H] = [NT, 2], got [4, 3]"));
+  CHECK_THROWS_WITH(call(table.data(), Tensor()), Catch::Contains("index bias needs both table and index"));
+  // the backward checks the same
+  const k::AttentionIndexBias good{table.data(), make_index(2, 5, 6, 4, false)};
+  auto fwd = k::attention(q.data(), k.data(), v.data(), Tensor(), Tensor(), a, {}, good);
+  CHECK_THROWS_WITH(k::attention_backward(fwd.o, q.data(), k.data(), v.data(), Tensor(), Tensor(), fwd, a, {},
+                                          Tensor(), k::AttentionIndexBias{table.data(), Tensor::from_vector(bad, {2, 5, 6})}),
+                    Catch::Contains("attention_backward: index-bias index[1, 2, 3] = 4 is outside"));
+}
+
+TEST_CASE("fused attention backward with an index bias is the same at 1 and 2 threads (deterministic dtable)") {
+  Generator g(18);
+  Tensor q = Tensor::randn({3, 2, 100, 8}, g), kk = Tensor::randn({3, 2, 300, 8}, g),
+         v = Tensor::randn({3, 2, 300, 8}, g), tab = Tensor::randn({23, 2}, g), go = Tensor::randn({3, 2, 100, 8}, g);
+  k::AttentionArgs a{0.35, false, 0, 0};
+  for (bool batched : {false, true}) {
+    INFO("batched " << batched);
+    const k::AttentionIndexBias ib{tab, make_index(3, 100, 300, 23, batched)};
+    const int before = k::num_threads();
+    k::set_num_threads(1);
+    auto f1 = k::attention(q, kk, v, Tensor(), Tensor(), a, {}, ib);
+    auto b1 = k::attention_backward(go, q, kk, v, Tensor(), Tensor(), f1, a, {}, Tensor(), ib);
+    k::set_num_threads(2);
+    auto f2 = k::attention(q, kk, v, Tensor(), Tensor(), a, {}, ib);
+    auto b2 = k::attention_backward(go, q, kk, v, Tensor(), Tensor(), f2, a, {}, Tensor(), ib);
+    k::set_num_threads(before);
+    REQUIRE(b1.dtable.defined());
+    CHECK(b1.dtable.shape() == Shape{23, 2});
+    CHECK(f1.o.to_vector<float>() == f2.o.to_vector<float>());
+    CHECK(b1.dtable.to_vector<float>() == b2.dtable.to_vector<float>());
+    CHECK(b1.dq.to_vector<float>() == b2.dq.to_vector<float>());
+  }
+}
