@@ -74,8 +74,9 @@ Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bo
   geo.q_proj = [this](const Variable& x) { return q_proj_->forward(x); };
   geo.k_proj = [this](const Variable& x) { return k_proj_->forward(x); };
 
-  // The fused kernel serves scores q k^T + Toeplitz bias (+ bucketed content terms), with
-  // dropout on P drawn inside it, when no softcap applies; otherwise everything is materialised.
+  // The fused kernel serves scores q k^T + Toeplitz bias (+ bucketed content terms, + a
+  // table-lookup bias), with dropout on P drawn inside it, when no softcap applies; otherwise
+  // everything is materialised.
   const bool dropout_active = cfg_.dropout > 0 && is_training() && gen != nullptr;  // as apply_dropout
   const bool fusable = cfg_.fused && fused_attention_enabled() && q.device() == Device::CPU &&
                        !(cfg_.stability.softcap > 0);
@@ -84,7 +85,24 @@ Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bo
   const double scale = pos_->score_scale(head_dim_);
   Variable bias = pos_->toeplitz_bias(geo);  // [H, Lq + Lk - 1]
   if (bias.defined() && alpha_.defined()) bias = bias * alpha_;
-  Variable sbias = pos_->score_bias(geo);  // [H, Lq, Lk] or [B, H, Lq, Lk]
+  // A table-lookup bias goes into the kernel as table + index (no [H, Lq, Lk]); score_bias
+  // materialises the same bias for the reference path.
+  const bool fuse_index = fusable && !buckets.keys.defined() && !terms.defined() && !pos_->has_value_terms();
+  PositionEncoding::IndexBias ibias = fuse_index ? pos_->index_bias(geo) : PositionEncoding::IndexBias{};
+  if (ibias.table.defined()) {
+    const int64_t H = cfg_.n_heads;
+    const Tensor& ix = ibias.index;
+    RELPOS_CHECK(ibias.table.dim() == 2 && ibias.table.size(1) == H && ix.defined() && ix.dtype() == DType::I64 &&
+                     ((ix.dim() == 2 && ix.size(0) == Lq && ix.size(1) == Lk) ||
+                      (ix.dim() == 3 && ix.size(0) == B && ix.size(1) == Lq && ix.size(2) == Lk)),
+                 "attention: position encoding '{}' returned an index bias with table {} and index {} for a score "
+                 "bias [B, H, Lq, Lk] = [{}, {}, {}, {}]; expected table [NT, H] = [NT, {}] and index int64 "
+                 "[Lq, Lk] = [{}, {}] or [B, Lq, Lk] = [{}, {}, {}]",
+                 pos_->type(), shape_str(ibias.table.shape()), describe(ix), B, H, Lq, Lk, H, Lq, Lk, B, Lq, Lk);
+    if (alpha_.defined()) ibias.table = ibias.table * reshape(alpha_, {1, alpha_.size(0)});  // [NT, H]
+    if (ibias.index.device() != q.device()) ibias.index = ibias.index.to(q.device());
+  }
+  Variable sbias = ibias.table.defined() ? Variable() : pos_->score_bias(geo);  // [H, Lq, Lk] or [B, H, Lq, Lk]
   if (sbias.defined()) {
     const int64_t H = cfg_.n_heads;
     RELPOS_CHECK((sbias.dim() == 3 && sbias.size(0) == H && sbias.size(1) == Lq && sbias.size(2) == Lk) ||
@@ -129,7 +147,8 @@ Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bo
   };
 
   // Fused path (k::attention: O(L) memory, causal keys skipped, bias gradient fused) whenever
-  // the scores are q k^T plus a Toeplitz bias (and bucketed terms) and nothing needs P itself.
+  // the scores are q k^T plus a Toeplitz bias (and bucketed terms or an index bias) and nothing
+  // needs P itself.
   if (fusable && !terms.defined() && !sbias.defined() && (!pos_->has_value_terms() || buckets.values.defined())) {
     // Monitors come from the kernel (per-row max |S| and entropy, same pass as the softmax):
     // no [B, H, Lq, Lk] tensor even on logging steps; stats->probs stays undefined.
@@ -148,6 +167,8 @@ Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bo
       Variable ow = fused_attention_buckets(q, k, v, bias, qr, buckets.bucket, kp_rows, args, &fwd);
       o = narrow(ow, 3, 0, head_dim_);                                                // [B, H, Lq, dh]
       if (buckets.values.defined()) o = o + matmul(narrow(ow, 3, head_dim_, nb), buckets.values);  // value term
+    } else if (ibias.table.defined()) {
+      o = fused_attention_indexed(q, k, v, bias, ibias.table, ibias.index, kp_rows, args, &fwd);
     } else {
       o = fused_attention(q, k, v, bias, kp_rows, args, &fwd);
     }

@@ -94,6 +94,17 @@ class GraphSPD : public PositionEncoding {
   }
 
   Variable score_bias(const AttnGeometry& g) const override {
+    const Tensor idx = lookup_index(g);
+    Variable b = embedding(table_, idx);  // [(B,) Lq, Lk, H]
+    return idx.dim() == 2 ? permute(b, {2, 0, 1}) : permute(b, {0, 3, 1, 2});
+  }
+
+  // The same bias for the fused kernel: table [max_dist + 2, H] gathered at the mapped rows.
+  IndexBias index_bias(const AttnGeometry& g) const override { return {table_, lookup_index(g)}; }
+
+ private:
+  // The table rows score_bias and index_bias read: [(B,) Lq, Lk].
+  Tensor lookup_index(const AttnGeometry& g) const {
     RELPOS_CHECK(!g.causal, "position encoding 'graph_spd' is encoder-only (graph attention is bidirectional); it "
                             "cannot be used with causal attention");
     RELPOS_CHECK(g.position_index.defined(),
@@ -101,12 +112,8 @@ class GraphSPD : public PositionEncoding {
                  "(Model::forward(tokens, padding, gen, stats, position_index); see "
                  "nn/positional/graph_spd.h shortest_path_distances), got none for Lq {} x Lk {}",
                  g.Lq, g.Lk);
-    Tensor idx = bias_index(g);
-    Variable b = embedding(table_, idx);  // [(B,) Lq, Lk, H]
-    return idx.dim() == 2 ? permute(b, {2, 0, 1}) : permute(b, {0, 3, 1, 2});
+    return bias_index(g);
   }
-
- private:
   int64_t max_dist_;
   Variable table_;
 };

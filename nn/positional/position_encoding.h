@@ -4,7 +4,7 @@
 //
 //   S[h,i,j] = scale * (<rot(q_i), rot_k(k_j)> + score_term[h,i,j])    rotate(), rotate_key(), score_terms()
 //            + alpha_h * bias[h, kj - qi]                                 toeplitz_bias()
-//            + alpha_h * bias[(b,) h, i, j]                               score_bias()
+//            + alpha_h * bias[(b,) h, i, j]                               score_bias() / index_bias()
 //   mask -> softmax -> dropout -> P
 //   O_i = sum_j P_ij v_j + value_term_i                                   value_terms()
 //
@@ -16,6 +16,8 @@
 // per-example [B, H, Lq, Lk] bias, added exactly where the Toeplitz bias is (after the
 // scaling, times alpha when the bias scale is enabled, before the masks). Prefer
 // toeplitz_bias() whenever the bias depends on the distance only: it never builds [H, Lq, Lk].
+// When the score bias is a table lookup, index_bias() gives the table and the index instead,
+// and the fused kernel gathers it tile by tile (no [H, Lq, Lk] either).
 // AttnGeometry::q_proj / k_proj expose the layer's own content projections, for encodings
 // that project position embeddings with the attention weights (DeBERTa share_att_key).
 #pragma once
@@ -87,6 +89,17 @@ class PositionEncoding : public Module {
   // Non-Toeplitz additive bias: [H, Lq, Lk] or [B, H, Lq, Lk] (undefined = none). Added after
   // scaling, times alpha if enabled, together with the Toeplitz bias, before the masks.
   virtual Variable score_bias(const AttnGeometry&) const { return {}; }
+  // The same bias as a table lookup, for the fused kernel (k::AttentionIndexBias):
+  //   score_bias[(b,) h, i, j] = table[index[(b,) i, j], h]
+  // table [NT, H] (the learnable parameter; the layer multiplies it by alpha), index int64
+  // [Lq, Lk] or [B, Lq, Lk] with values in [0, NT). Defined only by encodings whose
+  // score_bias is exactly this gather (relative_2d, graph_spd), with the same checks; the
+  // attention layer then skips score_bias when it takes the fused path.
+  struct IndexBias {
+    Variable table;  // [NT, H]
+    Tensor index;    // int64 [Lq, Lk] or [B, Lq, Lk]
+  };
+  virtual IndexBias index_bias(const AttnGeometry&) const { return {}; }
   // Value terms: p [B, H, Lq, Lk] -> [B, H, Lq, dh] added to P @ V (undefined = none).
   virtual Variable value_terms(const Variable&, const AttnGeometry&) const { return {}; }
   virtual bool has_value_terms() const { return false; }  // true when value_terms is defined

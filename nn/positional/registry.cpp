@@ -57,9 +57,9 @@ const std::vector<PositionVariant>& position_variants() {
       {"cope", "CoPE: gated contextual positions, interpolated embeddings; causal only (Golovneva 2024)", true,
        make_cope, kPerLayer, kReference},
       {"relative_2d", "Swin 2D relative bias on a grid_h x grid_w patch grid, table [(2Wh-1)(2Ww-1), H] (Liu 2021)",
-       false, make_relative_2d, kPerStack, kReference},
+       false, make_relative_2d, kPerStack, kFused},
       {"graph_spd", "Graphormer spatial bias table[min(spd, max_dist)] from a [B, L, L] distance index (Ying 2021)",
-       false, make_graph_spd, kPerStack, kReference},
+       false, make_graph_spd, kPerStack, kFused},
       {"deberta", "DeBERTa-v2 disentangled c2p + p2c terms, log buckets, shared LayerNorm'd table (He 2021)", true,
        make_deberta, kPerStack, kReference},
   };

@@ -17,12 +17,13 @@ struct PositionVariant {
   std::function<PositionEncodingPtr(const PositionConfig&, Generator&)> make;
   bool per_layer = false;  // default of model.position_shared: one instance per layer (else per stack)
   // Declared capability: the scores are q k^T (after rotate/rotate_key) plus at most a
-  // Toeplitz bias and bucketed content terms (Shaw: PositionEncoding::bucketed_terms) — no
-  // other score terms, index bias or value terms — so `model.attention: fused` runs the
+  // Toeplitz bias, bucketed content terms (Shaw: PositionEncoding::bucketed_terms) and a
+  // table-lookup bias (relative_2d, graph_spd: PositionEncoding::index_bias) — no other score
+  // terms, materialised score bias or value terms — so `model.attention: fused` runs the
   // fused kernel (k::attention) for it. The others (Transformer-XL, DeBERTa, CoPE: dense
-  // content-position terms; FIRE: bias normalised by the query position; relative_2d,
-  // graph_spd: index biases) take the materialised path. Tested against what each encoding
-  // actually returns (tests/nn/test_registry.cpp); the memory estimate reads it.
+  // content-position terms; FIRE: bias normalised by the query position) take the
+  // materialised path. Tested against the path each encoding's layers actually take
+  // (tests/nn/test_model_trajectory.cpp); the memory estimate reads it.
   bool fused_attention = false;
 };
 

@@ -49,16 +49,23 @@ class Relative2D : public PositionEncoding {
   }
 
   Variable score_bias(const AttnGeometry& g) const override {
-    RELPOS_CHECK(!g.causal,
-                 "position encoding 'relative_2d' is encoder-only (Swin attends bidirectionally within a window); "
-                 "it cannot be used with causal attention");
-    Tensor idx = g.position_index.defined() ? checked_index(g)
-                                            : geometry_cached("relative_2d.index", g, [&] { return bias_index(g); });
+    const Tensor idx = lookup_index(g);
     Variable b = embedding(table_, idx);  // [(B,) Lq, Lk, H]
     return idx.dim() == 2 ? permute(b, {2, 0, 1}) : permute(b, {0, 3, 1, 2});
   }
 
+  // The same bias for the fused kernel: table [(2Wh-1)(2Ww-1), H] gathered at the index.
+  IndexBias index_bias(const AttnGeometry& g) const override { return {table_, lookup_index(g)}; }
+
  private:
+  // The index score_bias and index_bias read: [(B,) Lq, Lk] table rows.
+  Tensor lookup_index(const AttnGeometry& g) const {
+    RELPOS_CHECK(!g.causal,
+                 "position encoding 'relative_2d' is encoder-only (Swin attends bidirectionally within a window); "
+                 "it cannot be used with causal attention");
+    return g.position_index.defined() ? checked_index(g)
+                                      : geometry_cached("relative_2d.index", g, [&] { return bias_index(g); });
+  }
   Tensor checked_index(const AttnGeometry& g) const {
     const Tensor& t = g.position_index;
     RELPOS_CHECK(t.dtype() == DType::I64 && (t.dim() == 2 || t.dim() == 3) && t.size(-2) == g.Lq &&

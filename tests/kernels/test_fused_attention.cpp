@@ -1,7 +1,8 @@
 // tests/kernels/test_fused_attention.cpp — k::attention / fused_attention against the
 // materialised composition of ops it replaces (scores, Toeplitz bias, masks, softmax, P V),
 // float64 gradchecks of every input (q, k, v, bias table), determinism across thread counts,
-// and whole attention layers with the fused path on vs off for every Toeplitz-style encoding.
+// and whole attention layers with the fused path on vs off for every encoding it serves
+// (Toeplitz, bucketed and index-bias encodings).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "relpos/autograd/ops.h"
 #include "relpos/kernels/ops.h"
 #include "relpos/nn/attention.h"
+#include "relpos/nn/positional/graph_spd.h"
 #include "relpos/nn/positional/registry.h"
 #include "../helpers.h"
 
@@ -572,4 +574,73 @@ TEST_CASE("fused attention backward with an index bias is the same at 1 and 2 th
     CHECK(b1.dtable.to_vector<float>() == b2.dtable.to_vector<float>());
     CHECK(b1.dq.to_vector<float>() == b2.dq.to_vector<float>());
   }
+}
+
+TEST_CASE("attention layers: fused path on == off for the index-bias encodings (relative_2d, graph_spd)") {
+  // graph_spd: distances of two small graphs (a path and a star, an isolated node, padding nodes)
+  using Adj = std::vector<std::vector<int64_t>>;
+  const Adj path = {{1}, {0, 2}, {1, 3}, {2, 4}, {3}, {6}, {5}, {}, {8}, {7}};
+  const Adj star = {{1, 2, 3, 4}, {0}, {0}, {0}, {0, 5}, {4}, {7}, {6}};
+  const Tensor spd = nn::shortest_path_distances({path, star}, 11);  // [2, 11, 11]
+  std::vector<int64_t> grid_index(11 * 11);                          // relative_2d with its own index
+  for (int64_t i = 0; i < 11; ++i)
+    for (int64_t j = 0; j < 11; ++j) grid_index[size_t(i * 11 + j)] = (i * 3 + j * 5) % 35;
+  struct LCase {
+    const char* type;
+    std::map<std::string, std::string> params;
+    Tensor index;
+    bool padding;
+  };
+  const LCase cases[] = {
+      {"relative_2d", {{"grid_h", "3"}, {"grid_w", "4"}}, Tensor(), false},
+      {"relative_2d", {{"grid_h", "3"}, {"grid_w", "4"}}, Tensor(), true},
+      {"relative_2d", {{"grid_h", "4"}, {"grid_w", "3"}}, Tensor::from_vector(grid_index, {11, 11}), false},
+      {"graph_spd", {{"max_dist", "2"}}, spd, true},
+      {"graph_spd", {}, spd.select(0, 1).contiguous(), false},  // a shared [L, L] index
+  };
+  for (const LCase& c : cases)
+    for (bool per_head : {true, false}) {
+      INFO(c.type << " index " << (c.index.defined() ? shape_str(c.index.shape()) : "computed") << " padding "
+                  << c.padding << " per-head alpha " << per_head);
+      nn::PositionConfig pc = layer_position(c.type);
+      pc.params = nn::PositionParams(c.params);
+      nn::AttentionConfig ac;
+      ac.d_model = 16;
+      ac.n_heads = 4;
+      ac.bias_scale.enabled = true;  // alpha on the table too (its own gradient)
+      ac.bias_scale.per_head = per_head;
+      ac.bias_scale.learnable = true;
+      ac.bias_scale.init = 0.8;
+      Tensor kp;
+      if (c.padding) {
+        kp = Tensor::zeros({2, 11}, DType::F64);
+        kp.select(0, 1).narrow(0, 8, 3).fill_(1.0);
+      }
+      auto run = [&](bool fused) {
+        nn::set_fused_attention(fused);
+        Generator g(3);
+        auto pos = nn::make_position_encoding(pc, g);
+        nn::MultiHeadAttention attn(ac, pos, true, g, DType::F64);
+        Variable x = rand_var({2, 11, 16}, 4);
+        nn::AttentionStats st;
+        Variable y = attn.forward(x, x, false, kp, 0, 0, nullptr, nullptr, &st, c.index);
+        y.backward(Tensor::ones(y.shape(), DType::F64));
+        CHECK(st.probs.defined() == !fused);  // the fused path never forms P
+        std::vector<Tensor> out{y.data(), x.grad(), Tensor::scalar(st.max_abs_logit, DType::F64),
+                                Tensor::scalar(st.mean_entropy, DType::F64)};
+        for (auto& [n, p] : attn.named_parameters()) {
+          INFO(n);
+          CHECK(p.grad().defined());
+          if (p.grad().defined()) out.push_back(p.grad());
+        }
+        return out;
+      };
+      auto on = run(true), off = run(false);
+      nn::set_fused_attention(true);
+      REQUIRE(on.size() == off.size());
+      for (size_t i = 0; i < on.size(); ++i) {
+        INFO("tensor " << i);
+        CHECK(test::allclose(on[i], off[i], 1e-10, 1e-12));
+      }
+    }
 }
