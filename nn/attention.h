@@ -4,6 +4,7 @@
 //   S = s * (q k^T + pos.score_terms(q, k))      s = 1/sqrt(dh) unless the encoding says not
 //   S = S + alpha * pos.toeplitz_bias()          Toeplitz form, no [H, Lq, Lk] bias tensor
 //   S = S + alpha * pos.score_bias()             index-based biases: [H, Lq, Lk] or [B, H, Lq, Lk]
+//                                                (fused path: pos.index_bias(), table gathered in the kernel)
 //   [qk_norm: q, k = norm(q), norm(k) over dh, before the rotation]   (stability knobs,
 //   [softcap: S = c * tanh(S / c), after the biases, before the masks]  nn/stability.h)
 //   S = masked_fill(S, causal | key padding, -inf);  P = softmax(S);  P = dropout(P)
@@ -31,8 +32,9 @@ struct BiasScaleConfig {
   bool per_head = false;
 };
 
-// Fused attention (k::attention) for layers whose scores are q k^T plus a Toeplitz bias:
-// on by default; off forces the materialised path everywhere (tests compare the two).
+// Fused attention (k::attention) for layers whose scores are q k^T plus a Toeplitz bias
+// (bucketed terms, index bias): on by default; off forces the materialised path everywhere
+// (tests compare the two).
 void set_fused_attention(bool on);
 bool fused_attention_enabled();
 
