@@ -35,29 +35,26 @@ std::string human(int64_t b) {
   return fmt::format("{:.1f} {}", v, units[u]);
 }
 
-// Learnable scalars of the position encoding(s), counted from a built instance. The caps on
-// position parameters (nn/positional/params.cpp) keep that build small.
-int64_t position_parameters(const nn::ModelConfig& m, int64_t stacks) {
+// What the estimate needs from the position encoding, read from one built instance (the caps
+// on position parameters, nn/positional/params.cpp, keep that build small): its learnable
+// scalars and the buckets of its bucketed content terms (Shaw: 2 k_max + 1; 0 = none).
+struct PositionFacts {
+  int64_t parameters = 0, buckets = 0;
+};
+PositionFacts position_facts(const nn::ModelConfig& m, int64_t stacks) {
   nn::PositionConfig pc = nn::position_config(m);
   const bool share = m.position_shared.value_or(!nn::find_position_variant(m.position).per_layer);
   pc.shared_across_layers = share;
   Generator g(0);
   nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, g);
-  int64_t n = 0;
-  for (const Variable& p : pos->parameters()) n += p.numel();
-  if (!share && !pos->is_absolute()) n = checked_size({{n, "position table size"}, {m.n_layers, "model.n_layers"},
-                                                       {stacks, "stacks"}}, "model.position");
-  return n;
-}
-
-// Buckets of the encoding's bucketed content terms (Shaw: 2 k_max + 1; 0 = none), from a
-// built instance like position_parameters.
-int64_t position_buckets(const nn::ModelConfig& m) {
-  nn::PositionConfig pc = nn::position_config(m);
-  Generator g(0);
-  nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, g);
+  PositionFacts f;
+  for (const Variable& p : pos->parameters()) f.parameters += p.numel();
+  if (!share && !pos->is_absolute())
+    f.parameters = checked_size({{f.parameters, "position table size"}, {m.n_layers, "model.n_layers"},
+                                 {stacks, "stacks"}}, "model.position");
   const nn::PositionEncoding::Buckets bt = pos->bucketed_terms(nn::AttnGeometry{1, 1, 0, 0, true, Tensor()});
-  return bt.keys.defined() ? bt.keys.size(0) : 0;
+  f.buckets = bt.keys.defined() ? bt.keys.size(0) : 0;
+  return f;
 }
 
 }  // namespace
@@ -92,7 +89,8 @@ ResourceEstimate estimate_resources(const Config& cfg, int64_t vocab, int64_t se
     params += checked_size({{D, "model.d_model"}, {D, "model.d_model"}, {4, "4"}, {m.n_layers, "model.n_layers"}},
                            "model");
   params += checked_size({{V, "vocabulary"}, {D, "model.d_model"}, {2, "2"}}, "vocabulary x model.d_model");
-  params += position_parameters(m, stacks);
+  const PositionFacts pos = position_facts(m, stacks);
+  params += pos.parameters;
   e.parameters = params;
   const int64_t opt_copies = cfg.optim.name == "sgd" ? 1 : 2;  // momentum / Adam m and v
   e.terms.push_back({"parameters + gradients", checked_size({{params, "parameters"}, {8, "bytes"}}, "model"),
@@ -110,8 +108,7 @@ ResourceEstimate estimate_resources(const Config& cfg, int64_t vocab, int64_t se
                      "data.batch_size, data.seq_len, model.d_model, model.d_ff, model.n_layers"});
   // Attention. The fused kernel (model.attention fused, an encoding that declares
   // fused_attention, no softcap, on the CPU; dropout runs inside it) keeps the output and the
-  // row logsumexp per layer and a block of 64 x L scores (twice in backward) per thread:
-  // O(L). Otherwise scores, probabilities and score terms per layer (B H L^2 each) are kept
+  // row logsumexp per layer, and per thread a tile of 64 x 256 scores (twice in backward): O(L). Otherwise scores, probabilities and score terms per layer (B H L^2 each) are kept
   // for backward, plus one layer's transient workspace. Graph inputs add B L^2 int64 indices.
   const bool fused = m.attention == "fused" && nn::find_position_variant(m.position).fused_attention &&
                      m.stability.softcap == 0.0 && cfg.train.device == "cpu";
@@ -120,13 +117,12 @@ ResourceEstimate estimate_resources(const Config& cfg, int64_t vocab, int64_t se
         cfg.train.threads > 0 ? cfg.train.threads : std::max<int64_t>(std::thread::hardware_concurrency(), 1);
     // per layer: the row logsumexp, and with bucketed terms q R_k^T, P per bucket and their
     // concatenation with the output (3 x [B, H, L, NB])
-    const int64_t per_row = 1 + 3 * position_buckets(m);
+    const int64_t per_row = 1 + 3 * pos.buckets;
     e.terms.push_back(
         {"attention (fused)",
          checked_size({{B, "data.batch_size"}, {H, "model.n_heads"}, {L, "data.seq_len"}, {layers, "model.n_layers"},
                        {per_row, "1 + 3 buckets"}, {4, "bytes"}}, "attention [B, H, L] x model.n_layers") +
-             checked_size({{threads, "train.threads"}, {64 * 3, "rows"}, {L, "data.seq_len"}, {8, "bytes"}},
-                          "attention workspace"),
+             checked_size({{threads, "train.threads"}, {64 * 256 * 3, "tile"}, {8, "bytes"}}, "attention workspace"),
          "data.batch_size, model.n_heads, data.seq_len, model.n_layers (model.attention: fused)"});
   } else {
     int64_t scores = checked_size({{B, "data.batch_size"}, {H, "model.n_heads"}, {L, "data.seq_len"},
