@@ -93,17 +93,12 @@ class GraphSPD : public PositionEncoding {
     return Tensor::from_vector(v, t.shape()).to(t.device());
   }
 
-  Variable score_bias(const AttnGeometry& g) const override {
-    const Tensor idx = lookup_index(g);
-    Variable b = embedding(table_, idx);  // [(B,) Lq, Lk, H]
-    return idx.dim() == 2 ? permute(b, {2, 0, 1}) : permute(b, {0, 3, 1, 2});
-  }
-
-  // The same bias for the fused kernel: table [max_dist + 2, H] gathered at the mapped rows.
+  // The bias as a lookup: table [max_dist + 2, H] gathered at the mapped rows (the base
+  // score_bias materialises it for the reference path).
   IndexBias index_bias(const AttnGeometry& g) const override { return {table_, lookup_index(g)}; }
 
  private:
-  // The table rows score_bias and index_bias read: [(B,) Lq, Lk].
+  // The table rows index_bias reads (and the default score_bias through it): [(B,) Lq, Lk].
   Tensor lookup_index(const AttnGeometry& g) const {
     RELPOS_CHECK(!g.causal, "position encoding 'graph_spd' is encoder-only (graph attention is bidirectional); it "
                             "cannot be used with causal attention");

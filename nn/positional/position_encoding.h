@@ -87,14 +87,14 @@ class PositionEncoding : public Module {
   // kj - qi = (k_offset - q_offset) + t - (Lq - 1) (undefined = none). Added after scaling.
   virtual Variable toeplitz_bias(const AttnGeometry&) const { return {}; }
   // Non-Toeplitz additive bias: [H, Lq, Lk] or [B, H, Lq, Lk] (undefined = none). Added after
-  // scaling, times alpha if enabled, together with the Toeplitz bias, before the masks.
-  virtual Variable score_bias(const AttnGeometry&) const { return {}; }
-  // The same bias as a table lookup, for the fused kernel (k::AttentionIndexBias):
+  // scaling, times alpha if enabled, together with the Toeplitz bias, before the masks. The
+  // default materialises index_bias (when defined) for the reference path.
+  virtual Variable score_bias(const AttnGeometry& g) const;
+  // A score bias that is a table lookup, for the fused kernel (k::AttentionIndexBias):
   //   score_bias[(b,) h, i, j] = table[index[(b,) i, j], h]
   // table [NT, H] (the learnable parameter; the layer multiplies it by alpha), index int64
-  // [Lq, Lk] or [B, Lq, Lk] with values in [0, NT). Defined only by encodings whose
-  // score_bias is exactly this gather (relative_2d, graph_spd), with the same checks; the
-  // attention layer then skips score_bias when it takes the fused path.
+  // [Lq, Lk] or [B, Lq, Lk] with values in [0, NT) (relative_2d, graph_spd). The attention
+  // layer passes it to the fused kernel, or takes score_bias on the reference path.
   struct IndexBias {
     Variable table;  // [NT, H]
     Tensor index;    // int64 [Lq, Lk] or [B, Lq, Lk]

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "relpos/autograd/ops.h"
 #include "relpos/nn/positional/params.h"
 
 namespace relpos::nn {
@@ -88,6 +89,13 @@ void PositionEncoding::set_eval_scaling(const PositionParams& params) {
   std::vector<std::string> keys;
   for (const auto& kv : params.items()) keys.push_back(kv.first);
   fail_config("evaluation-time scaling ({}) is not supported by position encoding '{}'", fmt::join(keys, ", "), type());
+}
+
+Variable PositionEncoding::score_bias(const AttnGeometry& g) const {
+  const IndexBias ib = index_bias(g);
+  if (!ib.table.defined()) return {};
+  Variable b = embedding(ib.table, ib.index);  // [(B,) Lq, Lk, H]
+  return ib.index.dim() == 2 ? permute(b, {2, 0, 1}) : permute(b, {0, 3, 1, 2});
 }
 
 Tensor PositionEncoding::cached(const char* tag, std::initializer_list<int64_t> key,

@@ -48,17 +48,12 @@ class Relative2D : public PositionEncoding {
     return Tensor::from_vector(idx, {g.Lq, g.Lk});
   }
 
-  Variable score_bias(const AttnGeometry& g) const override {
-    const Tensor idx = lookup_index(g);
-    Variable b = embedding(table_, idx);  // [(B,) Lq, Lk, H]
-    return idx.dim() == 2 ? permute(b, {2, 0, 1}) : permute(b, {0, 3, 1, 2});
-  }
-
-  // The same bias for the fused kernel: table [(2Wh-1)(2Ww-1), H] gathered at the index.
+  // The bias as a lookup: table [(2Wh-1)(2Ww-1), H] gathered at the index (the base
+  // score_bias materialises it for the reference path).
   IndexBias index_bias(const AttnGeometry& g) const override { return {table_, lookup_index(g)}; }
 
  private:
-  // The index score_bias and index_bias read: [(B,) Lq, Lk] table rows.
+  // The index index_bias reads (and the default score_bias through it): [(B,) Lq, Lk] table rows.
   Tensor lookup_index(const AttnGeometry& g) const {
     RELPOS_CHECK(!g.causal,
                  "position encoding 'relative_2d' is encoder-only (Swin attends bidirectionally within a window); "

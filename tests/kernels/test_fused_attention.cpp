@@ -68,6 +68,33 @@ void require_same_gradients(Variable& fused, Variable& ref, const std::vector<Va
   }
 }
 
+// One attention layer's forward + backward (upstream gradient ones) and everything the parity
+// tests compare: output, input gradient, the two monitors, every parameter gradient (all
+// required to exist when every_param_has_grad; alpha has none where nothing uses it).
+std::vector<Tensor> layer_outputs(const nn::MultiHeadAttention& attn, Variable& x, bool causal, const Tensor& kp,
+                                  const Tensor& index, bool every_param_has_grad, bool* formed_probs = nullptr) {
+  nn::AttentionStats st;
+  Variable y = attn.forward(x, x, causal, kp, 0, 0, nullptr, nullptr, &st, index);
+  y.backward(Tensor::ones(y.shape(), DType::F64));
+  if (formed_probs) *formed_probs = st.probs.defined();
+  std::vector<Tensor> out{y.data(), x.grad(), Tensor::scalar(st.max_abs_logit, DType::F64),
+                          Tensor::scalar(st.mean_entropy, DType::F64)};  // monitors: kernel vs materialised
+  for (auto& [n, p] : attn.named_parameters()) {
+    INFO(n);
+    if (every_param_has_grad) CHECK(p.grad().defined());
+    if (p.grad().defined()) out.push_back(p.grad());
+  }
+  return out;
+}
+
+void require_same_outputs(const std::vector<Tensor>& on, const std::vector<Tensor>& off) {
+  REQUIRE(on.size() == off.size());
+  for (size_t i = 0; i < on.size(); ++i) {
+    INFO("tensor " << i);
+    CHECK(test::allclose(on[i], off[i], 1e-10, 1e-12));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("fused attention equals the materialised ops, values and all four gradients") {
@@ -174,22 +201,11 @@ TEST_CASE("attention layers: fused path on == off for every encoding it serves (
         auto pos = nn::make_position_encoding(pc, g);
         nn::MultiHeadAttention attn(ac, pos, true, g, DType::F64);
         Variable x = rand_var({2, 11, 16}, 4);
-        nn::AttentionStats st;
-        Variable y = attn.forward(x, x, causal, Tensor(), 0, 0, nullptr, nullptr, &st);
-        y.backward(Tensor::ones(y.shape(), DType::F64));
-        std::vector<Tensor> out{y.data(), x.grad(), Tensor::scalar(st.max_abs_logit, DType::F64),
-                                Tensor::scalar(st.mean_entropy, DType::F64)};  // monitors: kernel vs materialised
-        for (auto& [n, p] : attn.named_parameters())
-          if (p.grad().defined()) out.push_back(p.grad());
-        return out;
+        return layer_outputs(attn, x, causal, Tensor(), Tensor(), false);
       };
       auto on = run(true), off = run(false);
       nn::set_fused_attention(true);
-      REQUIRE(on.size() == off.size());
-      for (size_t i = 0; i < on.size(); ++i) {
-        INFO("tensor " << i);
-        CHECK(test::allclose(on[i], off[i], 1e-10, 1e-12));
-      }
+      require_same_outputs(on, off);
     }
   }
 }
@@ -622,25 +638,13 @@ TEST_CASE("attention layers: fused path on == off for the index-bias encodings (
         auto pos = nn::make_position_encoding(pc, g);
         nn::MultiHeadAttention attn(ac, pos, true, g, DType::F64);
         Variable x = rand_var({2, 11, 16}, 4);
-        nn::AttentionStats st;
-        Variable y = attn.forward(x, x, false, kp, 0, 0, nullptr, nullptr, &st, c.index);
-        y.backward(Tensor::ones(y.shape(), DType::F64));
-        CHECK(st.probs.defined() == !fused);  // the fused path never forms P
-        std::vector<Tensor> out{y.data(), x.grad(), Tensor::scalar(st.max_abs_logit, DType::F64),
-                                Tensor::scalar(st.mean_entropy, DType::F64)};
-        for (auto& [n, p] : attn.named_parameters()) {
-          INFO(n);
-          CHECK(p.grad().defined());
-          if (p.grad().defined()) out.push_back(p.grad());
-        }
+        bool formed_probs = false;
+        std::vector<Tensor> out = layer_outputs(attn, x, false, kp, c.index, true, &formed_probs);
+        CHECK(formed_probs == !fused);  // the fused path never forms P
         return out;
       };
       auto on = run(true), off = run(false);
       nn::set_fused_attention(true);
-      REQUIRE(on.size() == off.size());
-      for (size_t i = 0; i < on.size(); ++i) {
-        INFO("tensor " << i);
-        CHECK(test::allclose(on[i], off[i], 1e-10, 1e-12));
-      }
+      require_same_outputs(on, off);
     }
 }
