@@ -324,6 +324,21 @@ T online_row(RowState<T>& st, T* si, int64_t c, bool stats, const T* mask) {
   return alpha;
 }
 
+// Per-(b, h) float64 partials [B, H, n] summed over b in order b = 0, 1, ... (deterministic for
+// any thread count), as [H, n], or as [n, H] when head_last (a table with a column per head).
+template <typename T>
+Tensor sum_over_batch(const std::vector<double>& parts, const Dims& d, int64_t n, bool head_last) {
+  Tensor out = Tensor::empty(head_last ? Shape{n, d.H} : Shape{d.H, n}, dtype_of<T>());
+  T* po = out.data<T>();
+  for (int64_t h = 0; h < d.H; ++h)
+    for (int64_t t = 0; t < n; ++t) {
+      double acc = 0;
+      for (int64_t b = 0; b < d.B; ++b) acc += parts[size_t((b * d.H + h) * n + t)];
+      po[head_last ? t * d.H + h : h * n + t] = T(acc);
+    }
+  return out;
+}
+
 }  // namespace
 
 AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tensor& bias_in,
@@ -582,26 +597,8 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
         }
       }
     }
-    if (bias.defined()) {  // dT[h] = sum over b, in order
-      out.dbias = Tensor::empty({d.H, nt}, q.dtype());
-      T* pdb = out.dbias.data<T>();
-      for (int64_t h = 0; h < d.H; ++h)
-        for (int64_t t = 0; t < nt; ++t) {
-          double acc = 0;
-          for (int64_t b = 0; b < d.B; ++b) acc += dbias_parts[size_t((b * d.H + h) * nt + t)];
-          pdb[h * nt + t] = T(acc);
-        }
-    }
-    if (table.defined()) {  // dtable[n, h] = sum over b, in order
-      out.dtable = Tensor::empty({ntab, d.H}, q.dtype());
-      T* pdt = out.dtable.data<T>();
-      for (int64_t n = 0; n < ntab; ++n)
-        for (int64_t h = 0; h < d.H; ++h) {
-          double acc = 0;
-          for (int64_t b = 0; b < d.B; ++b) acc += dtable_parts[size_t((b * d.H + h) * ntab + n)];
-          pdt[n * d.H + h] = T(acc);
-        }
-    }
+    if (bias.defined()) out.dbias = sum_over_batch<T>(dbias_parts, d, nt, false);      // dT [H, nt]
+    if (table.defined()) out.dtable = sum_over_batch<T>(dtable_parts, d, ntab, true);  // dtable [NT, H]
   });
   return out;
 }

@@ -68,11 +68,18 @@ void require_same_gradients(Variable& fused, Variable& ref, const std::vector<Va
   }
 }
 
-// One attention layer's forward + backward (upstream gradient ones) and everything the parity
+// A fresh attention layer (d_model 16, seed 3) on the fused or the reference path, its forward
+// on a fixed x [2, 11, 16] + backward (upstream gradient ones), and everything the parity
 // tests compare: output, input gradient, the two monitors, every parameter gradient (all
 // required to exist when every_param_has_grad; alpha has none where nothing uses it).
-std::vector<Tensor> layer_outputs(const nn::MultiHeadAttention& attn, Variable& x, bool causal, const Tensor& kp,
-                                  const Tensor& index, bool every_param_has_grad, bool* formed_probs = nullptr) {
+std::vector<Tensor> layer_outputs(bool fused, const nn::PositionConfig& pc, const nn::AttentionConfig& ac,
+                                  bool causal, const Tensor& kp, const Tensor& index, bool every_param_has_grad,
+                                  bool* formed_probs = nullptr) {
+  nn::set_fused_attention(fused);
+  Generator g(3);
+  auto pos = nn::make_position_encoding(pc, g);
+  nn::MultiHeadAttention attn(ac, pos, true, g, DType::F64);
+  Variable x = rand_var({2, 11, 16}, 4);
   nn::AttentionStats st;
   Variable y = attn.forward(x, x, causal, kp, 0, 0, nullptr, nullptr, &st, index);
   y.backward(Tensor::ones(y.shape(), DType::F64));
@@ -195,15 +202,8 @@ TEST_CASE("attention layers: fused path on == off for every encoding it serves (
       ac.n_heads = 4;
       ac.bias_scale.enabled = true;  // alpha on the bias too
       ac.bias_scale.init = 0.8;
-      auto run = [&](bool fused) {
-        nn::set_fused_attention(fused);
-        Generator g(3);
-        auto pos = nn::make_position_encoding(pc, g);
-        nn::MultiHeadAttention attn(ac, pos, true, g, DType::F64);
-        Variable x = rand_var({2, 11, 16}, 4);
-        return layer_outputs(attn, x, causal, Tensor(), Tensor(), false);
-      };
-      auto on = run(true), off = run(false);
+      auto on = layer_outputs(true, pc, ac, causal, Tensor(), Tensor(), false);
+      auto off = layer_outputs(false, pc, ac, causal, Tensor(), Tensor(), false);
       nn::set_fused_attention(true);
       require_same_outputs(on, off);
     }
@@ -633,13 +633,8 @@ TEST_CASE("attention layers: fused path on == off for the index-bias encodings (
         kp.select(0, 1).narrow(0, 8, 3).fill_(1.0);
       }
       auto run = [&](bool fused) {
-        nn::set_fused_attention(fused);
-        Generator g(3);
-        auto pos = nn::make_position_encoding(pc, g);
-        nn::MultiHeadAttention attn(ac, pos, true, g, DType::F64);
-        Variable x = rand_var({2, 11, 16}, 4);
         bool formed_probs = false;
-        std::vector<Tensor> out = layer_outputs(attn, x, false, kp, c.index, true, &formed_probs);
+        std::vector<Tensor> out = layer_outputs(fused, pc, ac, false, kp, c.index, true, &formed_probs);
         CHECK(formed_probs == !fused);  // the fused path never forms P
         return out;
       };
