@@ -1,3 +1,15 @@
-// The Catch2 v2 main (compiled once).
-#define CATCH_CONFIG_MAIN
+// The Catch2 (v2) main of relpos_tests: the session runs inside a temporary directory owned by
+// this process (tests/temp_root.h), removed with its contents when the process ends.
+#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
+
+#include "temp_root.h"
+
+int main(int argc, char** argv) {
+  int rc = 0;
+  {
+    relpos::test::TempRoot tmp;
+    rc = Catch::Session().run(argc, argv);
+  }
+  return rc;
+}

@@ -191,7 +191,7 @@ TEST_CASE("cli: usage and config errors exit with 2 and say what is wrong", "[cl
 
 TEST_CASE("cli: validate, train, eval, sample and resume work end to end", "[cli][trainer]") {
   const std::string cfg = std::string(RELPOS_SOURCE_DIR) + "/configs/encoder_decoder_reverse.yaml";
-  const std::string dir = "/tmp/relpos_cli_e2e";
+  const std::string dir = (std::filesystem::temp_directory_path() / "relpos_cli_e2e").string();
   std::filesystem::remove_all(dir);
   Run v = run("validate " + cfg);
   REQUIRE(v.code == 0);

@@ -9,7 +9,7 @@
 
 using namespace relpos;
 
-TEST_CASE("the BLAS core uses the CPU's vector unit; GEMM after the switch matches float64", "[kernels]") {
+TEST_CASE("the BLAS core uses the CPU's vector unit, GEMM after the switch matches float64", "[kernels]") {
   const k::BlasCore& c = k::ensure_blas_core();
   INFO("library " << c.library << ", loaded core " << c.loaded << ", core in use " << c.core << ", CPU tier "
                   << c.cpu_tier << ", note: " << c.note);

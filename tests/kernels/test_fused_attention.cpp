@@ -352,7 +352,7 @@ TEST_CASE("fused attention with bucketed terms equals gather/scatter ops, values
   }
 }
 
-TEST_CASE("fused attention with bucketed terms: float64 gradcheck of q, k, v, bias and qr; bad buckets are named") {
+TEST_CASE("fused attention with bucketed terms: float64 gradcheck of q, k, v, bias and qr, bad buckets are named") {
   Variable q = rand_var({1, 2, 5, 3}, 41), k = rand_var({1, 2, 6, 3}, 42), v = rand_var({1, 2, 6, 3}, 43);
   Variable bias = rand_var({2, 10}, 44), qr = rand_var({1, 2, 5, 5}, 45);
   const Tensor bucket = shaw_index(5, 6, 1, 0, 2).second;
@@ -442,7 +442,7 @@ TEST_CASE("attention layers with dropout: fused path on == off in training (t5, 
   }
 }
 
-TEST_CASE("fused attention flushes keys weighing < e^-44 of the row's largest (float32; no subnormal GEMM inputs)") {
+TEST_CASE("fused attention flushes keys weighing < e^-44 of the row's largest (float32, no subnormal GEMM inputs)") {
   // One query, three keys: scores 0, -10 and -50 (biases). The third key's weight e^-50 is
   // flushed: with a huge value vector it would otherwise move the output by e^-50 * 1e30.
   Tensor q = Tensor::zeros({1, 1, 1, 2}), kk = Tensor::zeros({1, 1, 3, 2});
@@ -528,7 +528,7 @@ TEST_CASE("fused attention with an index bias equals the gathered bias as ops, v
   }
 }
 
-TEST_CASE("fused attention with an index bias: float64 gradcheck of q, k, v, bias and table; bad index is named") {
+TEST_CASE("fused attention with an index bias: float64 gradcheck of q, k, v, bias and table, bad index is named") {
   Variable q = rand_var({2, 2, 5, 3}, 61), k = rand_var({2, 2, 6, 3}, 62), v = rand_var({2, 2, 6, 3}, 63);
   Variable bias = rand_var({2, 10}, 64), table = rand_var({4, 2}, 65, -2, 2);
   for (bool batched : {false, true})

@@ -144,7 +144,7 @@ TEST_CASE("newer encodings: decoding with a KV cache (1 and 3 tokens a step) equ
     }
 }
 
-TEST_CASE("newer encodings: model decode_step equals the full forward; per-layer defaults",
+TEST_CASE("newer encodings: model decode_step equals the full forward, per-layer defaults",
           "[nn][models][kvcache][newrpe]") {
   for (std::string pos : {"kerple_log", "kerple_power", "fire", "sandwich", "dynamic_bias", "xpos", "cope"}) {
     nn::ModelConfig c;
@@ -241,7 +241,7 @@ TEST_CASE("kerple_log golden: reference init ranges and the softplus map at chos
   REQUIRE_THROWS_WITH(make_pos("kerple_log", {{"r1_init", "-1"}}, 2, 4), Contains("r1_init must be > 0"));
 }
 
-TEST_CASE("kerple_power golden: r1 = r2 = 1 is ALiBi with slope 1; r2 in (0, 2) via 2 sigmoid",
+TEST_CASE("kerple_power golden: r1 = r2 = 1 is ALiBi with slope 1, r2 in (0, 2) via 2 sigmoid",
           "[positional][golden][newrpe]") {
   auto pos = make_pos("kerple_power", {{"r1_init", "1"}, {"r2_init", "1"}}, 2, 4);
   nn::AttnGeometry g{1, 9, 4, 0, false};

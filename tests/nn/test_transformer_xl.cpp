@@ -248,7 +248,7 @@ TEST_CASE("transformer_xl: token-by-token decoding with a KV cache equals the fu
   REQUIRE(test::allclose(k::cat(out, 1), ref, 1e-10, 1e-12));
 }
 
-TEST_CASE("transformer_xl: causal only; bidirectional use is rejected", "[nn][txl]") {
+TEST_CASE("transformer_xl: causal only, bidirectional use is rejected", "[nn][txl]") {
   auto s = test::make_attention("transformer_xl");
   Variable x = test::rand_var({1, 3, 8}, 1);
   REQUIRE_THROWS_WITH(s.attn->forward(x, x, false, Tensor(), 0, 0),
@@ -262,7 +262,7 @@ TEST_CASE("transformer_xl: causal only; bidirectional use is rejected", "[nn][tx
   REQUIRE_THROWS_WITH(make_txl(8, 2, {{"clamp_length", "3"}}), Contains("did you mean 'clamp_len'"));
 }
 
-TEST_CASE("transformer_xl: u, v shared by the stack, W_r per layer; untied with position_shared=false",
+TEST_CASE("transformer_xl: u, v shared by the stack, W_r per layer, untied with position_shared=false",
           "[nn][txl][models]") {
   nn::Model m(tiny("transformer_xl"));
   REQUIRE(has_name(m, "stack.pos.u"));
@@ -347,7 +347,7 @@ TEST_CASE("segment memory: segment 2 with the memory of segment 1 equals the con
     }
 }
 
-TEST_CASE("segment memory: keeps the last mem_len layer inputs; mem_len 0 keeps nothing", "[nn][txl][memory]") {
+TEST_CASE("segment memory: keeps the last mem_len layer inputs, mem_len 0 keeps nothing", "[nn][txl][memory]") {
   nn::Model m(tiny("transformer_xl"));
   Tensor s1 = tokens(2, 3, 51), s2 = tokens(2, 3, 52);
   // Layer inputs over all 6 positions, from one pass over the concatenation.

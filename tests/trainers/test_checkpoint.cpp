@@ -622,7 +622,7 @@ TEST_CASE("metrics: a row with a new key rewrites the CSV with the extended head
   REQUIRE(w.last_step() == 30);
 }
 
-TEST_CASE("metrics: reopening appends; resume_from_step drops later rows", "[checkpoint][metrics]") {
+TEST_CASE("metrics: reopening appends, resume_from_step drops later rows", "[checkpoint][metrics]") {
   TempDir dir("metrics-resume");
   const std::string run = dir.path.string();
   {

@@ -72,7 +72,7 @@ TEST_CASE("eval: window plans score every target once (windows and sliding)", "[
   CHECK_THROWS(train::plan_windows(10, 4, 5, 0));       // stride > L
 }
 
-TEST_CASE("eval: random mode equals the trainer's evaluate(); windows mode counts every token", "[eval]") {
+TEST_CASE("eval: random mode equals the trainer's evaluate(), windows mode counts every token", "[eval]") {
   train::Config cfg = train::parse_config(R"(model: {d_model: 16, n_layers: 1, n_heads: 2, position: {type: alibi}}
 data: {task: text, path: data/tinyshakespeare.txt, seq_len: 16, batch_size: 4}
 train: {eval_batches: 3})", "test");

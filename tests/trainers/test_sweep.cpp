@@ -26,7 +26,7 @@ std::vector<nlohmann::json> lines(const std::string& path) { return test::json_l
 
 }  // namespace
 
-TEST_CASE("sweep: grid x recipes gives one run per point; a re-run skips finished points", "[sweep]") {
+TEST_CASE("sweep: grid x recipes gives one run per point, a re-run skips finished points", "[sweep]") {
   train::SweepSpec spec = train::load_sweep_spec(write_spec("skip"));
   REQUIRE(spec.points.size() == 4);
   CHECK(spec.points[0].name == "type=alibi base");

@@ -201,7 +201,7 @@ TEST_CASE("sweep shard: a bad --shard or --point exits 2 and says what was expec
   CHECK(train::sweep_index_name(train::SweepOptions{}) == "sweep.jsonl");
 }
 
-TEST_CASE("sweep shard: --print-commands prints one line per point; running every line completes the sweep",
+TEST_CASE("sweep shard: --print-commands prints one line per point, running every line completes the sweep",
           "[sweep][shard][cli]") {
   const fs::path root = make_spec("commands");
   const fs::path out = root / "out";
