@@ -279,7 +279,16 @@ int run_inspect(const std::string& dir, std::string out, const std::string& text
     }
     fmt::print("attention maps: {} layers x {} heads for {} tokens\n", maps.size(), run.cfg.model.n_heads, ids.size());
   }
-  std::ofstream(out + "/attention_layer0.dot") << relpos::train::attention_graph_dot(*run.model, 6);
+  {  // encodings that look their bias up by an index (graph_spd) take it from a data batch
+    relpos::Tensor index;
+    int64_t L = 6;
+    relpos::Generator g(run.cfg.train.seed + 2);
+    if (relpos::train::Batch b = run.data->train_batch(g); b.position_index.defined()) {
+      index = b.position_index.dim() == 3 ? b.position_index.select(0, 0).contiguous() : b.position_index;
+      L = index.size(-1);
+    }
+    std::ofstream(out + "/attention_layer0.dot") << relpos::train::attention_graph_dot(*run.model, L, 0, index);
+  }
   std::ofstream(out + "/inspect.json") << j.dump() << "\n";
   fmt::print("wrote {}/inspect.json and {}/attention_layer0.dot (dot -Tpng)\n", out, out);
   return 0;

@@ -33,12 +33,20 @@ std::vector<BiasCurve> learned_bias(const nn::Model& model, int64_t n, std::stri
       // entry t <-> distance t - (n - 1); the causal half is t = 0 .. n-1
       row = tb.data().narrow(1, 0, n).contiguous();
       if (a.bias_scale().defined()) row = k::mul(row, a.bias_scale().data());
-    } else if (type == "fire") {
-      const int64_t H = model.config().n_heads, dh = model.config().d_model / H;
-      Variable z(Tensor::zeros({1, H, n, dh}, model.config().dtype));
-      Variable st = pos->score_terms(z, z, geo);  // [1, H, n, n], pre-divided by the score scale
-      row = k::mul(st.data().select(0, 0).select(1, n - 1).contiguous(),
-                   Tensor::full({1}, pos->score_scale(dh), st.dtype()));
+    } else if (!nn::find_position_variant(type).causal_capable) {
+      // Encoder-only encodings (relative_2d, graph_spd) look their bias up by a 2D / graph index,
+      // not by a distance: their table is shown by the gradient rows and the attention maps.
+      if (note)
+        *note = fmt::format("'{}' looks its bias up by a patch-grid or graph index, not by a distance: see the "
+                            "position-table gradient rows and the attention maps", type);
+      return {};
+    } else if (Variable sb = pos->score_bias(nn::AttnGeometry{1, n, n - 1, 0, true, Tensor()}); sb.defined()) {
+      // A dense score bias (FIRE, dynamic biases): only query n-1's row is formed ([H, 1, n] or
+      // [1, H, 1, n]: O(n) memory at any --distances), keys 0..n-1 as above; times alpha.
+      Tensor d = sb.data();
+      if (d.dim() == 4) d = d.select(0, 0);
+      row = d.select(1, 0).contiguous();
+      if (a.bias_scale().defined()) row = k::mul(row, a.bias_scale().data());
     } else {
       if (note)
         *note = fmt::format("'{}' adds no distance-only bias (it rotates q/k, adds content-dependent terms or "
@@ -109,18 +117,20 @@ std::string shape_label(const Shape& s) {
 
 }  // namespace
 
-std::string attention_graph_dot(const nn::Model& model, int64_t L, uint64_t seed) {
+std::string attention_graph_dot(const nn::Model& model, int64_t L, uint64_t seed, const Tensor& position_index) {
   const nn::MultiHeadAttention& a = model.main_stack().blocks().front()->self_attention();
   const int64_t D = model.config().d_model;
   Generator g(seed);
   Variable x(Tensor::randn({1, L, D}, g, model.config().dtype), true);
   x.set_name("x");
-  Variable y = a.forward(x, x, model.config().kind != "encoder", Tensor(), 0, 0);
+  Variable y = a.forward(x, x, model.config().kind != "encoder", Tensor(), 0, 0, nullptr, nullptr, nullptr,
+                         position_index);
   Tensor u = Tensor::randn(y.shape(), g, y.dtype());
-  // Name the leaves: AccumulateGrad node -> parameter name.
+  // Name the leaves: AccumulateGrad node -> parameter name. The model's names, so that tables
+  // shared by the stack (T5's stack.pos.table) are named too, not only the layer's own weights.
   std::map<const Node*, std::string> leaf;
   leaf[x.gradient_edge().fn.get()] = "input x";
-  for (auto& [n, p] : a.named_parameters())
+  for (auto& [n, p] : model.named_parameters())
     if (auto e = p.gradient_edge(); e.fn) leaf[e.fn.get()] = n;
   // Walk the graph from the output; hook every node to record the gradient reaching it.
   struct Seen {

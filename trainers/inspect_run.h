@@ -42,7 +42,11 @@ std::vector<RowGrad> position_grad_rows(nn::Model& model, const Dataset& data, c
 std::vector<Tensor> attention_maps(const nn::Model& model, const Tensor& tokens);
 
 // The first self-attention layer of the model on x [1, L, D] (seeded), backward of sum(out * u).
-std::string attention_graph_dot(const nn::Model& model, int64_t L, uint64_t seed = 0);
+// position_index: the [L, L] (or [1, L, L]) index of encodings that look their bias up by one
+// (graph_spd, relative_2d with an explicit index), e.g. the first example of a data batch; then L
+// is its size. Undefined for every other encoding.
+std::string attention_graph_dot(const nn::Model& model, int64_t L, uint64_t seed = 0,
+                                const Tensor& position_index = Tensor());
 
 struct EntryCheck {
   std::string param;

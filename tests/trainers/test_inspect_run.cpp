@@ -49,7 +49,7 @@ TEST_CASE("inspect: T5 buckets beyond the training distances get exactly zero gr
   for (size_t b = 8; b < 32; ++b) CHECK(rows[0].row_norm[b] == 0);
 }
 
-TEST_CASE("inspect: attention maps are causal distributions; the DOT graph names every parameter", "[inspect]") {
+TEST_CASE("inspect: attention maps are causal distributions, the DOT graph names every parameter", "[inspect]") {
   train::Config c = cfg_for("t5");
   nn::Model m(c.model, 1);
   auto maps = train::attention_maps(m, Tensor::from_vector(std::vector<int64_t>{1, 2, 3, 4, 5}, {1, 5}));
@@ -68,9 +68,12 @@ TEST_CASE("inspect: attention maps are causal distributions; the DOT graph names
   std::string dot = train::attention_graph_dot(m, 4);
   CHECK_THAT(dot, Catch::StartsWith("// autograd graph"));
   CHECK_THAT(dot, Catch::Contains("digraph attention"));
-  for (const char* p : {"q_proj.weight", "k_proj.bias", "v_proj.weight", "o_proj.weight", "input x", "softmax",
-                        "add_toeplitz_bias", "[1, 4, 4, 4]"})
+  // T5 takes the fused attention path: one fused_attention node, fed by the projections and by
+  // the stack's shared bias table (named by its model path); no materialised softmax.
+  for (const char* p : {"q_proj.weight", "k_proj.bias", "v_proj.weight", "o_proj.weight", "input x",
+                        "fused_attention", "stack.pos.table", "[1, 4, 4, 4]"})
     CHECK_THAT(dot, Catch::Contains(p));
+  CHECK_THAT(dot, !Catch::Contains("AccumulateGrad"));  // every leaf is named
 }
 
 TEST_CASE("gradcheck --entry: analytic and numeric agree for one T5 table entry", "[inspect][gradcheck]") {
