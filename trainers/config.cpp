@@ -418,7 +418,9 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
     // content terms such as Shaw, CoPE, DeBERTa) would carry a parameter that does nothing.
     if (c.model.bias_scale.enabled && c.model.position != "graph_spd") {
       NoGradGuard ng;
-      nn::AttnGeometry g{2, 2, 0, 0, true};
+      // Probe bidirectionally unless the encoding is causal-only: encoder-only encodings
+      // (relative_2d) refuse a causal geometry, and which biases exist does not depend on it.
+      nn::AttnGeometry g{2, 2, 0, 0, pos->causal_only()};
       if (!pos->toeplitz_bias(g).defined() && !pos->score_bias(g).defined())
         fail_config("{}: model.bias_scale.enabled: position encoding '{}' adds no additive bias for alpha to scale "
                     "(alpha scales T5, ALiBi, KERPLE, Sandwich, FIRE, dynamic and index biases); disable bias_scale",

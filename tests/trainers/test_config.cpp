@@ -117,3 +117,15 @@ TEST_CASE("config: structured tasks and index-based encodings are checked togeth
   REQUIRE_THROWS_WITH(parse("model:\n  kind: decoder\n  position:\n    type: relative_2d\n    grid_h: 2\n    grid_w: 2\n"),
                       Contains("encoder"));
 }
+
+TEST_CASE("config: the bias scale on an encoder-only encoding keeps the encoder bidirectional", "[config]") {
+  // The check "does this encoding add a bias for alpha to scale" once probed with a causal
+  // geometry, so relative_2d (encoder-only) was refused as if the encoder were causal.
+  const std::string cfg = RELPOS_SOURCE_DIR "/configs/vision_patch_2d.yaml";
+  train::Config c;
+  REQUIRE_NOTHROW(c = train::load_config(cfg, {"model.bias_scale.enabled=true", "model.bias_scale.per_head=true"}));
+  CHECK(c.model.bias_scale.enabled);
+  // ... and an encoding without an additive bias is still refused, naming the key
+  REQUIRE_THROWS_WITH(parse(kBase, {"model.position.type=rope", "model.bias_scale.enabled=true"}),
+                      Contains("model.bias_scale.enabled") && Contains("rope"));
+}
