@@ -1,6 +1,7 @@
 // Data: text files (UTF-8, errors), synthetic task layouts checked against their definitions.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <fstream>
 
 #include "relpos/trainers/data.h"
@@ -19,13 +20,13 @@ train::Config cfg_for(const std::string& kind, const std::string& task, int64_t 
   return c;
 }
 std::string write_tmp(const std::string& name, const std::string& bytes) {
-  std::string p = "/tmp/relpos_test_" + name;
+  std::string p = (std::filesystem::temp_directory_path() / ("relpos_test_" + name)).string();
   std::ofstream(p, std::ios::binary) << bytes;
   return p;
 }
 }  // namespace
 
-TEST_CASE("data: text vocabulary is the sorted set of UTF-8 characters; batches are shifted windows", "[data]") {
+TEST_CASE("data: text vocabulary is the sorted set of UTF-8 characters, batches are shifted windows", "[data]") {
   std::string text;
   for (int i = 0; i < 50; ++i) text += "héllo wörld ";
   auto c = cfg_for("decoder", "text", 8);
@@ -38,7 +39,25 @@ TEST_CASE("data: text vocabulary is the sorted set of UTF-8 characters; batches 
   train::Batch b = d->train_batch(g);
   REQUIRE(b.input.shape() == Shape{4, 8});
   auto x = b.input.to_vector<int64_t>(), y = b.target.to_vector<int64_t>();
-  for (int t = 0; t < 7; ++t) REQUIRE(y[size_t(t)] == x[size_t(t + 1)]);
+  // Every row of a training and a validation batch is a window of the text; its targets are the
+  // same window shifted by one character (the next character at every position, the last one
+  // included).
+  auto check_windows = [&](const train::Batch& batch) {
+    const int64_t B = batch.input.size(0), L = batch.input.size(1);
+    auto xs = batch.input.to_vector<int64_t>(), ys = batch.target.to_vector<int64_t>();
+    for (int64_t r = 0; r < B; ++r) {
+      std::vector<int64_t> xr(xs.begin() + r * L, xs.begin() + (r + 1) * L),
+          yr(ys.begin() + r * L, ys.begin() + (r + 1) * L);
+      for (int64_t t = 0; t + 1 < L; ++t) REQUIRE(yr[size_t(t)] == xr[size_t(t + 1)]);
+      std::vector<int64_t> window = xr;
+      window.push_back(yr.back());
+      INFO("row " << r << ": '" << d->decode(window) << "'");
+      REQUIRE(text.find(d->decode(window)) != std::string::npos);
+    }
+  };
+  check_windows(b);
+  check_windows(d->train_batch(g));
+  check_windows(d->val_batch(0, 8));
   REQUIRE(d->decode(d->encode("wörld")) == "wörld");
   REQUIRE(d->val_batch(3, 8).input.to_vector<int64_t>() == d->val_batch(3, 8).input.to_vector<int64_t>());
 }
