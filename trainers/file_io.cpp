@@ -2,6 +2,8 @@
 #include "relpos/trainers/file_io.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -80,22 +82,72 @@ void replace_file_atomically(const std::string& path, std::string_view contents)
 }
 
 std::string read_whole_file(const std::string& path, std::string_view what, uint64_t max_bytes) {
+  // Regular files only: a FIFO would block the open/read forever, a device (/dev/zero,
+  // /dev/urandom, directly or through a symlink) never ends. Opened non-blocking (a FIFO
+  // without a writer cannot hang the open), checked with fstat on the descriptor itself (no
+  // race with a path swapped after a check), then read with a hard cap of max_bytes + 1.
   std::error_code ec;
   auto st = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(st)) fail("{} '{}' does not exist", what, path);
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    fail("cannot read {} '{}': {}", what, path, ec.message());  // e.g. a symlink loop
+  if (!std::filesystem::exists(st)) fail("{} '{}' does not exist", what, path);
   if (std::filesystem::is_directory(st)) fail("{} '{}' is a directory, not a file", what, path);
-  if (std::filesystem::is_regular_file(st)) {
-    uint64_t size = std::filesystem::file_size(path, ec);
-    if (!ec && size > max_bytes) fail("{} '{}' is {} bytes, more than the limit of {}", what, path, size, max_bytes);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) fail("cannot open {} '{}': {}", what, path, errno_text(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat sb {};
+  if (::fstat(fd, &sb) != 0) fail("cannot read {} '{}': {}", what, path, errno_text(errno));
+  if (!S_ISREG(sb.st_mode)) {
+    const char* kind = S_ISFIFO(sb.st_mode)  ? "a FIFO (named pipe)"
+                       : S_ISCHR(sb.st_mode) ? "a character device"
+                       : S_ISBLK(sb.st_mode) ? "a block device"
+                       : S_ISSOCK(sb.st_mode) ? "a socket"
+                                              : "not a regular file";
+    fail("{} '{}' is {}; expected a regular file", what, path, kind);
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open {} '{}': {}", what, path, errno_text(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail("cannot read {} '{}'", what, path);
-  std::string out = ss.str();
-  if (out.size() > max_bytes) fail("{} '{}' is more than the limit of {} bytes", what, path, max_bytes);
+  if (uint64_t(sb.st_size) > max_bytes)
+    fail("{} '{}' is {} bytes, more than the limit of {}", what, path, uint64_t(sb.st_size), max_bytes);
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  std::string out;
+  out.reserve(size_t(sb.st_size));
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail("cannot read {} '{}': {}", what, path, errno_text(errno));
+    if (n == 0) break;
+    out.append(buf, size_t(n));
+    if (out.size() > max_bytes) fail("{} '{}' is more than the limit of {} bytes", what, path, max_bytes);
+  }
   return out;
+}
+
+DirLock::DirLock(const std::string& dir, std::string_view what) {
+  const std::string path = (std::filesystem::path(dir) / kFileName).string();
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd_ < 0) fail("{} '{}': cannot open the lock file {}: {}", what, dir, path, errno_text(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int e = errno;
+    char buf[32] = {};
+    const ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
+    std::string holder = n > 0 ? std::string(buf, size_t(n)) : std::string();
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+    ::close(fd_);
+    fd_ = -1;
+    if (e == EWOULDBLOCK)
+      fail("{} '{}' is in use by another relpos process{} (lock {}); wait for it to finish or choose another "
+           "directory", what, dir, holder.empty() ? "" : " (pid " + holder + ")", path);
+    fail("{} '{}': cannot lock {}: {}", what, dir, path, errno_text(e));
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd_, 0) == 0) (void)!::pwrite(fd_, pid.data(), pid.size(), 0);
+}
+
+DirLock::~DirLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
 }
 
 size_t utf8_sequence_length(std::string_view s, size_t i) {

@@ -43,6 +43,22 @@ void replace_file_atomically(const std::string& path, std::string_view contents)
 std::string read_whole_file(const std::string& path, std::string_view what,
                             uint64_t max_bytes = uint64_t(1) << 32);
 
+// An exclusive advisory lock (flock) on <dir>/.relpos.lock, held while this object lives:
+// one process at a time trains, resumes or writes into a run directory. The holder's pid is
+// written into the file; a second process gets an error naming the directory and that pid.
+// The lock is released by the kernel when the process ends, however it ends (kill -9).
+class DirLock {
+ public:
+  DirLock(const std::string& dir, std::string_view what);
+  ~DirLock();
+  DirLock(const DirLock&) = delete;
+  DirLock& operator=(const DirLock&) = delete;
+  static constexpr const char* kFileName = ".relpos.lock";
+
+ private:
+  int fd_ = -1;
+};
+
 // Strict UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF) — the
 // same rule nlohmann::json applies when it writes a string. Returns the byte offset of the
 // first invalid sequence, or npos when all of `s` is valid.

@@ -26,6 +26,7 @@ inline constexpr int64_t kMaxBatch = 1 << 24;       // data.batch_size
 inline constexpr int64_t kMaxVocab = 1 << 24;       // data.vocab_size
 inline constexpr int64_t kMaxRepeat = int64_t(1) << 40;  // train.steps, eval_batches, grad_accum, ...
 inline constexpr uint64_t kMaxConfigBytes = 16u << 20;
+inline constexpr uint64_t kMaxMetricsBytes = uint64_t(1) << 30;  // metrics.jsonl, sweep index files
 // CLI caps (relpos sample --tokens, relpos bias --heads/--lq/--lk/offsets).
 inline constexpr int64_t kMaxSampleTokens = 1 << 20;
 inline constexpr int64_t kMaxBiasHeads = 256;

@@ -12,6 +12,7 @@
 
 #include "relpos/core/error.h"
 #include "relpos/trainers/file_io.h"
+#include "relpos/trainers/limits.h"
 
 namespace relpos {
 
@@ -133,7 +134,7 @@ MetricsWriter::MetricsWriter(std::string run_dir, MetricsOptions opt)
   if (ec) fail("metrics: cannot create run directory '{}': {}", run_dir_, ec.message());
 
   if (fs::exists(jsonl_path_, ec)) {
-    std::string text = read_whole_file(jsonl_path_, "metrics file");
+    std::string text = read_whole_file(jsonl_path_, "metrics file", train::kMaxMetricsBytes);
     bool dropped_tail = false;
     std::vector<ojson> rows = parse_jsonl(jsonl_path_, text, &dropped_tail);
     bool rewrite = dropped_tail || (!text.empty() && text.back() != '\n');
@@ -168,7 +169,7 @@ void MetricsWriter::rewrite_csv() {
   std::vector<std::vector<std::pair<std::string, std::string>>> rows;
   std::error_code ec;
   if (fs::exists(jsonl_path_, ec))
-    for (const ojson& r : parse_jsonl(jsonl_path_, read_whole_file(jsonl_path_, "metrics file"), nullptr))
+    for (const ojson& r : parse_jsonl(jsonl_path_, read_whole_file(jsonl_path_, "metrics file", train::kMaxMetricsBytes), nullptr))
       rows.push_back(flatten(r));
   std::set<std::string> known(columns_.begin(), columns_.end());
   for (const auto& cells : rows)

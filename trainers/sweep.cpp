@@ -27,6 +27,8 @@
 #include "relpos/kernels/ops.h"
 #include "relpos/trainers/checkpoint.h"
 #include "relpos/trainers/evaluate.h"
+#include "relpos/trainers/file_io.h"
+#include "relpos/trainers/limits.h"
 #include "relpos/trainers/trainer.h"
 
 namespace fs = std::filesystem;
@@ -62,18 +64,24 @@ std::string last_component(const std::string& key) {
   return p == std::string::npos ? key : key.substr(p + 1);
 }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p);
-  RELPOS_CHECK_CONFIG(f.good(), "sweep: cannot open '{}'", p.string());
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+// A file the sweep spec names (base:) or the spec itself: regular files only, size-capped
+// (read_whole_file); any failure is a config error (exit 2) naming the file.
+std::string read_file(const fs::path& p, std::string_view what = "sweep: base config") {
+  try {
+    return read_whole_file(p.string(), what, kMaxConfigBytes);
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const Error& e) {
+    fail_config("{}", e.what());
+  }
 }
 
 // Rows of <run_dir>/metrics.jsonl (a last line cut short is ignored).
 std::vector<nlohmann::json> read_metrics(const std::string& run_dir) {
   std::vector<nlohmann::json> rows;
-  std::ifstream f(run_dir + "/metrics.jsonl");
+  const std::string path = run_dir + "/metrics.jsonl";
+  if (!fs::exists(path)) return rows;
+  std::istringstream f(read_whole_file(path, "metrics file", kMaxMetricsBytes));
   for (std::string line; std::getline(f, line);) {
     if (line.empty()) continue;
     try {
@@ -93,9 +101,7 @@ SweepSpec load_sweep_spec(const std::string& path) {
   s.source = path;
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    fail_config("sweep spec '{}' cannot be opened (does it exist?)", path);
+    root = YAML::Load(read_file(path, "sweep spec"));
   } catch (const YAML::ParserException& e) {
     fail_config("{}:{}:{}: invalid YAML: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg);
   }
@@ -294,7 +300,7 @@ std::vector<nlohmann::json> read_sweep_index(const std::string& dir) {
   std::map<std::string, Pick> by_name;
   const auto files = sweep_index_files(dir);
   for (size_t fi = 0; fi < files.size(); ++fi) {
-    std::ifstream f(files[fi]);
+    std::istringstream f(read_whole_file(files[fi], "sweep index", kMaxMetricsBytes));
     size_t li = 0;
     for (std::string line; std::getline(f, line); ++li) {
       nlohmann::json j;

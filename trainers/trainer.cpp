@@ -192,7 +192,22 @@ bool non_empty_dir(const std::string& d) {
   std::error_code ec;
   if (!fs::exists(d, ec)) return false;
   if (!fs::is_directory(d, ec)) fail_config("output.dir '{}' exists and is not a directory", d);
-  return fs::directory_iterator(d, ec) != fs::directory_iterator();
+  for (const auto& e : fs::directory_iterator(d, ec))  // the lock file of an earlier run is not a run file
+    if (e.path().filename() != DirLock::kFileName) return true;
+  return false;
+}
+
+// output.dir inside another run's checkpoints/ would make that run unloadable (a folder that
+// is not a complete checkpoint among its step_N): refused, naming the run.
+void check_not_inside_a_run(const std::string& run_dir) {
+  std::error_code ec;
+  const fs::path p = fs::weakly_canonical(fs::absolute(run_dir, ec), ec);
+  if (ec) return;
+  for (fs::path a = p.parent_path(); !a.empty() && a != a.root_path(); a = a.parent_path())
+    if (a.filename() == "checkpoints" &&
+        (fs::exists(a.parent_path() / "config.yaml", ec) || fs::exists(a.parent_path() / "metrics.jsonl", ec)))
+      fail_config("output.dir '{}' is inside the checkpoints of the run {}; writing there would leave that run "
+                  "unloadable: choose a directory outside it", run_dir, a.parent_path().string());
 }
 
 std::string resolve_checkpoint(const std::string& dir) {
@@ -288,6 +303,7 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
     fail_config("output.dir '{}' already holds files (an earlier run?); choose another output.dir, continue it with "
                 "--resume {}, or pass --overwrite to replace it", run_dir, run_dir);
   }
+  check_not_inside_a_run(run_dir);
   // Data-parallel: the datasets draw global batches (world x data.batch_size rows).
   std::unique_ptr<Dataset> data = make_dataset(dp.global_data_config(cfg), st ? st->vocab : std::vector<std::string>{});
   cfg.model.vocab = data->vocab_size();
@@ -324,7 +340,15 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
     dp.check_parameters(model, start, /*force=*/true);
   }
 
-  // ---- the run directory (only now: nothing above wrote anything; rank 0 alone writes it)
+  // ---- the run directory (only now: nothing above wrote anything; rank 0 alone writes it),
+  // locked for the life of this call: a second train/--resume on it stops here, named.
+  std::optional<DirLock> run_lock;
+  if (dp.is_root()) {
+    std::error_code ec;
+    fs::create_directories(run_dir, ec);
+    RELPOS_CHECK(!ec, "cannot create output.dir '{}': {}", run_dir, ec.message());
+    run_lock.emplace(run_dir, "run directory");
+  }
   if (dp.is_root() && !st && topt.overwrite && non_empty_dir(run_dir)) {
     // --overwrite replaces the earlier run's own files (other files are left alone).
     for (const char* f : {"checkpoints", "metrics.jsonl", "metrics.csv", "config.yaml"}) {
