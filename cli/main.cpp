@@ -448,6 +448,9 @@ int main(int argc, char** argv) {
   sweep_cmd->add_option("--jobs", sweep_opt.jobs, "points run at once (threads are split between them)")
       ->check(CLI::PositiveNumber)->capture_default_str();
   sweep_cmd->add_option("--dir", sweep_opt.dir, "sweep directory (default: the spec's dir)");
+  int64_t sweep_max_points = relpos::train::kDefaultMaxSweepPoints;
+  sweep_cmd->add_option("--max-points", sweep_max_points, "refuse a sweep with more points than this")
+      ->check(CLI::Range(int64_t(1), relpos::train::kMaxSweepPoints))->capture_default_str();
   std::string sweep_shard, sweep_point;
   bool sweep_print = false;
   sweep_cmd->add_option("--shard", sweep_shard,
@@ -568,7 +571,7 @@ int main(int argc, char** argv) {
       return print_eval(run, eval_lens, eval_opt, scaling_note, eval_json);
     }
     if (*sweep_cmd) {
-      relpos::train::SweepSpec spec = relpos::train::load_sweep_spec(sweep_spec);
+      relpos::train::SweepSpec spec = relpos::train::load_sweep_spec(sweep_spec, sweep_max_points);
       if (!sweep_shard.empty()) std::tie(sweep_opt.shard_index, sweep_opt.shard_count) = relpos::train::parse_shard(sweep_shard);
       if (!sweep_point.empty()) {
         if (!sweep_shard.empty()) throw UsageError("--point and --shard: give one of them, not both");

@@ -91,6 +91,7 @@ import os, re, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: die quietly; the shell's trap restores
 
 KEYS = ("id", "file", "desc", "from", "to")
+OPTIONAL = ("focus",)  # a ctest -R regex run first (the tests meant to catch it); the whole suite only if they pass
 
 def die(msg, code=2):
     print("mutation-check: " + msg, file=sys.stderr)
@@ -110,7 +111,7 @@ def parse(path):
                 recs.append(cur)
                 cur = None
             continue
-        m = re.match(r"^(id|file|desc|from|to):(.*)$", line)
+        m = re.match(r"^(id|file|desc|from|to|focus):(.*)$", line)
         if not m:
             die(f"{path}:{n}: expected 'key: value' (key: {', '.join(KEYS)}), got: {line!r}")
         if cur is None:
@@ -166,7 +167,7 @@ if cmd == "ids":
         print(r["id"])
 elif cmd == "get":
     recs = {r["id"]: r for r in parse(sys.argv[2])}
-    print(recs[sys.argv[3]][sys.argv[4]])
+    print(recs[sys.argv[3]].get(sys.argv[4], ""))
 elif cmd == "list":
     sel = select(parse(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "")
     for i, r in enumerate(sel, 1):
@@ -235,11 +236,12 @@ OUTDIR=$(abspath "${OUT:-mutation-out}")
 [[ -f "$BUILD/CMakeCache.txt" ]] || die "$BUILD is not a configured build directory (run scripts/build.sh, or pass --build-dir)"
 mkdir -p "$OUTDIR" || die "cannot create $OUTDIR"
 
-declare -A FILE_OF DESC_OF
+declare -A FILE_OF DESC_OF FOCUS_OF
 TARGETS=()
 for id in "${IDS[@]}"; do
   FILE_OF[$id]=$(mut get "$LIST" "$id" file)
   DESC_OF[$id]=$(mut get "$LIST" "$id" desc)
+  FOCUS_OF[$id]=$(mut get "$LIST" "$id" focus)
   [[ " ${TARGETS[*]} " == *" ${FILE_OF[$id]} "* ]] || TARGETS+=("${FILE_OF[$id]}")
 done
 
@@ -348,9 +350,11 @@ first_failure() {
   echo "$name"
 }
 
-run_suite() {  # $1: log (appended); returns ctest's status
-  echo "== ctest ${CTEST_ARGS[*]} (in $BUILD)" >>"$1"
-  run_child bash -c 'cd "$1" && shift && exec ctest "$@"' ctest-in "$BUILD" "${CTEST_ARGS[@]}" >>"$1" 2>&1
+run_suite() {  # $1: log (appended), $2: optional ctest -R regex (the focus stage); returns ctest's status
+  local args=("${CTEST_ARGS[@]}")
+  [[ -n "${2:-}" ]] && args+=(-R "$2")
+  echo "== ctest ${args[*]} (in $BUILD)" >>"$1"
+  run_child bash -c 'cd "$1" && shift && exec ctest "$@"' ctest-in "$BUILD" "${args[@]}" >>"$1" 2>&1
 }
 
 build() {  # $1: log (appended)
@@ -405,7 +409,8 @@ for id in "${IDS[@]}"; do
   if ! build "$log"; then
     RESULT[$id]=build
     DETAIL[$id]="the mutant does not compile"
-  elif run_suite "$log"; then
+  elif { [[ -z "${FOCUS_OF[$id]}" ]] || run_suite "$log" "${FOCUS_OF[$id]}"; } && run_suite "$log"; then
+    # the focus tests (when given) passed, and so did the whole suite
     RESULT[$id]=survived
     DETAIL[$id]=""
   else

@@ -16,18 +16,41 @@ z-loss. Sweep figures: loss vs evaluation length per point (the ALiBi paper's Fi
 loss beyond the training length, stability grid (lr x recipe -> final loss, first divergence
 step) per remaining grid value, max |attention logit| over training per recipe, and the
 training-loss curves of every point.
+
+Inputs are validated before they are drawn: every file must be a regular file (a FIFO or
+device is refused without being opened for a blocking read) of at most 1 GiB, UTF-8, and
+hold the JSON the writers in trainers/ produce. A problem ends the script with exit status
+1 and one line on stderr, `report: <file>:<line>: <field>: <what was expected, what was
+found>` (line and field where they apply), never a traceback. As in trainers/metrics.cpp,
+a last line of metrics.jsonl without a newline that does not parse (cut short by a crash)
+is dropped; as in read_sweep_index (trainers/sweep.cpp), index lines that do not parse or
+hold no string "name" are skipped. Every write is checked (disk full, permissions: one line
+naming the file and the reason, exit 1); each file is written to a temporary name and
+renamed, and report.md is written last, so a failed run never leaves a report.md that links
+figures that were not written.
 Only the Python standard library, numpy and matplotlib (Debian python3-matplotlib).
 """
 import argparse
+import errno
+import io
 import json
 import math
 import os
+import stat
 import sys
 
-import matplotlib
+try:
+    import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: E402
+    import numpy as np
+except Exception as e:  # noqa: BLE001 - one line instead of a traceback
+    reason = " ".join(f"{type(e).__name__}: {e}".split())
+    sys.stderr.write(f"report: cannot import matplotlib ({reason}); install python3-matplotlib\n")
+    sys.exit(1)
+
+MAX_INPUT_BYTES = 1 << 30  # every file read (trainers/limits.h kMaxMetricsBytes)
 
 
 def num(v):
@@ -39,77 +62,438 @@ def num(v):
     return float(v)
 
 
-def read_jsonl(path):
+class ReportError(Exception):
+    """An input or output problem, shown as one line: report: <file>:<line>: <field>: <what>."""
+
+    def __init__(self, path, what, line=None, field=None):
+        super().__init__(what)
+        self.path, self.what, self.line, self.field = path, what, line, field
+
+    def __str__(self):
+        where = str(self.path) + (f":{self.line}" if self.line is not None else "")
+        return where + (f": {self.field}" if self.field else "") + f": {self.what}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading: one bounded reader for every file, one small validating reader per file kind.
+
+def os_reason(e):
+    return e.strerror or str(e)
+
+
+def file_kind(mode):
+    for test, name in [(stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")]:
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def check_regular(path, st, what):
+    if not stat.S_ISREG(st.st_mode):
+        raise ReportError(path, f"is {file_kind(st.st_mode)}, expected the {what} (a regular file)")
+    if st.st_size > MAX_INPUT_BYTES:
+        raise ReportError(path, f"is {st.st_size} bytes, more than the limit of {MAX_INPUT_BYTES} bytes for the {what}")
+
+
+def read_text(path, what):
+    """The whole of a regular file, decoded as UTF-8. Checked with stat before it is opened (a
+    FIFO or device is never read), opened non-blocking and checked again on the descriptor,
+    read with a hard cap (a file that grows past the limit while being read is refused)."""
+    try:
+        check_regular(path, os.stat(path), what)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise ReportError(path, f"cannot read the {what}: {os_reason(e)}") from None
+    try:
+        check_regular(path, os.fstat(fd), what)
+        chunks, size = [], 0
+        while True:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                break
+            size += len(b)
+            if size > MAX_INPUT_BYTES:
+                raise ReportError(path, f"grew past the limit of {MAX_INPUT_BYTES} bytes for the {what} while being read")
+            chunks.append(b)
+    except OSError as e:
+        raise ReportError(path, f"cannot read the {what}: {os_reason(e)}") from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise ReportError(path, f"not valid UTF-8 (byte 0x{data[e.start]:02x} at column {col})", line=line) from None
+
+
+def parse_json(path, text, line=None):
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ReportError(path, "not valid JSON (nested too deeply)", line=line) from None
+    except json.JSONDecodeError as e:
+        pos = f"column {e.colno}" if line is not None else f"line {e.lineno} column {e.colno}"
+        raise ReportError(path, f"not valid JSON ({e.msg}, {pos})", line=line) from None
+    except ValueError as e:  # e.g. an integer of more digits than int() converts
+        raise ReportError(path, f"not valid JSON ({e})", line=line) from None
+
+
+def describe(v):
+    """A JSON value as the error messages name it: its type and, when short, the value."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        s = repr(v)
+        return f"the number {s if len(s) <= 24 else s[:21] + '...'}"
+    if isinstance(v, str):
+        s = json.dumps(v)
+        return f"the string {s if len(s) <= 32 else s[:29] + '...'}"
+    return "an array" if isinstance(v, list) else "an object"
+
+
+class Where:
+    """The place a value came from (file, line) and a field path, for ReportError."""
+
+    def __init__(self, path, line=None, field=None):
+        self.path, self.line, self.field = path, line, field
+
+    def sub(self, key):
+        if isinstance(key, int):
+            return Where(self.path, self.line, f"{self.field or ''}[{key}]")
+        return Where(self.path, self.line, f"{self.field}.{key}" if self.field else key)
+
+    def fail(self, expected, v):
+        raise ReportError(self.path, f"expected {expected}, found {describe(v)}", line=self.line, field=self.field)
+
+    def missing(self, key, expected):
+        raise ReportError(self.path, f"expected {expected}, but the field is missing", line=self.line,
+                          field=self.sub(key).field)
+
+
+def is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def check_int(v, at, null=False, lo=-(1 << 63), hi=(1 << 63) - 1):
+    if (v is None and null) or (is_int(v) and lo <= v <= hi):
+        return v
+    if is_int(v):
+        at.fail(f"an integer in [{lo}, {hi}]", v)
+    at.fail("an integer or null" if null else "an integer", v)
+
+
+def check_value(v, at, null=True, strings=True):
+    """A number, or (metrics) a string float() reads such as "nan", "inf", "-inf", or null."""
+    expected = "a number" + (' or a string such as "nan"' if strings else "") + (" or null" if null else "")
+    if v is None and null:
+        return v
+    if is_number(v) or (strings and isinstance(v, str)):
+        try:
+            float(v)
+            return v
+        except (ValueError, OverflowError):
+            pass
+    at.fail(expected, v)
+
+
+def check_values(v, at, null=True, strings=True):
+    if not isinstance(v, list):
+        at.fail("an array of numbers", v)
+    for i, x in enumerate(v):
+        check_value(x, at.sub(i), null=null, strings=strings)
+    return v
+
+
+def check_str(v, at, null=False):
+    if isinstance(v, str) or (v is None and null):
+        return v
+    at.fail("a string" + (" or null" if null else ""), v)
+
+
+def check_object(v, at):
+    if not isinstance(v, dict):
+        at.fail("a JSON object", v)
+    return v
+
+
+def require(obj, key, at, expected):
+    if key not in obj:
+        at.missing(key, expected)
+    return obj[key]
+
+
+METRIC_SCALARS = ("loss", "val_loss", "lr", "grad_norm", "z_loss")
+METRIC_ARRAYS = ("max_attn_logit", "attn_entropy", "bias_scale")
+
+
+def check_metrics_row(row, at):
+    check_object(row, at)
+    check_int(require(row, "step", at, "an integer"), at.sub("step"))
+    for k in METRIC_SCALARS:
+        if k in row:
+            check_value(row[k], at.sub(k))
+    for k in METRIC_ARRAYS:
+        if k in row:
+            check_values(row[k], at.sub(k))
+    if "clipped" in row and not isinstance(row["clipped"], bool):
+        at.sub("clipped").fail("true or false", row["clipped"])
+    if "first_divergence_step" in row:
+        check_int(row["first_divergence_step"], at.sub("first_divergence_step"), null=True)
+
+
+def read_metrics(path):
+    """The rows of a metrics.jsonl, as parse_jsonl in trainers/metrics.cpp reads them: blank lines
+    skipped, a last line without newline that does not parse dropped (a crash leftover), any other
+    line must be a JSON object with an integer "step"."""
+    text = read_text(path, "metrics file")
+    lines = text.split("\n")
     rows = []
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                pass  # a last line cut short by a crash
+    for i, line in enumerate(lines):
+        if not line.strip(" \t\r"):
+            continue
+        last_unterminated = i == len(lines) - 1
+        try:
+            row = parse_json(path, line, line=i + 1)
+        except ReportError:
+            if last_unterminated:
+                break
+            raise
+        check_metrics_row(row, Where(path, i + 1))
+        rows.append(row)
     return rows
+
+
+def read_json_file(path, what):
+    """A JSON file holding one object."""
+    return check_object(parse_json(path, read_text(path, what)), Where(path))
+
+
+def read_sweep_meta(path):
+    """sweep.json, written by run_sweep (trainers/sweep.cpp)."""
+    meta = read_json_file(path, "sweep description")
+    at = Where(path)
+    for key in ("point_names", "grid_keys", "recipes"):
+        v = meta.get(key)
+        if v is None:
+            continue
+        if not isinstance(v, list):
+            at.sub(key).fail("an array of strings", v)
+        for i, s in enumerate(v):
+            check_str(s, at.sub(key).sub(i))
+    return meta
+
+
+def check_sweep_record(r, at):
+    """One record of a sweep index file (the fields the report reads)."""
+    check_int(require(r, "index", at, "an integer"), at.sub("index"))
+    check_str(require(r, "status", at, "a string"), at.sub("status"))
+    check_str(require(r, "run_dir", at, "a string"), at.sub("run_dir"))
+    r.setdefault("grid", {})  # a point of a sweep without a grid (points: only) may omit it
+    check_object(r["grid"], at.sub("grid"))
+    check_str(r.get("recipe"), at.sub("recipe"), null=True)
+    for k in ("final_train_loss", "final_val_loss"):
+        check_value(r.get(k), at.sub(k), strings=False)
+    check_int(r.get("first_divergence_step"), at.sub("first_divergence_step"), null=True)
+    ev = r.get("eval", [])
+    if not isinstance(ev, list):
+        at.sub("eval").fail("an array of evaluations", ev)
+    for i, e in enumerate(ev):
+        ea = at.sub("eval").sub(i)
+        check_object(e, ea)
+        check_int(require(e, "seq_len", ea, "an integer"), ea.sub("seq_len"), lo=1)
+        check_value(require(e, "loss", ea, "a number or null"), ea.sub("loss"), strings=False)
+        check_value(e.get("beyond_loss"), ea.sub("beyond_loss"), strings=False)
 
 
 def sweep_index_files(sweep_dir):
     """Every index file of a sweep directory: sweep.jsonl first, then sweep.shard-*.jsonl and
-    sweep.point-*.jsonl sorted by name (trainers/sweep.h, sweep_index_files)."""
+    sweep.point-*.jsonl sorted by name (trainers/sweep.h, sweep_index_files). Unlike there, an
+    entry of such a name that is not a regular file is listed too, so that reading it fails
+    with its name instead of the file being ignored."""
     out = []
-    if os.path.isfile(os.path.join(sweep_dir, "sweep.jsonl")):
+    if os.path.lexists(os.path.join(sweep_dir, "sweep.jsonl")):
         out.append(os.path.join(sweep_dir, "sweep.jsonl"))
     try:
         names = os.listdir(sweep_dir)
-    except OSError:
-        names = []
+    except OSError as e:
+        raise ReportError(sweep_dir, f"cannot list the directory: {os_reason(e)}") from None
     more = sorted(n for n in names
                   if n.endswith(".jsonl") and (n.startswith("sweep.shard-") or n.startswith("sweep.point-"))
-                  and len(n) > len("sweep.shard-.jsonl") and os.path.isfile(os.path.join(sweep_dir, n)))
+                  and len(n) > len("sweep.shard-.jsonl"))
     return out + [os.path.join(sweep_dir, n) for n in more]
+
+
+def to_float(v):
+    try:
+        return float(v)
+    except OverflowError:  # an integer beyond double range
+        return math.inf if v > 0 else -math.inf
+
+
+def index_of(r):
+    return r["index"] if is_int(r.get("index")) else float("inf")
 
 
 def read_sweep_index(sweep_dir):
     """All index files merged, as read_sweep_index in trainers/sweep.h: one record per point
     name (a "done" record wins over any other; among equals the larger "finished_at", then the
-    later file and line), ordered by "index" (ties by name)."""
+    later file and line), ordered by "index" (ties by name). Lines that do not parse (a crash
+    leftover, possibly with a later record appended to it) and records without a string "name"
+    are skipped as there; every other record is validated."""
     best = {}
     for fi, path in enumerate(sweep_index_files(sweep_dir)):
-        with open(path) as f:
-            for li, line in enumerate(f):
-                try:
-                    r = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # a last line cut short by a crash
-                if not isinstance(r, dict) or not isinstance(r.get("name"), str):
-                    continue
-                at = r.get("finished_at")
-                at = float(at) if isinstance(at, (int, float)) and not isinstance(at, bool) else 0.0
-                key = (r.get("status") == "done", at, fi, li)
-                if r["name"] not in best or key > best[r["name"]][0]:
-                    best[r["name"]] = (key, r)
-    recs = [best[n][1] for n in sorted(best)]
-    big = float("inf")
-    recs.sort(key=lambda r: r["index"] if isinstance(r.get("index"), int) and not isinstance(r.get("index"), bool)
-              else big)
+        for li, line in enumerate(read_text(path, "sweep index").split("\n")):
+            try:
+                r = json.loads(line)
+            except (ValueError, RecursionError):
+                continue  # a line cut short by a crash
+            if not isinstance(r, dict) or not isinstance(r.get("name"), str):
+                continue
+            check_sweep_record(r, Where(path, li + 1))
+            at = r.get("finished_at")
+            at = to_float(at) if is_number(at) else 0.0
+            key = (r.get("status") == "done", at, fi, li)
+            if r["name"] not in best or key > best[r["name"]][0]:
+                best[r["name"]] = (key, r, Where(path, li + 1))
+    recs = [best[n][1:] for n in sorted(best)]
+    recs.sort(key=lambda rw: index_of(rw[0]))
     return recs
 
+
+def check_matrix(m, at):
+    """A non-empty rectangular array of arrays of numbers (or null)."""
+    if not isinstance(m, list) or not m:
+        at.fail("a non-empty array of rows", m)
+    for i, row in enumerate(m):
+        check_values(row, at.sub(i), strings=False)
+        if len(row) != len(m[0]) or not row:
+            raise ReportError(at.path, f"expected {len(m[0]) or 'at least 1'} values (as many as row 0), "
+                              f"found {len(row)}", field=at.sub(i).field)
+    return m
+
+
+def read_inspect(path):
+    """inspect/inspect.json, written by `relpos inspect` (cli/main.cpp run_inspect)."""
+    ins = read_json_file(path, "inspect output")
+    at = Where(path)
+    bias = ins.get("bias")
+    if bias:
+        if not isinstance(bias, list):
+            at.sub("bias").fail("an array of curves", bias)
+        check_str(require(ins, "position", at, "a string"), at.sub("position"))
+        check_int(require(ins, "step", at, "an integer"), at.sub("step"))
+        for i, c in enumerate(bias):
+            ca = at.sub("bias").sub(i)
+            check_object(c, ca)
+            check_int(require(c, "layer", ca, "an integer"), ca.sub("layer"))
+            check_int(require(c, "head", ca, "an integer"), ca.sub("head"))
+            d = check_values(require(c, "distance", ca, "an array of numbers"), ca.sub("distance"), strings=False)
+            b = check_values(require(c, "bias", ca, "an array of numbers"), ca.sub("bias"), strings=False)
+            if len(b) != len(d):
+                raise ReportError(path, f"expected {len(d)} values (as many as distance), found {len(b)}",
+                                  field=ca.sub("bias").field)
+    rows = ins.get("position_grad_rows", [])
+    if not isinstance(rows, list):
+        at.sub("position_grad_rows").fail("an array", rows)
+    for i, r in enumerate(rows):
+        ra = at.sub("position_grad_rows").sub(i)
+        check_object(r, ra)
+        check_str(require(r, "param", ra, "a string"), ra.sub("param"))
+        check_values(require(r, "row_norm", ra, "an array of numbers"), ra.sub("row_norm"), strings=False)
+        require(r, "shape", ra, "an array of integers")
+    att = ins.get("attention")
+    if att:
+        check_object(att, at.sub("attention"))
+        layers = att.get("layers")
+        if layers:
+            la = at.sub("attention").sub("layers")
+            if not isinstance(layers, list):
+                la.fail("an array of layers", layers)
+            heads = layers[0]
+            if not isinstance(heads, list) or not heads:
+                la.sub(0).fail("a non-empty array of heads", heads)
+            for h, m in enumerate(heads):
+                check_matrix(m, la.sub(0).sub(h))
+            require(att, "text", at.sub("attention"), "a string")
+    return ins
+
+
+def read_run(run_dir):
+    """Everything a run report reads: (metrics rows, inspect.json or None, config.yaml text or None)."""
+    rows = read_metrics(os.path.join(run_dir, "metrics.jsonl"))
+    ins_path = os.path.join(run_dir, "inspect", "inspect.json")
+    ins = read_inspect(ins_path) if os.path.lexists(ins_path) else None
+    cfg_path = os.path.join(run_dir, "config.yaml")
+    cfg = read_text(cfg_path, "run's config") if os.path.lexists(cfg_path) else None
+    return rows, ins, cfg
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing: every file to a temporary name in the output folder, then renamed; errors named.
+
+def write_file(path, data):
+    """Writes bytes to path atomically (temporary file, fsync, rename); any OSError (disk full,
+    I/O error, permissions) becomes a ReportError naming path, and no temporary file is left."""
+    tmp = os.path.join(os.path.dirname(path) or ".", f".{os.path.basename(path)}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            try:
+                os.fsync(f.fileno())
+            except OSError as e:
+                if e.errno not in (errno.EINVAL, errno.ENOTSUP):  # a file system without fsync
+                    raise
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise ReportError(path, f"cannot write: {os_reason(e)}") from None
+
+
+def make_output_dir(out):
+    try:
+        os.makedirs(out, exist_ok=True)
+    except FileExistsError:
+        raise ReportError(out, "exists and is not a directory; expected the output folder") from None
+    except OSError as e:
+        raise ReportError(out, f"cannot create the output folder: {os_reason(e)}") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise ReportError(out, "cannot write into the output folder: Permission denied")
+
+
+# ---------------------------------------------------------------------------------------------
+# Drawing.
 
 class Figures:
     def __init__(self, out):
         self.out = out
-        self.made = []  # (file stem, caption)
+        self.made = []  # (file stem, caption), only figures whose PNG and JSON were both written
 
     def save(self, stem, fig, title, xlabel, ylabel, series, caption, extra=None):
-        if not fig.get_layout_engine():
-            fig.tight_layout()
-        fig.savefig(os.path.join(self.out, stem + ".png"), dpi=110)
-        plt.close(fig)
+        try:
+            if not fig.get_layout_engine():
+                fig.tight_layout()
+            png = io.BytesIO()
+            fig.savefig(png, format="png", dpi=110)
+        finally:
+            plt.close(fig)
         data = {"title": title, "xlabel": xlabel, "ylabel": ylabel, "series": series}
         if extra:
             data.update(extra)
-        with open(os.path.join(self.out, stem + ".json"), "w") as f:
-            json.dump(data, f, indent=1, allow_nan=True)
+        write_file(os.path.join(self.out, stem + ".png"), png.getvalue())
+        write_file(os.path.join(self.out, stem + ".json"), json.dumps(data, indent=1, allow_nan=True).encode())
         self.made.append((stem, caption))
 
 
@@ -161,8 +545,7 @@ def array_columns(rows, key):
     return out
 
 
-def run_figures(run_dir, figs, prefix="", name=""):
-    rows = read_jsonl(os.path.join(run_dir, "metrics.jsonl"))
+def run_figures(rows, figs, prefix="", name=""):
     tag = f" ({name})" if name else ""
     series = []
     x, y = column(rows, "loss")
@@ -205,13 +588,8 @@ def run_figures(run_dir, figs, prefix="", name=""):
     return rows, (div[0]["first_divergence_step"] if div else None)
 
 
-def inspect_figures(run_dir, figs):
-    """Figures from `relpos inspect` output (RUN/inspect/inspect.json), when present."""
-    path = os.path.join(run_dir, "inspect", "inspect.json")
-    if not os.path.exists(path):
-        return
-    with open(path) as f:
-        ins = json.load(f)
+def inspect_figures(ins, figs):
+    """Figures from `relpos inspect` output (RUN/inspect/inspect.json, read by read_inspect)."""
     if ins.get("bias"):
         series = [{"label": f"layer {c['layer']} head {c['head']}", "x": c["distance"], "y": c["bias"]}
                   for c in ins["bias"]]
@@ -239,7 +617,7 @@ def inspect_figures(run_dir, figs):
         heads = att["layers"][0]
         fig, axes = plt.subplots(1, len(heads), figsize=(3.2 * len(heads), 3.4), squeeze=False, layout="constrained")
         for h, (ax, m) in enumerate(zip(axes[0], heads)):
-            im = ax.imshow(m, cmap="magma", vmin=0, vmax=1)
+            im = ax.imshow(np.asarray(m, dtype=float), cmap="magma", vmin=0, vmax=1)  # null -> nan
             ax.set_title(f"layer 0 head {h}")
             ax.set_xlabel("key position")
             ax.set_ylabel("query position")
@@ -256,12 +634,16 @@ def short(rec, keys):
     return " ".join(parts) or rec["name"]
 
 
-def sweep_figures(sweep_dir, figs, md):
-    meta = {}
-    if os.path.exists(os.path.join(sweep_dir, "sweep.json")):
-        with open(os.path.join(sweep_dir, "sweep.json")) as f:
-            meta = json.load(f)
-    by_name = {r["name"]: r for r in read_sweep_index(sweep_dir)}  # every index file, merged
+def point_metrics(rec):
+    """The metrics.jsonl rows of a sweep point, None when its run directory has none."""
+    p = os.path.join(rec["run_dir"], "metrics.jsonl")
+    return read_metrics(p) if os.path.lexists(p) else None
+
+
+def sweep_figures(sweep_dir, meta, index, figs, md):
+    """meta: sweep.json (or {}); index: read_sweep_index's (record, Where) pairs."""
+    by_name = {r["name"]: r for r, _ in index}  # every index file, merged
+    where = {r["name"]: w for r, w in index}
     # The spec's order (points are matched by name; a grown grid keeps its finished points).
     order = meta.get("point_names") or sorted(by_name, key=lambda n: by_name[n]["index"])
     recs = []
@@ -321,6 +703,13 @@ def sweep_figures(sweep_dir, figs, md):
     # Stability grid: lr x recipe -> final train loss (+ first divergence step), per other grid value
     lr_key = next((k for k in grid_keys if k.endswith(".lr")), None)
     if lr_key and recipes:
+        for r in recs:
+            at = where[r["name"]]
+            lr = require(r["grid"], lr_key, at.sub("grid"), "a number (a grid key of sweep.json)")
+            if not math.isfinite(num(check_value(lr, at.sub("grid").sub(lr_key), null=False))):
+                at.sub("grid").sub(lr_key).fail("a finite number", lr)
+            if r.get("recipe") not in recipes:
+                at.sub("recipe").fail(f"one of the recipes of sweep.json ({', '.join(recipes)})", r.get("recipe"))
         others = [k for k in grid_keys if k != lr_key]
         groups = {}
         for r in recs:
@@ -328,7 +717,6 @@ def sweep_figures(sweep_dir, figs, md):
         lrs = sorted({num(r["grid"][lr_key]) for r in recs})
         fig, axes = plt.subplots(1, len(groups), figsize=(5.5 * len(groups), 0.9 * len(lrs) + 2.2), squeeze=False)
         cells = []
-        import numpy as np
         vmax = max([num(r.get("final_train_loss")) for r in recs if r.get("final_train_loss") is not None] + [1])
         for ax, (g, rs) in zip(axes[0], sorted(groups.items())):
             m = np.full((len(lrs), len(recipes)), np.nan)
@@ -360,8 +748,8 @@ def sweep_figures(sweep_dir, figs, md):
             for r in rs:
                 if num(r["grid"][lr_key]) != lrs[-1]:
                     continue
-                rows = read_jsonl(os.path.join(r["run_dir"], "metrics.jsonl"))
-                cols = array_columns(rows, "max_attn_logit")
+                rows = point_metrics(r)
+                cols = array_columns(rows or [], "max_attn_logit")
                 if cols:
                     last = cols[max(cols)]
                     series.append({"label": r["recipe"], "x": last[0], "y": last[1]})
@@ -374,13 +762,58 @@ def sweep_figures(sweep_dir, figs, md):
     # Training curves of every point
     series = []
     for r in recs:
-        p = os.path.join(r["run_dir"], "metrics.jsonl")
-        if os.path.exists(p):
-            x, y = column(read_jsonl(p), "loss")
+        rows = point_metrics(r)
+        if rows is not None:
+            x, y = column(rows, "loss")
             series.append({"label": short(r, varying), "x": x, "y": y})
     if series:
         line_figure(figs, "train_loss_all", "Training loss of every point", "optimizer step",
                     "train loss (nats / token)", series, "Training loss (log-window mean) of every sweep point.")
+
+
+
+def report(run_or_sweep, out):
+    """Reads and validates the inputs, then draws; returns (report.md path, number of figures)."""
+    try:
+        st = os.stat(run_or_sweep)
+    except OSError as e:
+        raise ReportError(run_or_sweep, f"cannot open the run or sweep directory: {os_reason(e)}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise ReportError(run_or_sweep, f"is {file_kind(st.st_mode)}, expected a run or sweep directory"
+                          if not stat.S_ISREG(st.st_mode) else "is a file, expected a run or sweep directory")
+    join = lambda name: os.path.join(run_or_sweep, name)  # noqa: E731
+    md = []
+    if os.path.lexists(join("sweep.json")) or sweep_index_files(run_or_sweep):
+        meta = read_sweep_meta(join("sweep.json")) if os.path.lexists(join("sweep.json")) else {}
+        index = read_sweep_index(run_or_sweep)
+        make_output_dir(out)
+        figs = Figures(out)
+        md.append(f"# Sweep report: `{run_or_sweep}`\n")
+        sweep_figures(run_or_sweep, meta, index, figs, md)
+    elif os.path.lexists(join("metrics.jsonl")):
+        rows, ins, cfg = read_run(run_or_sweep)
+        make_output_dir(out)
+        figs = Figures(out)
+        md.append(f"# Run report: `{run_or_sweep}`\n")
+        rows, div = run_figures(rows, figs)
+        if ins is not None:
+            inspect_figures(ins, figs)
+        last = {}
+        for r in rows:
+            last.update(r)
+        md.append(f"- last logged step: {last.get('step')}")
+        md.append(f"- final train loss: {last.get('loss')}, final val loss: {last.get('val_loss')}")
+        md.append(f"- first divergence step: {div if div is not None else 'none'}\n")
+        if cfg is not None:
+            md.append("Config:\n\n```yaml\n" + cfg.strip() + "\n```\n")
+    else:
+        raise ReportError(run_or_sweep, "holds neither a sweep index (sweep.json, sweep*.jsonl) nor metrics.jsonl")
+    md.append("## Figures\n")
+    for stem, cap in figs.made:
+        md.append(f"### {stem}\n\n![{stem}]({stem}.png)\n\n{cap} Data: [`{stem}.json`]({stem}.json).\n")
+    path = os.path.join(out, "report.md")
+    write_file(path, ("\n".join(md) + "\n").encode("utf-8"))  # last: it links only figures written
+    return path, len(figs.made)
 
 
 def main():
@@ -388,36 +821,30 @@ def main():
     ap.add_argument("dir")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
-    out = a.out or os.path.join(a.dir, "report")
-    os.makedirs(out, exist_ok=True)
-    figs = Figures(out)
-    md = []
-    if os.path.exists(os.path.join(a.dir, "sweep.json")) or sweep_index_files(a.dir):
-        md.append(f"# Sweep report: `{a.dir}`\n")
-        sweep_figures(a.dir, figs, md)
-    elif os.path.exists(os.path.join(a.dir, "metrics.jsonl")):
-        md.append(f"# Run report: `{a.dir}`\n")
-        rows, div = run_figures(a.dir, figs)
-        inspect_figures(a.dir, figs)
-        last = {}
-        for r in rows:
-            last.update(r)
-        md.append(f"- last logged step: {last.get('step')}")
-        md.append(f"- final train loss: {last.get('loss')}, final val loss: {last.get('val_loss')}")
-        md.append(f"- first divergence step: {div if div is not None else 'none'}\n")
-        cfg = os.path.join(a.dir, "config.yaml")
-        if os.path.exists(cfg):
-            with open(cfg) as f:
-                md.append("Config:\n\n```yaml\n" + f.read().strip() + "\n```\n")
-    else:
-        sys.exit(f"report: {a.dir} holds neither a sweep index (sweep.json, sweep*.jsonl) nor metrics.jsonl")
-    md.append("## Figures\n")
-    for stem, cap in figs.made:
-        md.append(f"### {stem}\n\n![{stem}]({stem}.png)\n\n{cap} Data: [`{stem}.json`]({stem}.json).\n")
-    with open(os.path.join(out, "report.md"), "w") as f:
-        f.write("\n".join(md) + "\n")
-    print(f"report: {os.path.join(out, 'report.md')} ({len(figs.made)} figures)")
+    path, n = report(a.dir, a.out or os.path.join(a.dir, "report"))
+    try:
+        print(f"report: {path} ({n} figures)", flush=True)
+    except OSError as e:
+        raise ReportError("stdout", f"cannot write: {os_reason(e)}") from None
+
+
+def fail(message):
+    """Ends the process with exit status 1 after one line on stderr."""
+    line = " ".join(str(message).splitlines())
+    try:
+        sys.stderr.write(f"report: {line}\n")
+        sys.stderr.flush()
+    except OSError:
+        pass
+    os._exit(1)  # not sys.exit: flushing a broken stdout at exit would print more
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except ReportError as e:
+        fail(e)
+    except KeyboardInterrupt:
+        fail("interrupted")
+    except Exception as e:  # noqa: BLE001 - anything not foreseen still ends in one line
+        fail(f"internal error: {type(e).__name__}: {e}")

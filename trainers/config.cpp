@@ -267,17 +267,43 @@ nn::ModelConfig parse_model(Section s) {
 
 }  // namespace
 
+YAML::Node load_one_document(const std::string& yaml_text, const std::string& source) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(yaml_text);
+  } catch (const YAML::Exception& e) {
+    fail_config("{}:{}:{}: invalid YAML: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg);
+  }
+  if (docs.size() > 1)
+    fail_config("{}:{}: a second YAML document ('---'); a config is one document", source, docs[1].Mark().line + 1);
+  return docs.empty() ? YAML::Node() : docs[0];
+}
+
+void check_yaml_size(const YAML::Node& root, const std::string& source) {
+  // Aliases (*a) point at their anchor's node, so a walk sees the document as expanded; the walk
+  // stops at the limit, so an alias bomb ("billion laughs") costs at most kMaxYamlNodes visits.
+  int64_t seen = 0;
+  std::vector<YAML::Node> stack{root};
+  while (!stack.empty()) {
+    YAML::Node n = stack.back();
+    stack.pop_back();
+    if (++seen > kMaxYamlNodes)
+      fail_config("{}: more than {} YAML nodes once aliases (*name) are expanded; an alias bomb?", source,
+                  kMaxYamlNodes);
+    if (n.IsMap())
+      for (const auto& kv : n) stack.push_back(kv.first), stack.push_back(kv.second);
+    else if (n.IsSequence())
+      for (const auto& v : n) stack.push_back(v);
+  }
+}
+
 Config parse_config(const std::string& yaml_text, const std::string& source, const std::vector<std::string>& overrides) {
   Ctx ctx{source, {}};
   // The config text is saved in every checkpoint's trainer_state.json (JSON: strict UTF-8).
   if (size_t bad = utf8_error_offset(yaml_text); bad != std::string::npos)
     fail_config("{}: invalid UTF-8 at byte offset {}", source, bad);
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    fail_config("{}:{}:{}: invalid YAML: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg);
-  }
+  YAML::Node root = load_one_document(yaml_text, source);
+  check_yaml_size(root, source);
   if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) fail_config("{}: the config must be a mapping with sections model, data, optim, train, output", source);
   reject_duplicate_keys(ctx, root, "");

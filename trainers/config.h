@@ -10,6 +10,10 @@
 
 #include "relpos/nn/models.h"
 
+namespace YAML {
+class Node;
+}
+
 namespace relpos::train {
 
 struct DataConfig {
@@ -73,5 +77,12 @@ struct Config {
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
 Config parse_config(const std::string& yaml_text, const std::string& source,
                     const std::vector<std::string>& overrides = {});
+
+// The one YAML document of a config or sweep spec (a second document is an error naming its
+// line; invalid YAML names line and column).
+YAML::Node load_one_document(const std::string& yaml_text, const std::string& source);
+// Refuses a document with more than kMaxYamlNodes nodes once aliases are expanded (ConfigError).
+inline constexpr int64_t kMaxYamlNodes = int64_t(1) << 20;
+void check_yaml_size(const YAML::Node& root, const std::string& source);
 
 }  // namespace relpos::train

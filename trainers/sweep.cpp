@@ -25,6 +25,7 @@
 #include <tuple>
 
 #include "relpos/kernels/ops.h"
+#include "relpos/nn/positional/params.h"
 #include "relpos/trainers/checkpoint.h"
 #include "relpos/trainers/evaluate.h"
 #include "relpos/trainers/file_io.h"
@@ -96,89 +97,125 @@ nlohmann::json num_or_null(double v) { return std::isfinite(v) ? nlohmann::json(
 
 }  // namespace
 
-SweepSpec load_sweep_spec(const std::string& path) {
-  SweepSpec s;
-  s.source = path;
-  YAML::Node root;
-  try {
-    root = YAML::Load(read_file(path, "sweep spec"));
-  } catch (const YAML::ParserException& e) {
-    fail_config("{}:{}:{}: invalid YAML: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg);
+namespace {
+
+// Typed reads of a sweep spec's YAML, every failure a ConfigError naming file:line and the key.
+struct SpecReader {
+  std::string path;
+
+  [[noreturn]] void bad(const YAML::Node& n, const std::string& key, const std::string& what) const {
+    fail_config("{}:{}: {}: {}", path, n.Mark().line + 1, key, what);
   }
-  RELPOS_CHECK_CONFIG(root.IsMap(), "{}: a sweep spec is a mapping (base, config, grid, points, eval, dir)", path);
-  const std::set<std::string> known = {"base", "config", "dir", "grid", "points", "eval", "checkpoint_every"};
-  for (const auto& kv : root)
-    RELPOS_CHECK_CONFIG(known.count(kv.first.as<std::string>()), "{}:{}: unknown sweep key '{}'; expected one of "
-                        "base, config, dir, grid, points, eval, checkpoint_every",
-                        path, kv.first.Mark().line + 1, kv.first.as<std::string>());
-  RELPOS_CHECK_CONFIG(root["base"] || root["config"], "{}: a sweep needs 'base' (a config file) or 'config'", path);
-  if (root["base"]) s.base_yaml = read_file(fs::path(path).parent_path() / root["base"].as<std::string>());
-  if (root["config"]) flatten(root["config"], "", s.base_overrides);
-  s.dir = root["dir"] ? root["dir"].as<std::string>() : "runs/sweeps/" + fs::path(path).stem().string();
-  s.checkpoint_every = root["checkpoint_every"] ? root["checkpoint_every"].as<int64_t>() : 0;
-  if (const YAML::Node e = root["eval"]) {
-    for (const auto& l : e["lengths"]) s.eval_lengths.push_back(l.as<int64_t>());
-    if (e["mode"]) s.eval_mode = e["mode"].as<std::string>();
-    if (e["stride"]) s.eval_stride = e["stride"].as<int64_t>();
-    if (e["bucket"]) s.eval_bucket = e["bucket"].as<int64_t>();
-    if (e["max_tokens"]) s.eval_max_tokens = e["max_tokens"].as<int64_t>();
-    RELPOS_CHECK_CONFIG(s.eval_mode == "random" || s.eval_mode == "windows" || s.eval_mode == "sliding",
-                        "{}: eval.mode '{}': expected random, windows or sliding", path, s.eval_mode);
+  void known_keys(const YAML::Node& map, const std::string& where, const std::vector<std::string>& known) const {
+    if (!map.IsMap()) bad(map, where, "expected a mapping with keys " + fmt::format("{}", fmt::join(known, ", ")));
+    for (const auto& kv : map) {
+      const std::string k = kv.first.Scalar();
+      if (std::find(known.begin(), known.end(), k) == known.end()) {
+        const std::string hint = nn::did_you_mean(k, known);
+        fail_config("{}:{}: unknown sweep key '{}'; expected one of {}{}", path, kv.first.Mark().line + 1,
+                    where.empty() ? k : where + "." + k, fmt::join(known, ", "),
+                    hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint));
+      }
+    }
   }
-  // grid: cartesian product in key order (the last key varies fastest)
+  int64_t integer(const YAML::Node& n, const std::string& key, int64_t lo, int64_t hi) const {
+    int64_t v = 0;
+    if (!n.IsScalar() || !YAML::convert<int64_t>::decode(n, v))
+      bad(n, key, fmt::format("expected an integer, got '{}'", yaml_text(n)));
+    if (v < lo || v > hi) bad(n, key, fmt::format("{} is out of range (expected {} <= value <= {})", v, lo, hi));
+    return v;
+  }
+  std::string scalar(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsScalar()) bad(n, key, fmt::format("expected a string, got '{}'", yaml_text(n)));
+    return n.Scalar();
+  }
+};
+
+void read_eval(const SpecReader& r, const YAML::Node& e, SweepSpec& s) {
+  r.known_keys(e, "eval", {"lengths", "mode", "stride", "bucket", "max_tokens"});
+  if (const YAML::Node l = e["lengths"]) {
+    if (!l.IsSequence()) r.bad(l, "eval.lengths", fmt::format("expected a list of lengths, e.g. [64, 128], got '{}'", yaml_text(l)));
+    for (const auto& v : l) s.eval_lengths.push_back(r.integer(v, "eval.lengths", 1, kMaxLen));
+  }
+  if (e["mode"]) s.eval_mode = r.scalar(e["mode"], "eval.mode");
+  if (s.eval_mode != "random" && s.eval_mode != "windows" && s.eval_mode != "sliding")
+    r.bad(e["mode"], "eval.mode", fmt::format("'{}': expected random, windows or sliding", s.eval_mode));
+  if (e["stride"]) s.eval_stride = r.integer(e["stride"], "eval.stride", 1, kMaxLen);
+  if (e["bucket"]) s.eval_bucket = r.integer(e["bucket"], "eval.bucket", 1, kMaxLen);
+  if (e["max_tokens"]) s.eval_max_tokens = r.integer(e["max_tokens"], "eval.max_tokens", 1, kMaxRepeat);
+  if (s.eval_mode == "sliding" && s.eval_stride > 0)
+    for (int64_t L : s.eval_lengths)
+      RELPOS_CHECK_CONFIG(s.eval_stride <= L, "{}: eval.stride {} must not exceed every eval length (got length {})",
+                          r.path, s.eval_stride, L);
+}
+
+// grid: key -> value or list of values (cartesian product in key order, the last key fastest)
+std::vector<std::vector<std::string>> read_grid(const SpecReader& r, const YAML::Node& g, SweepSpec& s) {
   std::vector<std::vector<std::string>> values;
-  if (const YAML::Node g = root["grid"]) {
-    RELPOS_CHECK_CONFIG(g.IsMap(), "{}: grid: expected a mapping key -> list of values", path);
-    for (const auto& kv : g) {
-      s.grid_keys.push_back(kv.first.as<std::string>());
-      std::vector<std::string> vs;
-      if (kv.second.IsSequence())
-        for (const auto& v : kv.second) vs.push_back(yaml_text(v));
-      else
-        vs.push_back(yaml_text(kv.second));
-      RELPOS_CHECK_CONFIG(!vs.empty(), "{}: grid.{} has no values", path, s.grid_keys.back());
-      values.push_back(vs);
-    }
+  if (!g.IsMap()) r.bad(g, "grid", "expected a mapping key -> list of values");
+  for (const auto& kv : g) {
+    s.grid_keys.push_back(r.scalar(kv.first, "grid key"));
+    std::vector<std::string> vs;
+    if (kv.second.IsSequence())
+      for (const auto& v : kv.second) vs.push_back(yaml_text(v));
+    else
+      vs.push_back(yaml_text(kv.second));
+    if (vs.empty()) r.bad(kv.second, "grid." + s.grid_keys.back(), "has no values");
+    values.push_back(vs);
   }
-  struct Recipe {
-    std::string name;
-    std::vector<std::string> sets;
-  };
+  return values;
+}
+
+struct Recipe {
+  std::string name;
+  std::vector<std::string> sets;
+};
+
+std::vector<Recipe> read_points(const SpecReader& r, const YAML::Node& p) {
   std::vector<Recipe> recipes;
-  if (const YAML::Node p = root["points"]) {
-    RELPOS_CHECK_CONFIG(p.IsSequence(), "{}: points: expected a list of {{name, set}}", path);
-    for (const auto& e : p) {
-      Recipe r;
-      r.name = e["name"] ? e["name"].as<std::string>() : fmt::format("point{}", recipes.size());
-      if (e["set"])
-        for (const auto& kv : e["set"]) r.sets.push_back(kv.first.as<std::string>() + "=" + yaml_text(kv.second));
-      s.recipes.push_back(r.name);
-      recipes.push_back(r);
+  if (!p.IsSequence()) r.bad(p, "points", "expected a list of {name, set}");
+  std::set<std::string> names;
+  for (const auto& e : p) {
+    r.known_keys(e, "points[]", {"name", "set"});
+    Recipe rc;
+    rc.name = e["name"] ? r.scalar(e["name"], "points[].name") : fmt::format("point{}", recipes.size());
+    if (!names.insert(rc.name).second) r.bad(e, "points[].name", fmt::format("'{}' is used twice; names must be unique", rc.name));
+    if (const YAML::Node set = e["set"]) {
+      if (!set.IsMap()) r.bad(set, "points[" + rc.name + "].set", "expected a mapping key -> value");
+      for (const auto& kv : set) rc.sets.push_back(r.scalar(kv.first, "points[].set key") + "=" + yaml_text(kv.second));
     }
+    recipes.push_back(rc);
   }
-  if (recipes.empty()) recipes.push_back({});
+  return recipes;
+}
+
+// One point per grid combination x recipe; names and directory names unique.
+void expand_points(const std::vector<std::vector<std::string>>& values, const std::vector<Recipe>& recipes,
+                   SweepSpec& s) {
+  std::set<std::string> names;
   std::vector<size_t> idx(values.size(), 0);
   for (bool more = true; more;) {
     for (const auto& r : recipes) {
       SweepPoint pt;
       pt.index = int64_t(s.points.size());
-      std::vector<std::string> names, dirs;
+      std::vector<std::string> parts, dirs;
       for (size_t k = 0; k < values.size(); ++k) {
         pt.grid.emplace_back(s.grid_keys[k], values[k][idx[k]]);
         pt.overrides.push_back(s.grid_keys[k] + "=" + values[k][idx[k]]);
-        names.push_back(last_component(s.grid_keys[k]) + "=" + values[k][idx[k]]);
+        parts.push_back(last_component(s.grid_keys[k]) + "=" + values[k][idx[k]]);
         dirs.push_back(sanitize(values[k][idx[k]]));
       }
       pt.recipe = r.name;
-      if (!r.name.empty()) names.push_back(r.name), dirs.push_back(sanitize(r.name));
+      if (!r.name.empty()) parts.push_back(r.name), dirs.push_back(sanitize(r.name));
       pt.overrides.insert(pt.overrides.end(), r.sets.begin(), r.sets.end());
-      for (size_t i = 0; i < names.size(); ++i) pt.name += (i ? " " : "") + names[i];
+      for (size_t i = 0; i < parts.size(); ++i) pt.name += (i ? " " : "") + parts[i];
+      RELPOS_CHECK_CONFIG(names.insert(pt.name).second, "{}: two points are both named '{}' (a value repeated in the "
+                          "grid?); point names must be unique", s.source, pt.name);
       pt.dir_name = fmt::format("{:03d}", pt.index);
       for (const auto& d : dirs) pt.dir_name += "_" + d;
       s.points.push_back(pt);
     }
-    // odometer over the grid
-    more = false;
+    more = false;  // odometer over the grid
     for (size_t k = values.size(); k-- > 0;) {
       if (++idx[k] < values[k].size()) {
         more = true;
@@ -187,6 +224,40 @@ SweepSpec load_sweep_spec(const std::string& path) {
       idx[k] = 0;
     }
   }
+}
+
+}  // namespace
+
+SweepSpec load_sweep_spec(const std::string& path, int64_t max_points) {
+  SweepSpec s;
+  s.source = path;
+  const YAML::Node root = load_one_document(read_file(path, "sweep spec"), path);
+  const SpecReader r{path};
+  check_yaml_size(root, path);
+  if (!root.IsMap()) fail_config("{}: a sweep spec is a mapping (base, config, grid, points, eval, dir)", path);
+  r.known_keys(root, "", {"base", "config", "dir", "grid", "points", "eval", "checkpoint_every"});
+  RELPOS_CHECK_CONFIG(root["base"] || root["config"], "{}: a sweep needs 'base' (a config file) or 'config'", path);
+  if (root["base"]) s.base_yaml = read_file(fs::path(path).parent_path() / r.scalar(root["base"], "base"));
+  if (const YAML::Node c = root["config"]) {
+    if (!c.IsMap()) r.bad(c, "config", fmt::format("expected a mapping of config keys (e.g. {{train: {{steps: 100}}}}), got '{}'", yaml_text(c)));
+    flatten(c, "", s.base_overrides);
+  }
+  s.dir = root["dir"] ? r.scalar(root["dir"], "dir") : "runs/sweeps/" + fs::path(path).stem().string();
+  if (root["checkpoint_every"]) s.checkpoint_every = r.integer(root["checkpoint_every"], "checkpoint_every", 0, kMaxRepeat);
+  if (root["eval"]) read_eval(r, root["eval"], s);
+  const std::vector<std::vector<std::string>> values = root["grid"] ? read_grid(r, root["grid"], s)
+                                                                    : std::vector<std::vector<std::string>>{};
+  std::vector<Recipe> recipes = root["points"] ? read_points(r, root["points"]) : std::vector<Recipe>{};
+  for (const auto& rc : recipes) s.recipes.push_back(rc.name);
+  if (recipes.empty()) recipes.push_back({});
+  // The size first: a grid too large is refused before any point is expanded or validated.
+  // (the product stops growing once past the limit: no overflow; max_points <= kMaxSweepPoints)
+  int64_t total = int64_t(recipes.size());
+  for (const auto& v : values)
+    if (total <= max_points) total *= int64_t(v.size());
+  RELPOS_CHECK_CONFIG(total <= max_points, "{}: the sweep has {} points (grid x points), more than the limit of {}; "
+                      "pass --max-points N to raise it", path, total, max_points);
+  expand_points(values, recipes, s);
   // Every point's config must be valid before anything runs.
   for (const auto& pt : s.points) {
     std::vector<std::string> ov = s.base_overrides;

@@ -65,7 +65,12 @@ struct SweepSpec {
   int64_t checkpoint_every = 0;
 };
 
-SweepSpec load_sweep_spec(const std::string& path);
+// The spec validated whole before anything runs: its keys and types (errors name file:line and
+// the key), unique point names, the number of points (refused above max_points before any is
+// expanded), and every point's config.
+inline constexpr int64_t kDefaultMaxSweepPoints = 10000;
+inline constexpr int64_t kMaxSweepPoints = int64_t(1) << 30;  // the largest --max-points
+SweepSpec load_sweep_spec(const std::string& path, int64_t max_points = kDefaultMaxSweepPoints);
 
 struct SweepOptions {
   int jobs = 1;

@@ -129,3 +129,20 @@ TEST_CASE("config: the bias scale on an encoder-only encoding keeps the encoder 
   REQUIRE_THROWS_WITH(parse(kBase, {"model.position.type=rope", "model.bias_scale.enabled=true"}),
                       Contains("model.bias_scale.enabled") && Contains("rope"));
 }
+
+TEST_CASE("config: a second YAML document and an alias bomb are refused", "[config]") {
+  REQUIRE_THROWS_WITH(parse(std::string(kBase) + "---\ntrain: {steps: 99}\n"), Contains("second YAML document"));
+  std::string bomb = "x0: &x0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n";
+  for (int i = 1; i < 9; ++i) {
+    const std::string id = std::to_string(i), prev = std::to_string(i - 1);
+    bomb += "x";
+    bomb += id;
+    bomb += ": &x";
+    bomb += id;
+    bomb += " [*x";
+    bomb += prev;
+    for (int k = 1; k < 10; ++k) bomb += ", *x", bomb += prev;
+    bomb += "]\n";
+  }
+  REQUIRE_THROWS_WITH(parse(std::string(kBase) + bomb), Contains("alias bomb"));
+}

@@ -3,6 +3,7 @@
 // resumed from its checkpoint, evaluation lengths recorded per point.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -81,4 +82,65 @@ TEST_CASE("sweep: spec errors name the file and key", "[sweep]") {
   CHECK_THROWS_WITH(train::load_sweep_spec(p.string()), Catch::Contains("unknown sweep key 'grdi'"));
   std::ofstream(p) << "config: {model: {d_model: 16}}\ngrid: {optim.lrr: [1]}\n";
   CHECK_THROWS_WITH(train::load_sweep_spec(p.string()), Catch::Contains("lrr"));
+}
+
+TEST_CASE("sweep: the whole spec is validated before anything runs", "[sweep]") {
+  fs::path dir = fs::temp_directory_path() / "sweep_validate";
+  fs::create_directories(dir);
+  const fs::path p = dir / "spec.yaml";
+  auto refused = [&](const std::string& spec, const std::string& what, int64_t max_points = 10000) {
+    std::ofstream(p) << "config: {model: {d_model: 16, n_heads: 2}, train: {steps: 4}}\n" << spec;
+    INFO(spec);
+    CHECK_THROWS_WITH(train::load_sweep_spec(p.string(), max_points), Catch::Contains(p.string()) && Catch::Contains(what));
+  };
+  // eval: typos, scalars where lists belong, non-positive values
+  refused("eval: {lenghts: [8]}\n", "unknown sweep key 'eval.lenghts'");
+  refused("eval: {lengths: 16}\n", "expected a list of lengths");
+  refused("eval: {lengths: [0]}\n", "eval.lengths: 0 is out of range");
+  refused("eval: {lengths: [-5]}\n", "eval.lengths: -5 is out of range");
+  refused("eval: {lengths: [8], stride: -1}\n", "eval.stride");
+  refused("eval: {lengths: [8], max_tokens: 0}\n", "eval.max_tokens");
+  refused("eval: {lengths: [8], bucket: x}\n", "eval.bucket: expected an integer, got 'x'");
+  refused("checkpoint_every: -3\n", "checkpoint_every");
+  // points: a misspelt key, duplicate names, wrong types
+  refused("points:\n  - {name: a, sets: {optim.lr: 0.1}}\n", "unknown sweep key 'points[].sets'");
+  refused("points:\n  - {name: a, set: {optim.lr: 0.1}}\n  - {name: a, set: {optim.lr: 0.2}}\n", "'a' is used twice");
+  refused("grid: {optim.lr: [0.1, 0.1]}\n", "both named 'lr=0.1'");
+  refused("points: {name: a}\n", "expected a list");
+  refused("grid: [1, 2]\n", "grid: expected a mapping");
+  // a grid above the limit is refused with the count, before any point is expanded
+  std::string big = "grid:\n";
+  for (const char* k : {"optim.lr", "optim.eps", "optim.weight_decay", "train.seed", "model.dropout", "optim.warmup"})
+    big += std::string("  ") + k + ": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n";  // 10^6 points
+  auto t0 = std::chrono::steady_clock::now();
+  refused(big, "more than the limit of 10000");
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+  refused("grid: {optim.lr: [0.1, 0.2, 0.3]}\n", "the sweep has 3 points", 2);
+  // a YAML alias bomb stops at the node limit
+  std::string bomb = "grid:\n  a0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n";
+  for (int i = 1; i < 9; ++i) {
+    const std::string id = std::to_string(i), prev = std::to_string(i - 1);
+    bomb += "  a";
+    bomb += id;
+    bomb += ": &a";
+    bomb += id;
+    bomb += " [*a";
+    bomb += prev;
+    for (int k = 1; k < 10; ++k) bomb += ", *a", bomb += prev;
+    bomb += "]\n";
+  }
+  t0 = std::chrono::steady_clock::now();
+  refused(bomb, "alias bomb");
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+  // config: must be a mapping (was "--set '=3': expected key=value"); base: must be a file
+  std::ofstream(p) << "config: 3\n";
+  CHECK_THROWS_WITH(train::load_sweep_spec(p.string()), Catch::Contains("config: expected a mapping"));
+  std::ofstream(p) << "base: .\n";
+  CHECK_THROWS_WITH(train::load_sweep_spec(p.string()), Catch::Contains("is a directory"));
+  std::ofstream(p) << "config: {train: {steps: 4}}\n---\nconfig: {train: {steps: 5}}\n";
+  CHECK_THROWS_WITH(train::load_sweep_spec(p.string()), Catch::Contains("second YAML document"));
+  // ... and a valid spec still loads
+  std::ofstream(p) << "config: {model: {d_model: 16, n_heads: 2}, train: {steps: 4}}\ngrid: {optim.lr: [0.1, 0.2]}\n"
+                      "eval: {lengths: [8, 16], mode: random}\n";
+  CHECK(train::load_sweep_spec(p.string()).points.size() == 2);
 }
