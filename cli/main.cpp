@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -48,6 +49,7 @@
 #include "relpos/trainers/data.h"
 #include "relpos/trainers/demo.h"
 #include "relpos/trainers/evaluate.h"
+#include "relpos/trainers/file_io.h"
 #include "relpos/trainers/inspect_run.h"
 #include "relpos/trainers/sweep.h"
 #include "relpos/trainers/comm.h"
@@ -232,6 +234,29 @@ int print_eval(const relpos::train::LoadedRun& run, const std::vector<int64_t>& 
   return 0;
 }
 
+// CLI11 validators. PositiveNumber accepts "nan" (as 1) and a uint64 option clamps an
+// out-of-range value: both would run with a number the user did not give.
+std::string finite_positive(const std::string& text) {
+  double v = 0;
+  try {
+    size_t used = 0;
+    v = std::stod(text, &used);
+    if (used != text.size()) return fmt::format("'{}' is not a number", text);
+  } catch (const std::exception&) {
+    return fmt::format("'{}' is not a number", text);
+  }
+  return std::isfinite(v) && v > 0 ? std::string() : fmt::format("'{}': expected a finite number > 0", text);
+}
+
+std::string uint64_text(const std::string& text) {
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec == std::errc::result_out_of_range) return fmt::format("'{}' is larger than 2^64 - 1", text);
+  if (ec != std::errc() || end != text.data() + text.size())
+    return fmt::format("'{}': expected an integer 0 .. 18446744073709551615", text);
+  return {};
+}
+
 // `relpos inspect`: prints a summary and writes inspect.json (+ attention_layer0.dot).
 int run_inspect(const std::string& dir, std::string out, const std::string& text, int64_t n) {
   relpos::train::LoadedRun run = relpos::train::load_run(dir);
@@ -263,6 +288,9 @@ int run_inspect(const std::string& dir, std::string out, const std::string& text
   }
   if (run.cfg.model.kind == "decoder" && run.cfg.data.task == "text") {
     std::vector<int64_t> ids = run.data->encode(text);
+    if (ids.empty() || int64_t(ids.size()) > relpos::train::kMaxInspectTokens)
+      throw UsageError(fmt::format("inspect --text: {} tokens; expected 1 to {} (the attention maps are L x L per head "
+                                   "and layer)", ids.size(), relpos::train::kMaxInspectTokens));
     auto maps = relpos::train::attention_maps(*run.model, relpos::Tensor::from_vector(ids, {1, int64_t(ids.size())}));
     j["attention"] = {{"text", text}, {"tokens", ids.size()}, {"layers", nlohmann::json::array()}};
     for (auto& m : maps) {
@@ -287,9 +315,10 @@ int run_inspect(const std::string& dir, std::string out, const std::string& text
       index = b.position_index.dim() == 3 ? b.position_index.select(0, 0).contiguous() : b.position_index;
       L = index.size(-1);
     }
-    std::ofstream(out + "/attention_layer0.dot") << relpos::train::attention_graph_dot(*run.model, L, 0, index);
+    relpos::replace_file_atomically(out + "/attention_layer0.dot",
+                                    relpos::train::attention_graph_dot(*run.model, L, 0, index));
   }
-  std::ofstream(out + "/inspect.json") << j.dump() << "\n";
+  relpos::replace_file_atomically(out + "/inspect.json", j.dump() + "\n");  // checked: a full disk is an error
   fmt::print("wrote {}/inspect.json and {}/attention_layer0.dot (dot -Tpng)\n", out, out);
   return 0;
 }
@@ -389,7 +418,7 @@ int main(int argc, char** argv) {
   inspect_cmd->add_option("--out", inspect_out, "output directory (default RUN_DIR/inspect)");
   inspect_cmd->add_option("--text", inspect_text, "input for the attention maps (text runs)");
   inspect_cmd->add_option("--distances", inspect_n, "bias curve over distances 0 .. -(N-1)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(CLI::Range(int64_t(1), relpos::train::kMaxInspectDistances))->capture_default_str();
 
   auto* info_cmd = app.add_subcommand("info", "print build and device information");
 
@@ -437,7 +466,7 @@ int main(int argc, char** argv) {
   auto* rs_opt = eval_cmd->add_option("--rope-scaling", rope_scaling, "RoPE runs: context scaling at evaluation time")
                      ->check(CLI::IsMember({"none", "linear", "ntk", "yarn"}));
   eval_cmd->add_option("--rope-factor", rope_factor, "RoPE scaling factor (e.g. eval length / train length)")
-      ->check(CLI::PositiveNumber)->needs(rs_opt);
+      ->check(finite_positive)->needs(rs_opt);
   eval_cmd->add_flag("--ignore-memory-check", ignore_memory, "evaluate even when the memory estimate exceeds the available memory (MemAvailable, cgroup limits)");
   eval_cmd->add_flag("--json", eval_json, "print JSON");
 
@@ -476,7 +505,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t(1), relpos::train::kMaxSampleTokens))->capture_default_str();
   sample_cmd->add_option("--temperature", sample_opt.temperature, "sampling temperature (0 = greedy)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
-  sample_cmd->add_option("--seed", sample_opt.seed, "sampling seed")->capture_default_str();
+  sample_cmd->add_option("--seed", sample_opt.seed, "sampling seed (0 .. 2^64 - 1)")
+      ->check(uint64_text)->capture_default_str();
 
   try {
     app.parse(argc, argv);
@@ -538,9 +568,15 @@ int main(int argc, char** argv) {
       };
       relpos::train::TrainResult r = relpos::train::train(c, to);
       if (g_comm && g_comm->rank() != 0) return 0;  // rank 0 reports and samples
-      fmt::print("done: {} steps in {:.1f} s; final train loss {:.4f}, val loss {:.4f}{}; run in {}\n", r.steps_done,
-                 r.seconds, r.final_train_loss, r.final_val_loss,
-                 r.skipped_steps ? fmt::format(" ({} steps skipped)", r.skipped_steps) : "", r.run_dir);
+      // Only what was measured: the last evaluation's step when it was not the last step.
+      const std::string val = r.final_val_step < 0 ? std::string("no evaluation ran")
+                              : r.final_val_step == r.steps_done
+                                  ? fmt::format("val loss {:.4f}", r.final_val_loss)
+                                  : fmt::format("val loss {:.4f} (step {}, the last evaluation)", r.final_val_loss,
+                                                r.final_val_step);
+      fmt::print("done: {} steps in {:.1f} s; final train loss {:.4f}, {}{}; run in {}\n", r.steps_done, r.seconds,
+                 r.final_train_loss, val, r.skipped_steps ? fmt::format(" ({} steps skipped)", r.skipped_steps) : "",
+                 r.run_dir);
       if (c.model.kind == "decoder" && c.data.task == "text") {
         relpos::train::LoadedRun run = relpos::train::load_run(r.run_dir);
         relpos::train::SampleOptions so;

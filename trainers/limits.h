@@ -29,6 +29,8 @@ inline constexpr uint64_t kMaxConfigBytes = 16u << 20;
 inline constexpr uint64_t kMaxMetricsBytes = uint64_t(1) << 30;  // metrics.jsonl, sweep index files
 // CLI caps (relpos sample --tokens, relpos bias --heads/--lq/--lk/offsets).
 inline constexpr int64_t kMaxSampleTokens = 1 << 20;
+inline constexpr int64_t kMaxInspectDistances = 1 << 16;  // inspect --distances
+inline constexpr int64_t kMaxInspectTokens = 512;         // inspect --text (L x L maps per head and layer)
 inline constexpr int64_t kMaxBiasHeads = 256;
 inline constexpr int64_t kMaxBiasLen = 4096;
 inline constexpr int64_t kMaxBiasCells = 1 << 22;  // heads * lq * lk printed

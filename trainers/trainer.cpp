@@ -516,12 +516,22 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
         maybe_checkpoint(step);  // a skipped last step still ends with a checkpoint
         continue;
       }
-      // abort: keep the last good state. Parameters are still those after step - 1; they are
-      // saved (with the RNG states of the start of this step, as a regular checkpoint of step
-      // - 1 holds) only when finite, else the previous checkpoint stays the good one.
+      // abort: keep the last good state. Parameters are still those after step - 1; with a
+      // finite loss (a non-finite gradient) they are good and saved (with the RNG states of the
+      // start of this step, as a regular checkpoint of step - 1 holds), else the previous
+      // checkpoint stays the good one.
       opt.zero_grad();
-      std::string kept = last_saved == step - 1 ? last_saved_path : "", why;
-      if (dp.is_root() && kept.empty() && step - 1 >= 0) {
+      std::string kept = last_saved == step - 1 ? last_saved_path : "", why, note;
+      if (bad == "(loss)") {
+        // The loss of this step is the forward of the state after step - 1: that state is not
+        // good. The newest checkpoint before it is (its forward gave step - 1 a finite loss).
+        kept.clear();
+        if (dp.is_root())
+          for (const auto& [s, path] : list_checkpoints(run_dir))
+            if (s <= step - 2) kept = path;
+        if (last_saved == step - 1)
+          note = fmt::format("; the checkpoint {} holds the state whose loss is non-finite", last_saved_path);
+      } else if (dp.is_root() && kept.empty() && step - 1 >= 0) {
         try {
           kept = save(step - 1, data_rng0, dropout_rng0);
         } catch (const Error& e) {
@@ -532,10 +542,10 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
       }
       dp.rendezvous(-step, fmt::format("the abort of step {}", step));  // rank 0 saved before anyone stops
       if (!dp.is_root()) dp.await_root_abort();  // rank 0 reports the abort and stops the job
-      fail("step {}: non-finite {}{} (nan_policy: abort); {}{}", step, bad == "(loss)" ? "loss " : "gradient in parameter '",
+      fail("step {}: non-finite {}{} (nan_policy: abort); {}{}{}", step, bad == "(loss)" ? "loss " : "gradient in parameter '",
            bad == "(loss)" ? fmt::format("{}", train_loss) : bad + "'",
            kept.empty() ? "no finite checkpoint exists" : fmt::format("the last good state is in {}", kept),
-           why.empty() ? "" : fmt::format(" (the state after step {} was not saved: {})", step - 1, why));
+           why.empty() ? "" : fmt::format(" (the state after step {} was not saved: {})", step - 1, why), note);
     }
     const double pos_norm = pos_params.empty() ? 0.0 : nn::optim::grad_norm(pos_params);
     const double norm = cfg.optim.clip_grad_norm > 0
@@ -584,6 +594,7 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
         m["val_loss"] = ev.loss;
         m["val_accuracy"] = ev.accuracy;
         res.final_val_loss = ev.loss;
+        res.final_val_step = step;
       }
       metrics.log(step, m);
       const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();

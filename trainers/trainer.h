@@ -28,6 +28,7 @@ struct TrainResult {
   int64_t skipped_steps = 0;    // non-finite steps skipped (nan_policy: skip)
   double final_train_loss = 0;  // mean over the last log window
   double final_val_loss = 0;
+  int64_t final_val_step = -1;  // step of the evaluation final_val_loss comes from (-1: none ran)
   double seconds = 0;
   std::vector<double> losses;   // training loss of every step run in this process
   // First step whose training loss was non-finite or > 2x the running minimum of the

@@ -250,3 +250,36 @@ TEST_CASE("cli: list --params prints every encoding's parameters", "[cli]") {
     REQUIRE_THAT(r.out, Catch::Contains(s));
   REQUIRE(run("list --markdown").code == 2);
 }
+
+TEST_CASE("cli: numbers the user did not give are refused (nan factors, clamped seeds, huge inspect sizes)", "[cli]") {
+  const std::string dir = (std::filesystem::temp_directory_path() / "relpos_cli_numbers").string();
+  std::filesystem::remove_all(dir);
+  Run t = run("train " RELPOS_SOURCE_DIR "/configs/quickstart.yaml --set data.path=" RELPOS_SOURCE_DIR
+              "/data/tinyshakespeare.txt --set model.d_model=16 --set model.n_layers=1 --set model.n_heads=2 "
+              "--set model.d_ff=32 --set train.steps=2 --set optim.warmup=0 --set train.eval_every=2 "
+              "--set train.checkpoint_every=2 --set output.dir=" + dir);
+  INFO(t.out);
+  REQUIRE(t.code == 0);
+  for (const char* bad : {"nan", "inf", "-2", "0", "2x"}) {
+    Run r = run("eval " + dir + " --rope-scaling linear --rope-factor " + bad);
+    INFO(r.out);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.out, Catch::Contains("--rope-factor"));
+  }
+  Run s = run("sample " + dir + " --tokens 2 --seed 18446744073709551616");
+  INFO(s.out);
+  CHECK(s.code == 2);
+  CHECK_THAT(s.out, Catch::Contains("larger than 2^64 - 1"));
+  CHECK(run("sample " + dir + " --tokens 2 --seed 18446744073709551615").code == 0);
+  Run d = run("inspect " + dir + " --distances 1000000000");
+  CHECK(d.code == 2);
+  CHECK_THAT(d.out, Catch::Contains("--distances"));
+  Run e = run("inspect " + dir + " --text ''");
+  INFO(e.out);
+  CHECK(e.code == 2);
+  CHECK_THAT(e.out, Catch::Contains("inspect --text: 0 tokens"));
+  Run l = run("inspect " + dir + " --text " + std::string(600, 'a'));
+  CHECK(l.code == 2);
+  CHECK_THAT(l.out, Catch::Contains("600 tokens"));
+  std::filesystem::remove_all(dir);
+}

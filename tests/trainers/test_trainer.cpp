@@ -256,3 +256,41 @@ TEST_CASE("trainer: a resumed run keeps the count of skipped steps", "[trainer][
   std::ifstream st(checkpoint_dir(resumed_dir, 30) + "/trainer_state.json");
   REQUIRE(nlohmann::json::parse(st).at("skipped_steps").get<int64_t>() == 2);
 }
+
+TEST_CASE("trainer: nan_policy abort on a non-finite loss names the checkpoint before the state that produced it",
+          "[trainer][nan]") {
+  // The loss of step 13 is the forward of the state after step 12: when it is non-finite, the
+  // checkpoint of step 12 (written by checkpoint_every 2) is not a good state; step 10's is.
+  auto cfg = small(tmp_run("nan_loss_abort"));
+  cfg.train.checkpoint_every = 2;
+  train::TrainOptions opt;
+  opt.after_backward = [](int64_t step, nn::Model& m) {
+    if (step != 12) return;  // after step 12 the parameters are finite but the forward overflows:
+    for (auto& [n, p] : m.named_parameters())
+      if (n == "stack.layers.1.mlp.fc1.weight") {  // weights near FLT_MAX (the gradient stays finite)
+        Tensor w = p.data().clone();
+        w.narrow(0, 0, 1).fill_(3.0e38);
+        p.data().copy_(w);
+      }
+  };
+  REQUIRE_THROWS_WITH(train::train(cfg, opt), Contains("step 13: non-finite loss") && Contains("step_00000010") &&
+                                                  Contains("step_00000012 holds the state whose loss is non-finite"));
+}
+
+TEST_CASE("trainer: the summary reports the last evaluation that ran", "[trainer][nan]") {
+  auto cfg = small(tmp_run("nan_skip_last"));
+  cfg.train.nan_policy = "skip";
+  train::TrainOptions opt;
+  opt.after_backward = [](int64_t step, nn::Model& m) {  // the last steps are skipped: no final evaluation
+    if (step < 25) return;
+    auto p = m.parameters().front();
+    Tensor g = p.grad().clone();
+    g.fill_(std::numeric_limits<double>::quiet_NaN());
+    p.set_grad(g);
+  };
+  auto r = train::train(cfg, opt);
+  REQUIRE(r.skipped_steps == 6);
+  CHECK(r.final_val_step == 20);  // eval_every 10: steps 10 and 20 evaluated, 30 skipped
+  CHECK(std::isfinite(r.final_val_loss));
+  CHECK(r.final_val_loss > 0);
+}
