@@ -27,7 +27,9 @@ class Communicator {
   // timing: each rank reduces one contiguous chunk, adding the ranks' contributions in rank
   // order 0..N-1 in double, then every rank gathers every chunk (reduce-scatter + all-gather:
   // 2 (N-1)/N x 4 bytes per element sent by each rank, the volume of a ring all-reduce).
-  virtual void allreduce_sum(float* x, int64_t n) = 0;
+  // With a deadline: a rank that does not arrive within timeout_s seconds (stopped, hung,
+  // dead) stops the whole job; rank 0's error names the ranks that never reached `what`.
+  virtual void allreduce_sum(float* x, int64_t n, double timeout_s, const std::string& what) = 0;
   // Every rank's `v` (all the same length), rank-major: result[r * v.size() + i].
   virtual std::vector<double> allgather(const std::vector<double>& v) = 0;
   virtual std::vector<uint64_t> allgather(uint64_t v) = 0;
@@ -45,7 +47,7 @@ class SingleProcess final : public Communicator {
   int rank() const override { return 0; }
   int size() const override { return 1; }
   std::string backend() const override { return "single"; }
-  void allreduce_sum(float*, int64_t) override {}
+  void allreduce_sum(float*, int64_t, double, const std::string&) override {}
   std::vector<double> allgather(const std::vector<double>& v) override { return v; }
   std::vector<uint64_t> allgather(uint64_t v) override { return {v}; }
   void rendezvous(int64_t, double, const std::string&) override {}

@@ -55,8 +55,8 @@ Fault fault_from_env() {
   } catch (const std::logic_error&) {
     fail_config("RELPOS_FAULT: expected KIND:RANK:STEP with integer RANK and STEP, got '{}'", s);
   }
-  RELPOS_CHECK_CONFIG(f.kind == "hang" || f.kind == "exit" || f.kind == "diverge",
-                      "RELPOS_FAULT: KIND must be hang, exit or diverge, got '{}'", f.kind);
+  RELPOS_CHECK_CONFIG(f.kind == "hang" || f.kind == "exit" || f.kind == "diverge" || f.kind == "stall",
+                      "RELPOS_FAULT: KIND must be hang, exit, diverge or stall, got '{}'", f.kind);
   return f;
 }
 
@@ -117,7 +117,7 @@ void DataParallel::sum_gradients(const std::vector<Variable>& params, std::vecto
     std::memcpy(flat.data() + at, v.data(), v.size() * sizeof(float));
     at += int64_t(v.size());
   }
-  comm_.allreduce_sum(flat.data(), n);
+  comm_.allreduce_sum(flat.data(), n, timeout_s_, "the gradient all-reduce");
   at = 0;
   for (const auto& p : params) {
     if (!p.grad().defined()) continue;
@@ -160,6 +160,13 @@ void DataParallel::inject_fault_before(int64_t step) const {
   if (fault_.kind == "hang")
     for (;;) std::this_thread::sleep_for(std::chrono::seconds(60));
   if (fault_.kind == "exit") std::_Exit(3);
+}
+
+void DataParallel::inject_fault_in_step(int64_t step) const {
+  // "stall": the rank stops between its backward and the gradient all-reduce, as a rank
+  // stopped with SIGSTOP (or stuck in I/O) mid-step would: the others wait inside a collective.
+  if (fault_.kind != "stall" || fault_.rank != rank() || fault_.step != step) return;
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(60));
 }
 
 void DataParallel::inject_fault_after(int64_t step, nn::Model& model) const {

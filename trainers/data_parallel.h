@@ -67,6 +67,7 @@ class DataParallel {
   [[noreturn]] void await_root_abort() const;
 
   void inject_fault_before(int64_t step) const;
+  void inject_fault_in_step(int64_t step) const;  // test hook: RELPOS_FAULT=stall:RANK:STEP
   void inject_fault_after(int64_t step, nn::Model& model) const;
 
  private:

@@ -481,6 +481,7 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
       window_tokens += b.target.numel() * dp.world();
     }
     if (dp.active()) {  // one gradient collective per step; the losses summed over ranks
+      dp.inject_fault_in_step(step);
       std::vector<double> sums{loss_sum, z_sum};
       comm_t0 = Clock::now();
       dp.sum_gradients(params, sums);

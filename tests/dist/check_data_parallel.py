@@ -2,7 +2,7 @@
 """Data-parallel training under mpirun (issue: beyond one machine). One check per invocation:
 
   check_data_parallel.py --relpos BUILD/relpos CHECK      CHECK in: equivalence, equivalence_seq2seq,
-                                                          hang, exit, mismatch, diverge, resume
+                                                          hang, stall, exit, mismatch, diverge, resume
 
 Exit 77 (ctest: skipped) when mpirun is missing or relpos was built without MPI.
 Each check runs tiny configs in a fresh temporary directory and compares metrics.jsonl files.
@@ -114,6 +114,18 @@ with tempfile.TemporaryDirectory(prefix="relpos_dp_") as tmp:
         assert "rank 1 did not reach step 6" in out, out[-2000:]
         print(f"hang: job stopped after {dt:.1f} s (dist_timeout 5 s), exit {p.returncode}, rank 1 named")
         run([RELPOS, "--threads", "1", "eval", d("hang")])  # the last checkpoint (step 4) is loadable
+    elif args.check == "stall":
+        # rank 1 stops between its backward and the gradient all-reduce (as a SIGSTOPped rank
+        # would): rank 0 waits inside the collective, which now has the same deadline.
+        env = dict(ENV, RELPOS_FAULT="stall:1:6")
+        p, dt = mpi(2, quick, TINY + ["data.batch_size=4", "train.checkpoint_every=2", "train.dist_timeout=5",
+                                        f"output.dir={d('stall')}"], env=env, timeout=120, expect=None)
+        out = p.stdout + p.stderr
+        assert p.returncode != 0, "a rank stopped before the all-reduce must stop the job with an error"
+        assert "rank 1 did not reach the gradient all-reduce" in out, out[-2000:]
+        assert dt < 60, f"the job took {dt:.1f} s to stop (dist_timeout 5 s)"
+        print(f"stall: job stopped after {dt:.1f} s (dist_timeout 5 s), exit {p.returncode}, rank 1 named")
+        run([RELPOS, "--threads", "1", "eval", d("stall")])  # the last checkpoint (step 4) is loadable
     elif args.check == "exit":
         env = dict(ENV, RELPOS_FAULT="exit:1:3")
         p, dt = mpi(2, quick, TINY + ["data.batch_size=4", "train.checkpoint_every=2", "train.dist_timeout=20",

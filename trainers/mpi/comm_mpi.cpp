@@ -18,7 +18,11 @@
 namespace relpos::train {
 namespace {
 
-constexpr int kTagArrive = 7101, kTagGo = 7102;
+constexpr int kTagArrive = 7101, kTagGo = 7102, kTagCollective = 7103;
+// Non-root ranks wait this much longer than rank 0 before giving up on a collective, so that
+// rank 0 (which can name the silent ranks) reports first.
+constexpr double kRootFirst = 2.0;
+
 
 void check(int rc, const char* what) {
   if (rc == MPI_SUCCESS) return;
@@ -27,6 +31,27 @@ void check(int rc, const char* what) {
   MPI_Error_string(rc, buf, &len);
   throw Error(fmt::format("MPI: {} failed: {}", what, std::string_view(buf, size_t(len))));
 }
+
+// A deadline for non-blocking MPI requests: wait() polls MPI_Test until the request completes
+// (true) or the deadline passes (false).
+class Deadline {
+ public:
+  Deadline(double timeout_s, double extra_s)
+      : end_(std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                      std::chrono::duration<double>(timeout_s + extra_s))) {}
+  bool wait(MPI_Request* req) const {
+    for (int spins = 0;; ++spins) {
+      int done = 0;
+      check(MPI_Test(req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (done) return true;
+      if (std::chrono::steady_clock::now() > end_) return false;
+      if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(100));  // spin first: most complete fast
+    }
+  }
+
+ private:
+  std::chrono::steady_clock::time_point end_;
+};
 
 class MpiCommunicator final : public Communicator {
  public:
@@ -52,7 +77,7 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
   std::string backend() const override { return "mpi"; }
 
-  void allreduce_sum(float* x, int64_t n) override {
+  void allreduce_sum(float* x, int64_t n, double timeout_s, const std::string& what) override {
     if (size_ == 1 || n == 0) return;
     // Chunk r of the buffer is reduced by rank r: counts/displacements in elements.
     const int64_t N = size_;
@@ -64,21 +89,65 @@ class MpiCommunicator final : public Communicator {
       dsp[size_t(r)] = int(lo);  // n < N * INT32_MAX is checked by the caller's size limits
     }
     const int mine = cnt[size_t(rank_)];
+    // Arrival notes: every rank tells rank 0 it entered this collective (sequence number), so a
+    // timeout can name the ranks that never did. Non-blocking collectives polled against the
+    // deadline: a stopped rank cannot hold the others forever.
+    const int64_t seq = ++collective_seq_;
+    Deadline dl(timeout_s, rank_ == 0 ? 0.0 : kRootFirst);
+    std::vector<int64_t> arrived(size_t(N), -1);
+    std::vector<MPI_Request> notes;
+    if (rank_ == 0) {
+      notes.resize(size_t(N - 1));
+      for (int r = 1; r < size_; ++r)
+        check(MPI_Irecv(&arrived[size_t(r)], 1, MPI_INT64_T, r, kTagCollective, MPI_COMM_WORLD, &notes[size_t(r - 1)]),
+              "MPI_Irecv");
+    } else {
+      notes.resize(1);
+      check(MPI_Isend(&seq, 1, MPI_INT64_T, 0, kTagCollective, MPI_COMM_WORLD, &notes[0]), "MPI_Isend");
+    }
+    auto on_timeout = [&](const char* phase) {
+      if (rank_ != 0)
+        abort(1, fmt::format("error (rank {}): {} ({}) did not complete within {} s: rank 0 or another rank is "
+                             "stopped, hung or dead (train.dist_timeout); stopping all {} ranks", rank_, what, phase,
+                             timeout_s, size_));
+      std::string silent;
+      for (int r = 1; r < size_; ++r) {
+        int done = 0;
+        MPI_Test(&notes[size_t(r - 1)], &done, MPI_STATUS_IGNORE);
+        if (!done) silent += fmt::format("{}{}", silent.empty() ? "" : ", ", r);
+      }
+      abort(1, silent.empty()
+                   ? fmt::format("error: {} ({}) did not complete within {} s although every rank reached it (a rank "
+                                 "stopped inside it; train.dist_timeout); stopping all {} ranks", what, phase,
+                                 timeout_s, size_)
+                   : fmt::format("error: rank {} did not reach {} within {} s (stopped, hung or dead; "
+                                 "train.dist_timeout); stopping all {} ranks", silent, what, timeout_s, size_));
+    };
     // Every rank's copy of my chunk, rank-major.
     std::vector<float> recv(size_t(mine) * size_t(N));
     std::vector<int> rcnt(static_cast<size_t>(N), mine), rdsp(static_cast<size_t>(N));
     for (int64_t r = 0; r < N; ++r) rdsp[size_t(r)] = int(r * mine);
-    check(MPI_Alltoallv(x, cnt.data(), dsp.data(), MPI_FLOAT, recv.data(), rcnt.data(), rdsp.data(), MPI_FLOAT,
-                        MPI_COMM_WORLD),
-          "MPI_Alltoallv (gradient reduce-scatter)");
+    MPI_Request req;
+    check(MPI_Ialltoallv(x, cnt.data(), dsp.data(), MPI_FLOAT, recv.data(), rcnt.data(), rdsp.data(), MPI_FLOAT,
+                         MPI_COMM_WORLD, &req),
+          "MPI_Ialltoallv (gradient reduce-scatter)");
+    if (!dl.wait(&req)) on_timeout("reduce-scatter");
     std::vector<float> red(static_cast<size_t>(mine));
     for (int i = 0; i < mine; ++i) {
       double acc = 0;
       for (int64_t r = 0; r < N; ++r) acc += double(recv[size_t(r * mine + i)]);  // rank order
       red[size_t(i)] = float(acc);
     }
-    check(MPI_Allgatherv(red.data(), mine, MPI_FLOAT, x, cnt.data(), dsp.data(), MPI_FLOAT, MPI_COMM_WORLD),
-          "MPI_Allgatherv (gradient all-gather)");
+    check(MPI_Iallgatherv(red.data(), mine, MPI_FLOAT, x, cnt.data(), dsp.data(), MPI_FLOAT, MPI_COMM_WORLD, &req),
+          "MPI_Iallgatherv (gradient all-gather)");
+    if (!dl.wait(&req)) on_timeout("all-gather");
+    // Every rank took part, so every arrival note was sent: collect them (bounded all the same).
+    for (auto& r : notes)
+      if (!dl.wait(&r)) on_timeout("arrival notes");
+    if (rank_ == 0)
+      for (int r = 1; r < size_; ++r)
+        RELPOS_CHECK(arrived[size_t(r)] == seq, "rank {} is at collective {} while rank 0 is at {}: the ranks run "
+                                                "different sequences of collectives", r, arrived[size_t(r)], seq);
   }
 
   std::vector<double> allgather(const std::vector<double>& v) override {
@@ -161,6 +230,7 @@ class MpiCommunicator final : public Communicator {
 
  private:
   int rank_ = 0, size_ = 1;
+  int64_t collective_seq_ = 0;  // allreduce_sum calls so far (the arrival notes carry it)
 };
 
 }  // namespace
