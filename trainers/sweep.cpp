@@ -13,6 +13,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -475,6 +476,10 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& opt) {
     if (ck_step > 0 && ck_step < cfg.train.steps) {
       to.resume = run_dir;
       rec["resumed_from"] = ck_step;
+    } else if (ck_step == 0) {
+      // The point's own directory, from an attempt stopped before its first checkpoint (Ctrl-C):
+      // nothing to resume, start it again there (the run-directory lock keeps out another process).
+      to.overwrite = true;
     }
     std::string status = "done";
     if (ck_step < cfg.train.steps) {
@@ -527,6 +532,8 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& opt) {
     std::lock_guard<std::mutex> l(mu);
     index << rec.dump() << "\n";
     index.flush();
+    if (!index.good())  // a full disk: the point's result would be lost silently
+      fail("sweep: cannot append point '{}' to the index {}: {}", pt.name, index_path, std::strerror(errno));
     records[size_t(pt.index)] = rec;
     ++res.ran;
     ++finished;

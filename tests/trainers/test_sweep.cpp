@@ -144,3 +144,21 @@ TEST_CASE("sweep: the whole spec is validated before anything runs", "[sweep]") 
                       "eval: {lengths: [8, 16], mode: random}\n";
   CHECK(train::load_sweep_spec(p.string()).points.size() == 2);
 }
+
+TEST_CASE("sweep: a point stopped before its first checkpoint starts again on the next run", "[sweep][resume]") {
+  train::SweepSpec spec = train::load_sweep_spec(write_spec("no_checkpoint"));
+  train::SweepOptions o;
+  o.train_hook = [](const train::SweepPoint& p, int64_t step) {  // Ctrl-C at step 2, before checkpoint 3
+    if (p.index == 0 && step == 2) throw std::runtime_error("interrupted");
+  };
+  CHECK_THROWS_WITH(train::run_sweep(spec, o), "interrupted");
+  const std::string point0 = spec.dir + "/" + spec.points[0].dir_name;
+  REQUIRE(fs::exists(point0 + "/config.yaml"));  // the attempt left its files, no checkpoint
+  REQUIRE_FALSE(fs::exists(point0 + "/checkpoints/step_00000003"));
+  train::SweepResult r = train::run_sweep(spec);
+  CHECK(r.ran == 4);
+  for (auto& j : lines(spec.dir + "/sweep.jsonl")) {
+    INFO(j.dump());
+    CHECK(j["status"] == "done");  // was "failed" forever: "output.dir ... already holds files"
+  }
+}
