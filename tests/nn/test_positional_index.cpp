@@ -565,3 +565,22 @@ TEST_CASE("models: encoder-only variants are rejected in a decoder, graph_spd ne
   nn::Model m(encoder("graph_spd", {}));
   REQUIRE_THROWS_WITH(m.forward(tokens(2, 6, 1)), Contains("graph_spd") && Contains("position_index"));
 }
+
+TEST_CASE("shaw golden: relative distances clipped to [-k_max, k_max] on both sides (index and buckets)", "[nn][shaw][golden]") {
+  // Shaw et al. 2018: a_ij = w[clip(j - i, -k, k)]; row index clip(j - i, -k, k) + k, derived by
+  // hand for k = 2, Lq = Lk = 5 (distances -4..4: both clipped ends reached).
+  const std::vector<int64_t> want = {2, 3, 4, 4, 4,  //
+                                     1, 2, 3, 4, 4,  //
+                                     0, 1, 2, 3, 4,  //
+                                     0, 0, 1, 2, 3,  //
+                                     0, 0, 0, 1, 2};
+  auto s = make_attention("shaw", {{"k_max", "2"}});
+  nn::AttnGeometry g{5, 5, 0, 0, false};
+  REQUIRE(s.attn->position()->bias_index(g).to_vector<int64_t>() == want);
+  // the fused path's Toeplitz buckets: distance t - (Lq - 1) for t = 0..8 -> the same rows
+  REQUIRE(s.attn->position()->bucketed_terms(g).bucket.to_vector<int64_t>() ==
+          std::vector<int64_t>{0, 0, 0, 1, 2, 3, 4, 4, 4});
+  // offsets (a KV cache): query 3 against keys 0..6 -> distances -3..3
+  REQUIRE(s.attn->position()->bias_index({1, 7, 3, 0, false}).to_vector<int64_t>() ==
+          std::vector<int64_t>{0, 0, 1, 2, 3, 4, 4});
+}
