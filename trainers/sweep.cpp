@@ -49,7 +49,11 @@ std::string yaml_text(const YAML::Node& n) {
 // {a: {b: 1}} -> ["a.b=1"]; lists and scalars end the recursion.
 void flatten(const YAML::Node& n, const std::string& prefix, std::vector<std::string>& out) {
   if (n.IsMap()) {
-    for (const auto& kv : n) flatten(kv.second, prefix.empty() ? kv.first.as<std::string>() : prefix + "." + kv.first.as<std::string>(), out);
+    for (const auto& kv : n) {
+      if (!kv.first.IsScalar())
+        fail_config("line {}: config: a key must be a name, got '{}'", kv.first.Mark().line + 1, yaml_text(kv.first));
+      flatten(kv.second, prefix.empty() ? kv.first.Scalar() : prefix + "." + kv.first.Scalar(), out);
+    }
     return;
   }
   out.push_back(prefix + "=" + yaml_text(n));
