@@ -706,6 +706,12 @@ int main(int argc, char** argv) {
     return report_error(1, "error", e.what());
   } catch (const std::bad_alloc&) {
     return report_error(1, "error", "out of memory (an allocation failed); reduce the sizes in the config or free memory");
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the user gave that the file system refuses (a symlink loop, a file where a
+    // directory is needed, no permission): the path and the system's reason, not a bug.
+    std::string paths = e.path1().empty() ? "" : " '" + e.path1().string() + "'";
+    if (!e.path2().empty()) paths += " -> '" + e.path2().string() + "'";
+    return report_error(1, "error", fmt::format("file system:{} {}", paths, e.code().message()));
   } catch (const std::exception& e) {
     return report_error(1, "internal error", e.what());
   }

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace {
@@ -282,4 +283,25 @@ TEST_CASE("cli: numbers the user did not give are refused (nan factors, clamped 
   CHECK(l.code == 2);
   CHECK_THAT(l.out, Catch::Contains("600 tokens"));
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("cli: symlink loops and files where a directory is needed are named errors, not internal ones", "[cli]") {
+  const auto tmp = std::filesystem::temp_directory_path();
+  const std::string loop = (tmp / "relpos_cli_loop").string(), file = (tmp / "relpos_cli_file").string();
+  std::filesystem::remove_all(loop);
+  std::filesystem::create_symlink(loop, loop);  // a -> a
+  { std::ofstream(file) << "x"; }
+  const std::string cfg = RELPOS_SOURCE_DIR "/configs/encoder_sort.yaml --set train.steps=2 --set optim.warmup=0";
+  for (const std::string& out : {loop, loop + "/run", file + "/run"}) {
+    Run r = run("train " + cfg + " --set output.dir=" + out);
+    INFO(out << ": " << r.out);
+    CHECK((r.code == 1 || r.code == 2));
+    CHECK_THAT(r.out, !Catch::Contains("internal error"));
+    CHECK_THAT(r.out, Catch::Contains("relpos_cli_"));
+  }
+  Run e = run("eval " + loop);
+  CHECK((e.code == 1 || e.code == 2));
+  CHECK_THAT(e.out, !Catch::Contains("internal error"));
+  std::filesystem::remove(loop);
+  std::filesystem::remove(file);
 }
