@@ -580,7 +580,9 @@ int main(int argc, char** argv) {
       if (c.model.kind == "decoder" && c.data.task == "text") {
         relpos::train::LoadedRun run = relpos::train::load_run(r.run_dir);
         relpos::train::SampleOptions so;
-        so.prompt = "\n";
+        // a line break where the text has one, else its first character (a one-line text has no '\n')
+        const std::vector<std::string> vocab = run.data->vocabulary();
+        so.prompt = std::find(vocab.begin(), vocab.end(), "\n") != vocab.end() || vocab.empty() ? "\n" : vocab.front();
         so.tokens = 200;
         so.temperature = 0.8;
         fmt::print("sample:\n{}\n", relpos::train::sample(run, so));

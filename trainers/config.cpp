@@ -204,7 +204,7 @@ nn::ModelConfig parse_model(Section s) {
   m.max_len = s.get_int("max_len", 512, 1, kMaxLen);
   if (m.d_model % m.n_heads != 0)
     fail_config("{}: model.d_model ({}) must be divisible by model.n_heads ({})",
-                where(Ctx{}, s.node()["n_heads"], "model.n_heads"), m.d_model, m.n_heads);
+                where(s.ctx(), s.node()["n_heads"], "model.n_heads"), m.d_model, m.n_heads);
   {
     Section p = s.sub("position");
     std::vector<std::string> names;
