@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <set>
 #include <unordered_map>
@@ -220,7 +222,7 @@ void MetricsWriter::log(int64_t step, const nlohmann::ordered_json& row) {
 
   jsonl_ << line;
   jsonl_.flush();
-  if (!jsonl_) fail("metrics: cannot write '{}'", jsonl_path_);
+  if (!jsonl_) fail("metrics: cannot write '{}': {}", jsonl_path_, std::strerror(errno));
   last_step_ = step;
 
   std::set<std::string> known(columns_.begin(), columns_.end());
@@ -231,7 +233,7 @@ void MetricsWriter::log(int64_t step, const nlohmann::ordered_json& row) {
   } else {
     csv_ << csv_line(index_columns(columns_), columns_.size(), cells);
     csv_.flush();
-    if (!csv_) fail("metrics: cannot write '{}'", csv_path_);
+    if (!csv_) fail("metrics: cannot write '{}': {}", csv_path_, std::strerror(errno));
   }
 }
 
