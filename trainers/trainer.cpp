@@ -217,8 +217,8 @@ Device train_device(const Config& cfg) {
   if (cfg.train.device != "cuda") return Device::CPU;
   RELPOS_CHECK(cuda::built_with_cuda(), "train.device is 'cuda' but this relpos was built without CUDA support "
                                         "(rebuild with nvcc and -DRELPOS_CUDA=ON), or set train.device: cpu");
-  RELPOS_CHECK(cuda::available(), "train.device is 'cuda' but no CUDA device is available on this machine "
-                                  "(relpos info lists devices); set train.device: cpu");
+  RELPOS_CHECK(cuda::available(), "train.device is 'cuda' but no CUDA device is available on this machine ({}) "
+                                  "(relpos info lists devices); set train.device: cpu", cuda::unavailable_reason());
   return Device::CUDA;
 }
 

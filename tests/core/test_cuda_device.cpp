@@ -42,3 +42,24 @@ TEST_CASE("cuda: cpu and cuda error texts compare equal up to the device they na
   // whole words only
   CHECK(test::without_device_names("precision cpu; on cpus; on cuda.") == "precision cpu; on cpus; on <device>.");
 }
+
+TEST_CASE("cuda: without a device, unavailable_reason() says why (CUDA error, runtime and driver)", "[core]") {
+  if (cuda::available()) {
+    CHECK(cuda::unavailable_reason().empty());
+    return;
+  }
+  const std::string why = cuda::unavailable_reason();
+  INFO(why);
+  if (!cuda::built_with_cuda()) {
+    CHECK_THAT(why, Contains("built without CUDA support"));
+    return;
+  }
+  // e.g. "cudaGetDeviceCount failed: cudaErrorInsufficientDriver (CUDA driver version is
+  // insufficient for CUDA runtime version); CUDA runtime 13.0, driver none"
+  CHECK_THAT(why, Contains("cudaGetDeviceCount"));
+  CHECK_THAT(why, Contains(cuda::runtime_version()));
+  CHECK_THAT(why, Contains("CUDA runtime") && Contains("driver"));
+  if (why.find("found no device") == std::string::npos) CHECK_THAT(why, Contains("cudaError"));
+  // the allocation error carries it
+  REQUIRE_THROWS_WITH(Tensor::zeros({2}, DType::F32, Device::CUDA), Contains("no CUDA device (" + why + ")"));
+}
