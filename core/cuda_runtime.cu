@@ -33,6 +33,12 @@ int device_count() {
 
 bool available() { return device_count() > 0; }
 
+void set_device(int index) {
+  const int n = device_count();
+  RELPOS_CHECK(index >= 0 && index < n, "cuda::set_device({}): this machine has {} CUDA device(s)", index, n);
+  CUDA_CHECK(cudaSetDevice(index));
+}
+
 std::string unavailable_reason() {
   int n = 0;
   const cudaError_t err = cudaGetDeviceCount(&n);

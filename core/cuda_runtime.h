@@ -44,6 +44,9 @@ bool available();            // device_count() > 0
 // cudaGetDeviceCount (or "found no device") and runtime_version() (runtime and driver
 // versions); "built without CUDA support ..." in a build without CUDA. Never throws.
 std::string unavailable_reason();
+// Make device `index` (0 .. device_count() - 1) the current one for this process's later
+// allocations and kernels (cudaSetDevice); errors name the index and the device count.
+void set_device(int index);
 // Device memory comes from a caching allocator (cuda_runtime.cu): freed blocks are kept,
 // bucketed by rounded size, and handed out again; cudaMalloc only when no cached block fits
 // (after an out-of-memory, the cache is emptied and cudaMalloc retried). Blocks are 256-byte
