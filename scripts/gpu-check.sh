@@ -43,7 +43,8 @@ done
 
 # ------------------------------------------------------------------ the parts of each phase
 # part NAME BUDGET_S COMMANDS: COMMANDS run as `bash -o pipefail -c` under `timeout BUDGET_S` (budget
-# "rest": what the phase cap leaves) with ROOT OUT BUILD PREFIX DEBS TMP exported.
+# "rest": what the phase cap leaves) with ROOT OUT BUILD PREFIX DEBS TMP DEADLINE PART_BUDGET
+# in the environment.
 names=() budgets=() cmds=()
 part() { names+=("$1"); budgets+=("$2"); cmds+=("${3#$'\n'}"); }
 
@@ -68,14 +69,14 @@ cmake --build "$BUILD" -j "$(nproc)" --target relpos relpos_cuda_tests relpos_be
 
 define_check() {
   part machine 20 '
-[[ -x $BUILD/relpos && -x $BUILD/relpos_cuda_tests ]] || { echo "no $BUILD/relpos: run scripts/gpu-check.sh build first"; exit 1; }
+[[ -x $BUILD/relpos && -x $BUILD/relpos_cuda_tests ]] || { echo "no $BUILD/relpos or $BUILD/relpos_cuda_tests: run scripts/gpu-check.sh build first"; exit 1; }
 nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader 2>&1 | head -4
 nvcc --version | tail -1
 "$BUILD/relpos" info | grep -A4 "^CUDA"'
   part ctest 120 '
 cd "$BUILD" && RELPOS_REQUIRE_CUDA=1 ctest -L cuda --no-tests=error --output-on-failure > "$OUT/ctest.txt" 2>&1
 rc=$?; grep -E "tests passed|tests failed|RELPOS_REQUIRE_CUDA|FAILED|Total Test" "$OUT/ctest.txt" | head -8; exit $rc'
-  part curve 100 '
+  part curve 90 '
 # quickstart, same seed, float32, TF32 off: CPU and CUDA side by side, loss every 5 steps
 common=(--overwrite --set train.steps=60 --set train.log_every=5 --set train.eval_every=60 --set train.checkpoint_every=60)
 "$BUILD/relpos" train configs/quickstart.yaml "${common[@]}" --set output.dir="$TMP/qs-cpu" --set train.device=cpu > "$TMP/qs-cpu.txt" 2>&1 & cpu=$!
@@ -88,10 +89,11 @@ ok=${PIPESTATUS[0]}
 # the CUDA-trained checkpoint evaluates on the CPU
 "$BUILD/relpos" eval "$TMP/qs-cuda" >> "$OUT/curve.txt" 2>&1 && echo "cuda checkpoint evaluates on the cpu" || ok=1
 exit $ok'
-  part configs 120 '
+  part configs 150 '
 # every config 5 steps on cuda, 3 at a time on the one GPU; one log per config, joined in order
-ls configs/*.yaml | xargs -P 3 -I{} bash -c '"'"'n=$(basename {} .yaml)
-  timeout 90 "$BUILD/relpos" train {} --overwrite --set train.steps=5 --set train.log_every=1 --set train.eval_every=5 \
+# (the runs stop 15 s before the part timeout, so the per-config lines below always print)
+ls configs/*.yaml | timeout $((PART_BUDGET - 15)) xargs -P 3 -I{} bash -c '"'"'n=$(basename {} .yaml)
+  timeout 60 "$BUILD/relpos" train {} --overwrite --set train.steps=5 --set train.log_every=1 --set train.eval_every=5 \
     --set train.eval_batches=2 --set train.checkpoint_every=0 --set train.device=cuda --set output.dir="$TMP/cfg-$n" \
     > "$TMP/cfg-$n.txt" 2>&1; echo $? > "$TMP/cfg-$n.rc"'"'"'
 fail=0; : > "$OUT/configs.txt"
@@ -112,11 +114,11 @@ for s in "${sizes[@]}"; do name=${s%%:*}; args=${s#*:}
       left=$((DEADLINE - $(date +%s))); (( left >= 20 )) || { echo "time is up before $name $pos $impl"; break 3; }
       cmd=("$BUILD/relpos_bench_train"); [[ $impl == torch ]] && cmd=(python3 bench/torch_train.py)
       timeout $((left < 60 ? left : 60)) "${cmd[@]}" $args --pos $pos --device cuda 2>> "$TMP/bench.err" \
-        | sed "s/^{/{\"size\":\"$name\",/" >> "$OUT/bench.jsonl" || echo "$impl $name $pos failed: $(tail -1 "$TMP/bench.err")"
+        | sed "s/^{/{\"size\":\"$name\",/" >> "$OUT/bench.jsonl" || { echo "$impl $name $pos failed: $(tail -1 "$TMP/bench.err")"; bad=1; }
     done
   done
 done
-python3 scripts/gpu_check.py bench-table "$OUT/bench.jsonl"'
+python3 scripts/gpu_check.py bench-table "$OUT/bench.jsonl"; exit ${bad:-0}'
 }
 
 run_phase() {  # $1: phase
@@ -149,7 +151,7 @@ run_phase() {  # $1: phase
     echo; echo "== $n (timeout $b s, $(date +%T))"
     if (( b < 20 )); then summary+=("SKIP $n: no time left in the phase cap"); echo "${summary[-1]}"; continue; fi
     s=$(date +%s)
-    timeout -k 5 "$b" bash -o pipefail -c "${cmds[$i]}"; rc=$?
+    PART_BUDGET=$b timeout -k 5 "$b" bash -o pipefail -c "${cmds[$i]}"; rc=$?
     dt=$(($(date +%s) - s))
     if [[ $rc == 0 ]]; then verdict="PASS $n ($dt s)"
     elif [[ $rc == 124 || $rc == 137 ]]; then verdict="FAIL $n ($dt s): timed out after $b s"
