@@ -62,7 +62,7 @@ TEST_CASE("module: named_buffers() lists the buffers of submodules under dotted 
   std::vector<std::string> names;
   for (const auto& [n, b] : m.named_buffers()) names.push_back(n);
   INFO(Catch::Detail::stringify(names));
-  for (const char* n : {"layers.0.attn.bias_scale", "layers.1.attn.bias_scale"})
+  for (const char* n : {"stack.layers.0.attn.bias_scale", "stack.layers.1.attn.bias_scale"})
     CHECK(std::count(names.begin(), names.end(), n) == 1);
   CHECK(std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.find("slopes") != std::string::npos; }));
   // state_dict is the parameters only: the same keys as with the bias scale off
