@@ -33,6 +33,23 @@ int device_count() {
 
 bool available() { return device_count() > 0; }
 
+void set_device(int index) {
+  const int n = device_count();
+  RELPOS_CHECK(index >= 0 && index < n, "cuda::set_device({}): this machine has {} CUDA device(s)", index, n);
+  CUDA_CHECK(cudaSetDevice(index));
+}
+
+std::string unavailable_reason() {
+  int n = 0;
+  const cudaError_t err = cudaGetDeviceCount(&n);
+  if (err == cudaSuccess && n > 0) return "";
+  (void)cudaGetLastError();
+  if (err != cudaSuccess)
+    return fmt::format("cudaGetDeviceCount failed: {} ({}); {}", cudaGetErrorName(err), cudaGetErrorString(err),
+                       runtime_version());
+  return "cudaGetDeviceCount found no device; " + runtime_version();
+}
+
 // ---------------------------------------------------------------- caching allocator
 // Training allocates the same shapes every step; cudaMalloc/cudaFree synchronise the device
 // and cost far more than a kernel. Freed blocks are kept per (device, rounded size) and
@@ -76,7 +93,7 @@ void release_cached(DeviceCache& c) {
 }  // namespace
 
 void* malloc_device(size_t nbytes, bool zero) {
-  RELPOS_CHECK(available(), "no CUDA device: cannot allocate {} bytes on cuda", nbytes);
+  if (!available()) fail("no CUDA device ({}): cannot allocate {} bytes on cuda", unavailable_reason(), nbytes);
   int dev = 0;
   CUDA_CHECK(cudaGetDevice(&dev));
   const size_t sz = bucket(nbytes);

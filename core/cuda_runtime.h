@@ -35,11 +35,18 @@ struct DeviceInfo {
   int multiprocessors;
 };
 std::vector<DeviceInfo> devices();  // empty without a GPU
-std::string runtime_version();      // "CUDA runtime 13.0, driver 13.0, cuBLAS 13.0.0" or why not
+std::string runtime_version();      // "CUDA runtime 13.0, driver 13.0" (driver "none" without one)
 
 bool built_with_cuda();
 int device_count();          // 0 when no driver/device (never throws)
 bool available();            // device_count() > 0
+// "" when a device is usable, else why not: the cudaError_t name and message of
+// cudaGetDeviceCount (or "found no device") and runtime_version() (runtime and driver
+// versions); "built without CUDA support ..." in a build without CUDA. Never throws.
+std::string unavailable_reason();
+// Make device `index` (0 .. device_count() - 1) the current one for this process's later
+// allocations and kernels (cudaSetDevice); errors name the index and the device count.
+void set_device(int index);
 // Device memory comes from a caching allocator (cuda_runtime.cu): freed blocks are kept,
 // bucketed by rounded size, and handed out again; cudaMalloc only when no cached block fits
 // (after an out-of-memory, the cache is emptied and cudaMalloc retried). Blocks are 256-byte

@@ -7,6 +7,8 @@ namespace relpos::cuda {
 bool built_with_cuda() { return false; }
 int device_count() { return 0; }
 bool available() { return false; }
+void set_device(int) { fail("built without CUDA support (configure with -DRELPOS_CUDA=ON)"); }
+std::string unavailable_reason() { return "built without CUDA support (configure with -DRELPOS_CUDA=ON)"; }
 void* malloc_device(size_t, bool) { fail("built without CUDA support (configure with -DRELPOS_CUDA=ON)"); }
 void free_device(void*, size_t) {}
 void empty_cache() {}

@@ -29,7 +29,9 @@ MultiHeadAttention::MultiHeadAttention(const AttentionConfig& cfg, PositionEncod
   if (own_pos) register_module("pos", pos_);
   if (cfg.bias_scale.enabled) {
     Tensor a = Tensor::full({cfg.bias_scale.per_head ? cfg.n_heads : 1, 1}, cfg.bias_scale.init, dtype);
-    alpha_ = cfg.bias_scale.learnable ? register_parameter("bias_scale", a, group::kPosition) : Variable(a);
+    // not learnable: a buffer, so to() moves it (not in state_dict: the config recreates it)
+    alpha_ = cfg.bias_scale.learnable ? register_parameter("bias_scale", a, group::kPosition)
+                                      : register_buffer("bias_scale", a);
   }
   // Stability knob: QK-norm over the head dim (nn/stability.h).
   if (cfg.stability.qk_norm != "none") {

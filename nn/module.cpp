@@ -34,12 +34,22 @@ void Module::move_to(Device device, std::vector<const Module*>& seen) {
   on_device_change();
 }
 
-void Module::collect(const std::string& prefix, std::vector<NamedParameter>& out,
-                     std::vector<const Module*>& seen) const {
+void Module::collect(const std::string& prefix, std::vector<NamedParameter>& out, std::vector<const Module*>& seen,
+                     std::vector<std::pair<std::string, Variable>>* buffers) const {
   if (std::find(seen.begin(), seen.end(), this) != seen.end()) return;
   seen.push_back(this);
   for (const auto& p : params_) out.push_back({prefix + p.name, p.param, p.group});
-  for (const auto& [n, m] : children_) m->collect(prefix + n + ".", out, seen);
+  if (buffers)
+    for (const auto& [n, b] : buffers_) buffers->emplace_back(prefix + n, b);
+  for (const auto& [n, m] : children_) m->collect(prefix + n + ".", out, seen, buffers);
+}
+
+std::vector<std::pair<std::string, Variable>> Module::named_buffers() const {
+  std::vector<NamedParameter> params;
+  std::vector<const Module*> seen;
+  std::vector<std::pair<std::string, Variable>> out;
+  collect("", params, seen, &out);
+  return out;
 }
 
 std::vector<NamedParameter> Module::named_parameters_with_groups() const {

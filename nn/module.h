@@ -34,6 +34,9 @@ class Module {
   std::vector<NamedParameter> named_parameters_with_groups() const;
   std::vector<Variable> parameters() const;
   std::vector<Variable> parameters_in_group(const std::string& group) const;
+  // The registered buffers (register_buffer) of this module and its submodules, with dotted
+  // names like named_parameters(): what to() moves besides the parameters.
+  std::vector<std::pair<std::string, Variable>> named_buffers() const;
   // name -> tensor (shares storage with the parameters)
   std::vector<std::pair<std::string, Tensor>> state_dict() const;
   // Copies values in; every name must exist with the same shape and every parameter must be
@@ -66,8 +69,8 @@ class Module {
   }
 
  private:
-  void collect(const std::string& prefix, std::vector<NamedParameter>& out,
-               std::vector<const Module*>& seen) const;
+  void collect(const std::string& prefix, std::vector<NamedParameter>& out, std::vector<const Module*>& seen,
+               std::vector<std::pair<std::string, Variable>>* buffers = nullptr) const;
   void move_to(Device device, std::vector<const Module*>& seen);
   std::vector<NamedParameter> params_;
   std::vector<std::pair<std::string, Variable>> buffers_;

@@ -1,7 +1,9 @@
 // tests/helpers.h — small shared helpers for the test suite.
 #pragma once
 #include <catch2/catch.hpp>
+#include <cctype>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "relpos/autograd/gradcheck.h"
@@ -33,6 +35,23 @@ inline bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-6, doubl
   for (size_t i = 0; i < va.size(); ++i)
     if (!(std::abs(va[i] - vb[i]) <= atol + rtol * std::abs(vb[i]))) return false;
   return true;
+}
+
+// An error text with every device named by describe() ("... on cpu", "... on cuda")
+// replaced by "on <device>": the CPU and CUDA backends raise the same error naming their own
+// device, so their texts compare equal only after this.
+inline std::string without_device_names(std::string s) {
+  for (std::string_view dev : {device_name(Device::CPU), device_name(Device::CUDA)}) {
+    const std::string from = "on " + std::string(dev);
+    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at)) {
+      const size_t end = at + from.size();
+      auto word_char = [&](size_t i) { return std::isalnum(static_cast<unsigned char>(s[i])) != 0; };
+      const bool whole = (at == 0 || !word_char(at - 1)) && (end == s.size() || !word_char(end));
+      if (whole) s.replace(at, from.size(), "on <device>");
+      at += whole ? std::string_view("on <device>").size() : from.size();
+    }
+  }
+  return s;
 }
 
 }  // namespace relpos::test

@@ -21,6 +21,9 @@ class Communicator {
   virtual ~Communicator() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  // This process's rank among the ranks on its machine (0 .. ranks per node - 1): which GPU
+  // it trains on (cuda_device_for_rank, trainer.h).
+  virtual int local_rank() const = 0;
   virtual std::string backend() const = 0;  // "single", "mpi"
 
   // x <- sum over ranks of x, element-wise, with the same bits on every rank whatever the
@@ -46,6 +49,7 @@ class SingleProcess final : public Communicator {
  public:
   int rank() const override { return 0; }
   int size() const override { return 1; }
+  int local_rank() const override { return 0; }
   std::string backend() const override { return "single"; }
   void allreduce_sum(float*, int64_t, double, const std::string&) override {}
   std::vector<double> allgather(const std::vector<double>& v) override { return v; }

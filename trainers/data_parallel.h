@@ -38,6 +38,7 @@ class DataParallel {
 
   int rank() const { return comm_.rank(); }
   int world() const { return comm_.size(); }
+  int local_rank() const { return comm_.local_rank(); }
   bool active() const { return comm_.size() > 1; }
   bool is_root() const { return comm_.rank() == 0; }
   Communicator& comm() { return comm_; }

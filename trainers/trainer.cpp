@@ -228,12 +228,21 @@ Batch to_device(Batch b, Device device) {
   return b;
 }
 
-Device train_device(const Config& cfg) {
+int cuda_device_for_rank(int local_rank, int device_count) {
+  RELPOS_CHECK(device_count >= 1, "cuda_device_for_rank: no CUDA device (device count {})", device_count);
+  RELPOS_CHECK(local_rank >= 0, "cuda_device_for_rank: local rank {} is negative", local_rank);
+  return local_rank % device_count;
+}
+
+// The training device; for cuda, makes this rank's GPU (cuda_device_for_rank) the current one
+// before anything is allocated on it.
+Device train_device(const Config& cfg, int local_rank) {
   if (cfg.train.device != "cuda") return Device::CPU;
   RELPOS_CHECK(cuda::built_with_cuda(), "train.device is 'cuda' but this relpos was built without CUDA support "
                                         "(rebuild with nvcc and -DRELPOS_CUDA=ON), or set train.device: cpu");
-  RELPOS_CHECK(cuda::available(), "train.device is 'cuda' but no CUDA device is available on this machine "
-                                  "(relpos info lists devices); set train.device: cpu");
+  RELPOS_CHECK(cuda::available(), "train.device is 'cuda' but no CUDA device is available on this machine ({}) "
+                                  "(relpos info lists devices); set train.device: cpu", cuda::unavailable_reason());
+  cuda::set_device(cuda_device_for_rank(local_rank, cuda::device_count()));
   return Device::CUDA;
 }
 
@@ -309,7 +318,7 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
   cfg.model.vocab = data->vocab_size();
   check_memory(estimate_resources(cfg, data->vocab_size()), topt.ignore_memory_check, "train");
   nn::Model model(cfg.model, cfg.train.seed);
-  const Device device = train_device(cfg);
+  const Device device = train_device(cfg, dp.local_rank());
   k::set_allow_tf32(cfg.train.allow_tf32);
   model.to(device);  // parameters built on the host from the seed, so every device starts identical
   Optimizer opt(model, cfg.optim);

@@ -52,6 +52,12 @@ struct TrainOptions {
 
 TrainResult train(const Config& cfg, const TrainOptions& opt = {});
 
+// The CUDA device a rank trains on with train.device: cuda: its local rank (the rank among
+// those on its machine, Communicator::local_rank) modulo the machine's device count, so
+// `mpirun -np N` spreads N ranks over the GPUs instead of stacking them on cuda:0. A
+// relpos::Error when device_count < 1 or local_rank < 0.
+int cuda_device_for_rank(int local_rank, int device_count);
+
 // trainer_state.json of checkpoint `ck`, validated field by field (step, RNG states,
 // skipped_steps, vocab, config_yaml) before anything is built or written; errors name the
 // file and the key (relpos::Error: a damaged checkpoint is a runtime failure, exit 1).

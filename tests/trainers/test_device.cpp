@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <vector>
 
 #include "relpos/core/cuda_runtime.h"
 #include "relpos/trainers/trainer.h"
@@ -24,4 +25,22 @@ TEST_CASE("trainer: train.device cuda without a GPU is a clear error before anyt
   REQUIRE_THROWS_WITH(train::train(cfg), Contains("train.device is 'cuda'") &&
                                              (Contains("no CUDA device") || Contains("without CUDA support")));
   CHECK_FALSE(std::filesystem::exists(dir + "/metrics.jsonl"));
+}
+
+TEST_CASE("trainer: under mpirun each rank trains on GPU local_rank mod device count", "[trainer][device]") {
+  using train::cuda_device_for_rank;
+  // one GPU: every rank shares it; as many ranks as GPUs: one each
+  for (int r = 0; r < 4; ++r) CHECK(cuda_device_for_rank(r, 1) == 0);
+  for (int r = 0; r < 8; ++r) CHECK(cuda_device_for_rank(r, 8) == r);
+  // more ranks than GPUs: round-robin, every GPU gets the same number of ranks
+  std::vector<int> per_gpu(8, 0);
+  for (int r = 0; r < 16; ++r) ++per_gpu[size_t(cuda_device_for_rank(r, 8))];
+  CHECK(per_gpu == std::vector<int>(8, 2));
+  CHECK(cuda_device_for_rank(3, 3) == 0);
+  CHECK(cuda_device_for_rank(5, 3) == 2);
+  REQUIRE_THROWS_WITH(cuda_device_for_rank(0, 0), Contains("no CUDA device"));
+  REQUIRE_THROWS_WITH(cuda_device_for_rank(-1, 2), Contains("local rank -1"));
+  // a single process is local rank 0 (cuda:0)
+  train::SingleProcess single;
+  CHECK(single.local_rank() == 0);
 }

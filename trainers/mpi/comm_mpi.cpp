@@ -71,10 +71,18 @@ class MpiCommunicator final : public Communicator {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    // The local rank (OpenMPI's OMPI_COMM_WORLD_LOCAL_RANK, from any MPI-3 library): the
+    // rank within the ranks that share this machine's memory.
+    MPI_Comm node = MPI_COMM_NULL;
+    check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node),
+          "MPI_Comm_split_type (local rank)");
+    MPI_Comm_rank(node, &local_rank_);
+    MPI_Comm_free(&node);
   }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  int local_rank() const override { return local_rank_; }
   std::string backend() const override { return "mpi"; }
 
   void allreduce_sum(float* x, int64_t n, double timeout_s, const std::string& what) override {
@@ -229,7 +237,7 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
-  int rank_ = 0, size_ = 1;
+  int rank_ = 0, size_ = 1, local_rank_ = 0;
   int64_t collective_seq_ = 0;  // allreduce_sum calls so far (the arrival notes carry it)
 };
 
