@@ -22,9 +22,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   relpos::fuzz::write_file(dir + "/metrics.jsonl", data + 1, size - 1);
   relpos::fuzz::write_file(dir + "/sweep.jsonl", data + 1, size - 1);
   try {
-    relpos::train::MetricsOptions opt;
+    relpos::MetricsOptions opt;
     if (data[0] & 0x80) opt.resume_from_step = int64_t(data[0] & 0x7f);
-    relpos::train::MetricsWriter w(dir, opt);
+    relpos::MetricsWriter w(dir, opt);
     w.log(1000, {{"loss", 1.5}});
   } catch (const relpos::Error&) {
   }
