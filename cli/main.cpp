@@ -262,6 +262,7 @@ int run_inspect(const std::string& dir, std::string out, const std::string& text
   relpos::train::LoadedRun run = relpos::train::load_run(dir);
   if (out.empty()) out = dir + "/inspect";
   std::filesystem::create_directories(out);
+  relpos::DirLock lock(out, "inspect output folder");  // one inspect at a time writes there
   nlohmann::json j;
   j["run"] = dir;
   j["checkpoint"] = run.checkpoint;

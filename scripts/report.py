@@ -32,6 +32,7 @@ Only the Python standard library, numpy and matplotlib (Debian python3-matplotli
 """
 import argparse
 import errno
+import fcntl
 import io
 import json
 import math
@@ -471,6 +472,33 @@ def make_output_dir(out):
         raise ReportError(out, f"cannot create the output folder: {os_reason(e)}") from None
     if not os.access(out, os.W_OK | os.X_OK):
         raise ReportError(out, "cannot write into the output folder: Permission denied")
+    lock_output_dir(out)
+
+
+_LOCK = None  # held (open) until the process ends: the kernel releases the flock then
+
+
+def lock_output_dir(out):
+    """One report at a time per output folder: an advisory flock on OUT/.relpos.lock (the same
+    file and rule as relpos's run-directory lock), the holder's pid named to a second process."""
+    global _LOCK
+    path = os.path.join(out, ".relpos.lock")
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+    except OSError as e:
+        raise ReportError(path, f"cannot open the lock file: {os_reason(e)}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        os.close(fd)
+        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise ReportError(out, "is in use by another relpos process" + (f" (pid {holder})" if holder else "")
+                              + "; wait for it to finish or pass another --out") from None
+        raise ReportError(path, f"cannot lock: {os_reason(e)}") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    _LOCK = fd
 
 
 # ---------------------------------------------------------------------------------------------

@@ -297,6 +297,13 @@ void check_yaml_size(const YAML::Node& root, const std::string& source) {
   }
 }
 
+void check_positions(const Config& c, int64_t seq_len, const std::string& what) {
+  const int64_t needed = c.data.task == "text" ? seq_len : 2 * seq_len + 2;  // [BOS x SEP y EOS] layouts
+  if (c.model.position == "learned" && c.model.max_len < needed)
+    fail_config("{} {} needs {} positions, more than model.max_len ({}); learned absolute positions cannot extrapolate",
+                what, seq_len, needed, c.model.max_len);
+}
+
 Config parse_config(const std::string& yaml_text, const std::string& source, const std::vector<std::string>& overrides) {
   Ctx ctx{source, {}};
   // The config text is saved in every checkpoint's trainer_state.json (JSON: strict UTF-8).
@@ -456,11 +463,7 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
       fail_config("{}: model.position.type '{}' only works with causal attention; an encoder is bidirectional", source,
                   c.model.position);
   }
-  const int64_t needed = c.data.task == "text" ? c.data.seq_len : 2 * c.data.seq_len + 2;
-  if (c.model.position == "learned" && c.model.max_len < needed)
-    fail_config("{}: model.max_len ({}) is shorter than the sequences of data.seq_len {} ({} positions); learned "
-                "absolute positions cannot extrapolate",
-                source, c.model.max_len, c.data.seq_len, needed);
+  check_positions(c, c.data.seq_len, source + ": data.seq_len");
   // Every size product of a training step must fit in int64: overflow is a ConfigError
   // naming the keys (the memory check against the machine is separate: check_memory).
   (void)estimate_resources(c);

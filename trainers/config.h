@@ -81,6 +81,9 @@ Config parse_config(const std::string& yaml_text, const std::string& source,
 // The one YAML document of a config or sweep spec (a second document is an error naming its
 // line; invalid YAML names line and column).
 YAML::Node load_one_document(const std::string& yaml_text, const std::string& source);
+// A sequence length the model's positions must serve (training or evaluation): learned
+// absolute tables end at model.max_len (ConfigError naming `what`, e.g. "file: eval.lengths").
+void check_positions(const Config& c, int64_t seq_len, const std::string& what);
 // Refuses a document with more than kMaxYamlNodes nodes once aliases are expanded (ConfigError).
 inline constexpr int64_t kMaxYamlNodes = int64_t(1) << 20;
 void check_yaml_size(const YAML::Node& root, const std::string& source);

@@ -267,7 +267,8 @@ SweepSpec load_sweep_spec(const std::string& path, int64_t max_points) {
   for (const auto& pt : s.points) {
     std::vector<std::string> ov = s.base_overrides;
     ov.insert(ov.end(), pt.overrides.begin(), pt.overrides.end());
-    parse_config(s.base_yaml, path + " (point " + pt.name + ")", ov);
+    const Config c = parse_config(s.base_yaml, path + " (point " + pt.name + ")", ov);
+    for (int64_t L : s.eval_lengths) check_positions(c, L, path + ": point '" + pt.name + "': eval.lengths");
   }
   return s;
 }

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <string>
 
+#include "relpos/trainers/file_io.h"
+
 namespace {
 
 struct Run {
@@ -282,6 +284,18 @@ TEST_CASE("cli: numbers the user did not give are refused (nan factors, clamped 
   Run l = run("inspect " + dir + " --text " + std::string(600, 'a'));
   CHECK(l.code == 2);
   CHECK_THAT(l.out, Catch::Contains("600 tokens"));
+  {  // another process writing the same inspect / report folder
+    std::filesystem::create_directories(dir + "/inspect");
+    std::filesystem::create_directories(dir + "/report");
+    relpos::DirLock a(dir + "/inspect", "test"), b(dir + "/report", "test");
+    Run i = run("inspect " + dir);
+    CHECK(i.code == 1);
+    CHECK_THAT(i.out, Catch::Contains("in use by another relpos process"));
+    Run r = run("report " + dir);
+    CHECK(r.code != 0);
+    CHECK_THAT(r.out, Catch::Contains("in use by another relpos process"));
+  }
+  CHECK(run("inspect " + dir).code == 0);
   std::filesystem::remove_all(dir);
 }
 

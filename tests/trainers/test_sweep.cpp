@@ -139,6 +139,9 @@ TEST_CASE("sweep: the whole spec is validated before anything runs", "[sweep]") 
   CHECK_THROWS_WITH(train::load_sweep_spec(p.string()), Catch::Contains("is a directory"));
   std::ofstream(p) << "config: {train: {steps: 4}}\n---\nconfig: {train: {steps: 5}}\n";
   CHECK_THROWS_WITH(train::load_sweep_spec(p.string()), Catch::Contains("second YAML document"));
+  // an eval length the model cannot serve is refused before anything trains
+  refused("grid: {model.position.type: [learned]}\neval: {lengths: [8, 1000], mode: random}\n",
+          "eval.lengths 1000 needs 1000 positions, more than model.max_len (512)");
   // ... and a valid spec still loads
   std::ofstream(p) << "config: {model: {d_model: 16, n_heads: 2}, train: {steps: 4}}\ngrid: {optim.lr: [0.1, 0.2]}\n"
                       "eval: {lengths: [8, 16], mode: random}\n";
