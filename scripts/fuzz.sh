@@ -10,9 +10,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-# fuzz_config and fuzz_sweep_spec run by name only until their open out-of-memory finding is
-# fixed (docs/fuzzing.md).
-[[ ${#targets[@]} -eq 0 ]] && targets=(fuzz_safetensors fuzz_trainer_state fuzz_text_data fuzz_run_files)
+[[ ${#targets[@]} -eq 0 ]] && targets=(fuzz_config fuzz_safetensors fuzz_trainer_state fuzz_text_data fuzz_run_files fuzz_sweep_spec)
 dir=${RELPOS_FUZZ_BUILD_DIR:-build-fuzz}
 cxx=${CXX_FUZZ:-$(command -v clang++ || command -v clang++-14)}
 mkdir -p "$dir"
@@ -30,8 +28,10 @@ for t in "${targets[@]}"; do
   [[ -n "${RUNS:-}" ]] && tmo=86400
   log="$dir/$t.log"
   # rss_limit: a reader that allocates what a header claims is a finding, not an OOM kill.
-  # timeout: libFuzzer has been seen to hang in its out-of-memory handler; a hang is a failure
-  if ! OMP_NUM_THREADS=1 timeout --signal=KILL "$tmo" "$dir/fuzz/$t" "${limit[@]}" -rss_limit_mb=2048 -max_len=65536 \
+  # timeout: libFuzzer has been seen to hang in its out-of-memory handler; a hang is a failure.
+  # hard_rss_limit_mb: AddressSanitizer's own limit, just above libFuzzer's, reports and writes the
+  # input even where libFuzzer's handler does not get that far.
+  if ! ASAN_OPTIONS=${ASAN_OPTIONS:-hard_rss_limit_mb=2560} OMP_NUM_THREADS=1 timeout --signal=KILL "$tmo" "$dir/fuzz/$t" "${limit[@]}" -rss_limit_mb=2048 -max_len=65536 \
       -artifact_prefix="$dir/crashes/$t/" "$dir/corpus/$t" "fuzz/corpus/$t" > "$log" 2>&1; then
     status=1
     echo "== $t: FAILED (see $log and $dir/crashes/$t/)"

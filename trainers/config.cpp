@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
@@ -267,16 +268,39 @@ nn::ModelConfig parse_model(Section s) {
 
 }  // namespace
 
+namespace {
+// Receives a document's events and keeps only where the document starts. YAML::LoadAll is not
+// used: on yaml-cpp 0.7 a stray top-level ',' makes it build empty documents without end
+// (found by fuzz_config), so at most two documents are asked of the parser.
+struct DocumentStarts : YAML::EventHandler {
+  YAML::Mark start;
+  void OnDocumentStart(const YAML::Mark& m) override { start = m; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+}  // namespace
+
 YAML::Node load_one_document(const std::string& yaml_text, const std::string& source) {
-  std::vector<YAML::Node> docs;
+  YAML::Node root;
   try {
-    docs = YAML::LoadAll(yaml_text);
+    root = YAML::Load(yaml_text);  // the first document
+    std::istringstream in(yaml_text);
+    YAML::Parser parser(in);
+    DocumentStarts starts;
+    if (parser.HandleNextDocument(starts) && parser.HandleNextDocument(starts))
+      fail_config("{}:{}: a second YAML document (after '---', or a stray token such as ',' after the first "
+                  "one); a config is one document",
+                  source, starts.start.line + 1);
   } catch (const YAML::Exception& e) {
     fail_config("{}:{}:{}: invalid YAML: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg);
   }
-  if (docs.size() > 1)
-    fail_config("{}:{}: a second YAML document ('---'); a config is one document", source, docs[1].Mark().line + 1);
-  return docs.empty() ? YAML::Node() : docs[0];
+  return root;
 }
 
 void check_yaml_size(const YAML::Node& root, const std::string& source) {

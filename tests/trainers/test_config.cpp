@@ -132,6 +132,10 @@ TEST_CASE("config: the bias scale on an encoder-only encoding keeps the encoder 
 
 TEST_CASE("config: a second YAML document and an alias bomb are refused", "[config]") {
   REQUIRE_THROWS_WITH(parse(std::string(kBase) + "---\ntrain: {steps: 99}\n"), Contains("second YAML document"));
+  // A stray top-level ',' once made yaml-cpp's LoadAll build empty documents without end (fuzz_config):
+  // it must be an error that names the line, quickly.
+  REQUIRE_THROWS_WITH(parse(","), Contains("second YAML document"));
+  REQUIRE_THROWS_WITH(parse(std::string(kBase) + ",\n"), Contains("test.yaml:") && Contains("YAML"));
   std::string bomb = "x0: &x0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n";
   for (int i = 1; i < 9; ++i) {
     const std::string id = std::to_string(i), prev = std::to_string(i - 1);
