@@ -634,7 +634,11 @@ int main(int argc, char** argv) {
       auto r = relpos::train::run_sweep(spec, sweep_opt);
       fmt::print("\n{}sweep: {} points run, {} skipped, {:.1f} s; index {}\n", r.summary, r.ran, r.skipped, r.seconds,
                  r.index_file);
-      return 0;
+      if (r.failed == 0) return 0;
+      // The other points still ran; a script must still see that not everything did.
+      fmt::print(stderr, "error: sweep: {} of {} points run failed (each one's \"error\" is in {})\n", r.failed, r.ran,
+                 r.index_file);
+      return 1;
     }
     if (*report_cmd) return run_report(report_dir, report_out);
     if (*sample_cmd) {

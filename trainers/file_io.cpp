@@ -67,10 +67,13 @@ void fsync_directory(const std::string& dir) {
 
 void replace_file_atomically(const std::string& path, std::string_view contents) {
   std::string tmp = path + ".tmp";
-  {
+  try {
     OutputFile f(tmp);
     f.write(contents);
     f.close_synced();
+  } catch (...) {  // a full disk: the error says why; no partial temporary file is left behind
+    ::unlink(tmp.c_str());
+    throw;
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int e = errno;

@@ -28,6 +28,7 @@
 #include "relpos/kernels/ops.h"
 #include "relpos/nn/positional/params.h"
 #include "relpos/trainers/checkpoint.h"
+#include "relpos/trainers/data.h"
 #include "relpos/trainers/evaluate.h"
 #include "relpos/trainers/file_io.h"
 #include "relpos/trainers/limits.h"
@@ -263,12 +264,31 @@ SweepSpec load_sweep_spec(const std::string& path, int64_t max_points) {
   RELPOS_CHECK_CONFIG(total <= max_points, "{}: the sweep has {} points (grid x points), more than the limit of {}; "
                       "pass --max-points N to raise it", path, total, max_points);
   expand_points(values, recipes, s);
-  // Every point's config must be valid before anything runs.
+  // Every point's config must be valid, and its data able to serve training and every eval
+  // length, before anything runs. A text file is read once per (path, split).
+  std::map<std::pair<std::string, double>, int64_t> val_chars;
   for (const auto& pt : s.points) {
     std::vector<std::string> ov = s.base_overrides;
     ov.insert(ov.end(), pt.overrides.begin(), pt.overrides.end());
     const Config c = parse_config(s.base_yaml, path + " (point " + pt.name + ")", ov);
-    for (int64_t L : s.eval_lengths) check_positions(c, L, path + ": point '" + pt.name + "': eval.lengths");
+    const std::string where = path + ": point '" + pt.name + "'";
+    for (int64_t L : s.eval_lengths) check_positions(c, L, where + ": eval.lengths");
+    if (c.data.task != "text" || s.eval_lengths.empty()) continue;
+    const auto key = std::make_pair(c.data.path, c.data.val_fraction);
+    auto it = val_chars.find(key);
+    if (it == val_chars.end()) {
+      try {
+        it = val_chars.emplace(key, int64_t(make_dataset(c)->val_stream().size())).first;
+      } catch (const Error& e) {
+        fail_config("{}: {}", where, e.what());
+      }
+    }
+    // The strictest evaluation mode (random windows) needs L + 2 validation characters.
+    for (int64_t L : s.eval_lengths)
+      RELPOS_CHECK_CONFIG(L + 2 <= it->second,
+                          "{}: eval.lengths {} needs {} validation characters; data file '{}' has {} in its {:.0f}% "
+                          "validation split (data.val_fraction)",
+                          where, L, L + 2, c.data.path, it->second, c.data.val_fraction * 100);
   }
   return s;
 }
@@ -541,6 +561,7 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& opt) {
       fail("sweep: cannot append point '{}' to the index {}: {}", pt.name, index_path, std::strerror(errno));
     records[size_t(pt.index)] = rec;
     ++res.ran;
+    if (status == "failed") ++res.failed;
     ++finished;
     say(fmt::format("[{}] {}: train loss {:.4f}, val loss {:.4f}{} ({:.1f} s)", pt.name, status, tl, vl,
                     div.is_null() ? "" : fmt::format(", first divergence at step {}", div.dump()),

@@ -107,6 +107,7 @@ std::vector<nlohmann::json> read_sweep_index(const std::string& dir);
 
 struct SweepResult {
   int64_t ran = 0, skipped = 0;
+  int64_t failed = 0;  // points this run tried whose training threw (their index record has "error")
   double seconds = 0;
   std::vector<nlohmann::json> records;  // every point's record, in index order (null: not selected)
   std::string summary;                  // the table printed at the end

@@ -142,6 +142,20 @@ TEST_CASE("sweep: the whole spec is validated before anything runs", "[sweep]") 
   // an eval length the model cannot serve is refused before anything trains
   refused("grid: {model.position.type: [learned]}\neval: {lengths: [8, 1000], mode: random}\n",
           "eval.lengths 1000 needs 1000 positions, more than model.max_len (512)");
+  // ... and one the data cannot serve: 200 characters, a 10% validation split of 20 (was: found after training)
+  const fs::path text = dir / "small.txt";
+  {
+    std::ofstream t(text);
+    for (int i = 0; i < 20; ++i) t << "abcdefghi\n";
+  }
+  const std::string text_cfg = "config: {model: {d_model: 16, n_heads: 2}, train: {steps: 4}, data: {task: text, path: '" +
+                               text.string() + "', seq_len: 8, val_fraction: 0.1}}\n";
+  std::ofstream(p) << text_cfg << "eval: {lengths: [8, 32], mode: random}\n";
+  CHECK_THROWS_WITH(train::load_sweep_spec(p.string()),
+                    Catch::Contains(p.string()) && Catch::Contains("eval.lengths 32 needs 34 validation characters") &&
+                        Catch::Contains("has 20"));
+  std::ofstream(p) << text_cfg << "eval: {lengths: [8, 18], mode: random}\n";
+  CHECK(train::load_sweep_spec(p.string()).points.size() == 1);
   // ... and a valid spec still loads
   std::ofstream(p) << "config: {model: {d_model: 16, n_heads: 2}, train: {steps: 4}}\ngrid: {optim.lr: [0.1, 0.2]}\n"
                       "eval: {lengths: [8, 16], mode: random}\n";
