@@ -278,7 +278,7 @@ int run_inspect(const std::string& dir, std::string out, const std::string& text
                c.bias[0], c.bias[1], n / 4, c.bias[size_t(n / 4)], n - 1, c.bias.back());
   }
   if (!note.empty()) fmt::print("bias: {}\n", note), j["bias_note"] = note;
-  auto rows = relpos::train::position_grad_rows(*run.model, *run.data, run.cfg, run.cfg.train.seed + 1);
+  auto rows = relpos::train::position_grad_rows(*run.model, *run.data, run.cfg.train.seed + 1);
   j["position_grad_rows"] = nlohmann::json::array();
   for (auto& r : rows) {
     j["position_grad_rows"].push_back({{"param", r.param}, {"shape", r.shape}, {"row_norm", r.row_norm}});
@@ -598,9 +598,10 @@ int main(int argc, char** argv) {
                                     fmt::format("eval --seq-len {}", L));
       std::string scaling_note;
       if (!rope_scaling.empty()) {
-        if (run.cfg.model.position != "rope")
-          throw UsageError(fmt::format("--rope-scaling: this run uses position encoding '{}', not rope",
-                                       run.cfg.model.position));
+        const auto& docs = relpos::nn::position_param_docs(run.cfg.model.position);
+        if (std::none_of(docs.begin(), docs.end(), [](const auto& d) { return d.name == "scaling"; }))
+          throw UsageError(fmt::format("--rope-scaling: this run uses position encoding '{}', which has no 'scaling' "
+                                       "parameter (rope has)", run.cfg.model.position));
         std::map<std::string, std::string> st{{"scaling", rope_scaling}};
         if (rope_factor > 0) st["factor"] = fmt::format("{}", rope_factor);
         run.model = relpos::train::with_position_settings(*run.model, run.cfg, st);

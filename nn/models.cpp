@@ -135,6 +135,11 @@ Variable Model::forward(const Tensor& tokens, const Tensor& padding, Generator* 
   return head_->forward(stack->forward(tokens, padding, 0, Variable(), Tensor(), nullptr, gen, stats, position_index));
 }
 
+Variable Model::logits(const ModelInput& in, Generator* gen, std::vector<AttentionStats>* stats) const {
+  return cfg_.kind == "encoder_decoder" ? forward_seq2seq(in.tokens, in.dec_input, in.padding, gen, stats)
+                                        : forward(in.tokens, in.padding, gen, stats, in.position_index);
+}
+
 Variable Model::forward_seq2seq(const Tensor& source, const Tensor& target, const Tensor& source_padding,
                                 Generator* gen, std::vector<AttentionStats>* stats) const {
   RELPOS_CHECK(cfg_.kind == "encoder_decoder", "Model::forward_seq2seq: model kind is '{}'", cfg_.kind);

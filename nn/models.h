@@ -86,6 +86,14 @@ class TransformerStack : public Module {
   std::shared_ptr<Norm> norm_;
 };
 
+// One batch's inputs, whatever the model kind (trainers' Batch holds these plus the targets).
+struct ModelInput {
+  Tensor tokens;          // [B, L]  encoder / decoder tokens, or the encoder-decoder source
+  Tensor dec_input;       // [B, L'] encoder-decoder decoder input (BOS + target); else undefined
+  Tensor padding;         // [B, L]  1 = padding, or undefined
+  Tensor position_index;  // [B, L, L] int64 per-example structure (graph_spd), or undefined
+};
+
 class Model : public Module {
  public:
   explicit Model(const ModelConfig& cfg, uint64_t seed = 0);
@@ -95,6 +103,9 @@ class Model : public Module {
   // position_index: per-example structure for index-based encodings ([B, L, L] int64).
   Variable forward(const Tensor& tokens, const Tensor& padding = Tensor(), Generator* gen = nullptr,
                    std::vector<AttentionStats>* stats = nullptr, const Tensor& position_index = Tensor()) const;
+  // Any kind: logits [B, L', V] of a batch (forward, or forward_seq2seq for encoder_decoder);
+  // the one place the model kind picks the forward.
+  Variable logits(const ModelInput& in, Generator* gen = nullptr, std::vector<AttentionStats>* stats = nullptr) const;
   // encoder_decoder: source [B, Ls], target input [B, Lt] -> logits [B, Lt, V]
   Variable forward_seq2seq(const Tensor& source, const Tensor& target, const Tensor& source_padding = Tensor(),
                            Generator* gen = nullptr, std::vector<AttentionStats>* stats = nullptr) const;

@@ -323,7 +323,7 @@ void check_yaml_size(const YAML::Node& root, const std::string& source) {
 
 void check_positions(const Config& c, int64_t seq_len, const std::string& what) {
   const int64_t needed = c.data.task == "text" ? seq_len : 2 * seq_len + 2;  // [BOS x SEP y EOS] layouts
-  if (c.model.position == "learned" && c.model.max_len < needed)
+  if (nn::find_position_variant(c.model.position).facts.bounded_by_max_len && c.model.max_len < needed)
     fail_config("{} {} needs {} positions, more than model.max_len ({}); learned absolute positions cannot extrapolate",
                 what, seq_len, needed, c.model.max_len);
 }
@@ -442,10 +442,11 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
   if ((c.data.task == "patch_grid" || c.data.task == "graph") && c.model.kind != "encoder")
     fail_config("{}: data.task '{}' labels every input token: model.kind must be 'encoder', got '{}'", source,
                 c.data.task, c.model.kind);
-  if (c.model.position == "graph_spd" && c.data.task != "graph")
-    fail_config("{}: model.position.type 'graph_spd' needs graph inputs (shortest-path distances): use data.task "
-                "'graph'", source);
-  if (c.model.position == "relative_2d" && c.data.task == "patch_grid" &&
+  const nn::PositionFacts& facts = nn::find_position_variant(c.model.position).facts;
+  if (!facts.index_task.empty() && c.data.task != facts.index_task)
+    fail_config("{}: model.position.type '{}' needs per-example position indices that only data.task '{}' supplies: "
+                "use data.task '{}'", source, c.model.position, facts.index_task, facts.index_task);
+  if (facts.grid_params && c.data.task == "patch_grid" &&
       (c.model.position_params.get_int("grid_h", -1) != c.data.grid_h ||
        c.model.position_params.get_int("grid_w", -1) != c.data.grid_w))
     fail_config("{}: model.position grid_h/grid_w ({} x {}) must match data.grid_h/grid_w ({} x {})", source,
@@ -473,7 +474,7 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
                   c.model.kind, c.data.task, c.model.position);
     // alpha scales additive biases (Toeplitz or score_bias); an encoding without one (rotary,
     // content terms such as Shaw, CoPE, DeBERTa) would carry a parameter that does nothing.
-    if (c.model.bias_scale.enabled && c.model.position != "graph_spd") {
+    if (c.model.bias_scale.enabled && facts.index_task.empty()) {  // an index bias always exists
       NoGradGuard ng;
       // Probe bidirectionally unless the encoding is causal-only: encoder-only encodings
       // (relative_2d) refuse a causal geometry, and which biases exist does not depend on it.

@@ -8,6 +8,7 @@
 
 #include "relpos/core/rng.h"
 #include "relpos/core/tensor.h"
+#include "relpos/nn/models.h"
 #include "relpos/trainers/config.h"
 
 namespace relpos::train {
@@ -21,6 +22,9 @@ struct Batch {
   Tensor padding;    // [B, L]  1 = padding (encoder inputs / sources), or undefined
   Tensor position_index;  // [B, L, L] int64 per-example structure (graph task: shortest-path
                           // distances for graph_spd), or undefined
+
+  // What the model reads of it (nn::Model::logits).
+  nn::ModelInput model_input() const { return {input, dec_input, padding, position_index}; }
 };
 
 class Dataset {

@@ -95,11 +95,8 @@ PositionEval summarize(const PositionAccumulator& acc, int64_t bucket, int64_t t
 
 namespace {
 
-Tensor logits_of(const nn::Model& model, const Config& cfg, const Batch& b) {
-  Variable logits = cfg.model.kind == "encoder_decoder"
-                        ? model.forward_seq2seq(b.input, b.dec_input, b.padding)
-                        : model.forward(b.input, b.padding, nullptr, nullptr, b.position_index);
-  return logits.data();
+Tensor logits_of(const nn::Model& model, const Batch& b) {
+  return model.logits(b.model_input()).data();
 }
 
 }  // namespace
@@ -115,7 +112,7 @@ PositionEval evaluate_positions(const nn::Model& model, const Dataset& data, con
   if (opt.mode == "random") {
     for (int64_t i = 0; i < cfg.train.eval_batches; ++i) {
       Batch b = data.val_batch(i, L);
-      acc.add(logits_of(model, cfg, b), b.target);
+      acc.add(logits_of(model, b), b.target);
     }
     windows = cfg.train.eval_batches * cfg.data.batch_size;
   } else if (opt.mode == "segments") {

@@ -22,6 +22,7 @@ BiasReport position_bias(const BiasRequest& req) {
   pc.params = nn::PositionParams(req.params);
   pc.dtype = DType::F64;
   nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, gen);
+  const nn::PositionFacts& facts = nn::find_position_variant(req.type).facts;
   if (req.identity_table)
     for (const Variable& p : pos->parameters_in_group(nn::group::kPosition)) {
       if (p.dim() < 1) continue;
@@ -40,8 +41,7 @@ BiasReport position_bias(const BiasRequest& req) {
   // Score terms at q = k = 0 are their content-independent part: a position-only bias that is
   // not Toeplitz (FIRE, normalised by the query position), in logit units after scaling.
   Variable st;
-  // (DeBERTa's terms need the layer's projections and graph_spd needs a graph: skipped.)
-  if (!t.defined() && !pos->is_absolute() && req.type != "deberta" && req.type != "graph_spd") {
+  if (!t.defined() && !pos->is_absolute() && facts.probe_score_terms) {
     Variable q(Tensor::zeros({1, req.heads, req.lq, pc.head_dim}, DType::F64));
     Variable k(Tensor::zeros({1, req.heads, req.lk, pc.head_dim}, DType::F64));
     st = pos->score_terms(q, k, g);
@@ -57,9 +57,8 @@ BiasReport position_bias(const BiasRequest& req) {
     for (int64_t h = 0; h < req.heads; ++h)
       for (int64_t i = 0; i < req.lq; ++i)
         for (int64_t j = 0; j < req.lk; ++j) r.bias.push_back(tv[size_t(h * n + j - i + req.lq - 1)]);
-  } else if (req.type == "graph_spd") {
-    r.note = "graph encoding: bias[b, h, i, j] = table[min(spd[b, i, j], max_dist), h] (unreachable: row max_dist + 1) "
-             "needs per-example shortest-path distances (position_index [B, L, L]); `relpos bias` has no graph";
+  } else if (!facts.index_task.empty()) {  // the bias needs a per-example index this request has not got
+    r.note = facts.no_bias_note;
   } else if (Variable sb = pos->score_bias(g); sb.defined()) {
     RELPOS_CHECK(sb.dim() == 3, "bias: '{}' returned a per-example score bias {}", req.type, shape_str(sb.shape()));
     r.bias = sb.data().contiguous().to_vector<double>();  // [H, Lq, Lk]
@@ -67,10 +66,8 @@ BiasReport position_bias(const BiasRequest& req) {
     r.bias = st.data().expand({1, req.heads, req.lq, req.lk}).contiguous().to_vector<double>();
   } else if (pos->is_absolute()) {
     r.note = "absolute encoding: added to the input embeddings, no attention bias";
-  } else if (req.type == "rope" || req.type == "xpos") {
-    r.note = "rotary encoding: rotates q and k, no additive bias";
-  } else if (req.type == "none") {
-    r.note = "no position information";
+  } else if (!facts.no_bias_note.empty()) {
+    r.note = facts.no_bias_note;
   } else {
     r.note = "content-dependent terms (score/value terms), no fixed additive bias";
   }
@@ -79,13 +76,11 @@ BiasReport position_bias(const BiasRequest& req) {
 
 namespace {
 
-// Gradcheck parameters for variants whose defaults do not fit the 5- and 6-token cases below
-// (required parameters, or tables too large to probe element by element); --param overrides.
+// Gradcheck parameters: the caller's (--param), then the encoding's own defaults for the 5- and
+// 6-token cases below (PositionFacts::gradcheck_params).
 std::map<std::string, std::string> gradcheck_params(const std::string& type,
                                                     std::map<std::string, std::string> params) {
-  std::map<std::string, std::string> d;
-  if (type == "relative_2d") d = {{"grid_h", "3"}, {"grid_w", "4"}};  // 12 patches: positions up to 9
-  if (type == "deberta") d = {{"position_buckets", "4"}, {"max_relative_positions", "8"}};  // log buckets at |rel| > 2
+  const auto& d = nn::find_position_variant(type).facts.gradcheck_params;
   params.insert(d.begin(), d.end());  // keeps the caller's values
   return params;
 }
@@ -146,7 +141,7 @@ std::vector<GradcheckCase> gradchecks_for(const std::string& type, const std::ma
       if (geo.cross) inputs.push_back(xkv);
       for (const Variable& p : attn.parameters()) inputs.push_back(p);
       Tensor index;  // graph_spd: the distances between the positions of this case
-      if (type == "graph_spd")
+      if (nn::find_position_variant(type).facts.index_task == "graph")
         index = geo.cross ? demo_spd().narrow(1, 7, 3).narrow(2, 2, 6) : demo_spd().narrow(1, 0, 5).narrow(2, 0, 5);
       auto fn = [&](const std::vector<Variable>& in) {
         if (geo.cross) return attn.forward(in[0], in[1], causal, pad, 7, 2, nullptr, nullptr, nullptr, index);

@@ -33,9 +33,9 @@ std::vector<BiasCurve> learned_bias(const nn::Model& model, int64_t n, std::stri
       // entry t <-> distance t - (n - 1); the causal half is t = 0 .. n-1
       row = tb.data().narrow(1, 0, n).contiguous();
       if (a.bias_scale().defined()) row = k::mul(row, a.bias_scale().data());
-    } else if (!nn::find_position_variant(type).causal_capable) {
-      // Encoder-only encodings (relative_2d, graph_spd) look their bias up by a 2D / graph index,
-      // not by a distance: their table is shown by the gradient rows and the attention maps.
+    } else if (nn::find_position_variant(type).facts.index_bias) {
+      // relative_2d, graph_spd look their bias up by a 2D / graph index, not by a distance:
+      // their table is shown by the gradient rows and the attention maps.
       if (note)
         *note = fmt::format("'{}' looks its bias up by a patch-grid or graph index, not by a distance: see the "
                             "position-table gradient rows and the attention maps", type);
@@ -68,12 +68,11 @@ std::vector<BiasCurve> learned_bias(const nn::Model& model, int64_t n, std::stri
   return out;
 }
 
-std::vector<RowGrad> position_grad_rows(nn::Model& model, const Dataset& data, const Config& cfg, uint64_t seed) {
+std::vector<RowGrad> position_grad_rows(nn::Model& model, const Dataset& data, uint64_t seed) {
   Generator g(seed);
   Batch b = data.train_batch(g);
   model.zero_grad();
-  Variable logits = cfg.model.kind == "encoder_decoder" ? model.forward_seq2seq(b.input, b.dec_input, b.padding)
-                                                        : model.forward(b.input, b.padding, nullptr, nullptr, b.position_index);
+  Variable logits = model.logits(b.model_input());
   const int64_t V = logits.size(-1);
   cross_entropy(reshape(logits, {-1, V}), b.target.reshape({-1}), kIgnore).backward();
   std::vector<RowGrad> out;

@@ -36,7 +36,7 @@ struct RowGrad {
   std::vector<int64_t> shape;
   std::vector<double> row_norm;  // [shape[0]]: ||grad[r, ...]||_2
 };
-std::vector<RowGrad> position_grad_rows(nn::Model& model, const Dataset& data, const Config& cfg, uint64_t seed);
+std::vector<RowGrad> position_grad_rows(nn::Model& model, const Dataset& data, uint64_t seed);
 
 // tokens [1, L] -> per layer [H, L, L]
 std::vector<Tensor> attention_maps(const nn::Model& model, const Tensor& tokens);

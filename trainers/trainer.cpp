@@ -142,9 +142,8 @@ uint64_t optimizer_bytes_bound(const NamedTensors& model_like) {
 // (nn/stability.h); the caller adds it to the loss it differentiates, not to the logged one.
 Variable batch_loss(const nn::Model& m, const Batch& b, Generator* gen, std::vector<nn::AttentionStats>* stats,
                     double z_coef = 0.0, Variable* z = nullptr, nn::SegmentMemory* mem = nullptr) {
-  Variable logits = m.config().kind == "encoder_decoder" ? m.forward_seq2seq(b.input, b.dec_input, b.padding, gen, stats)
-                    : mem ? m.forward_with_memory(b.input, *mem, gen, stats)  // Transformer-XL segments
-                          : m.forward(b.input, b.padding, gen, stats, b.position_index);
+  Variable logits = mem ? m.forward_with_memory(b.input, *mem, gen, stats)  // Transformer-XL segments
+                        : m.logits(b.model_input(), gen, stats);
   const int64_t V = logits.size(-1);
   if (z_coef > 0 && z) *z = nn::z_loss(logits) * z_coef;
   return cross_entropy(reshape(logits, {-1, V}), b.target.reshape({-1}), kIgnore);
@@ -254,8 +253,7 @@ EvalResult evaluate(const nn::Model& model, const Dataset& data, const Config& c
   int64_t correct = 0;
   for (int64_t i = 0; i < cfg.train.eval_batches; ++i) {
     Batch b = to_device(data.val_batch(i, r.seq_len), model.device());
-    Variable logits = cfg.model.kind == "encoder_decoder" ? model.forward_seq2seq(b.input, b.dec_input, b.padding)
-                                                          : model.forward(b.input, b.padding, nullptr, nullptr, b.position_index);
+    Variable logits = model.logits(b.model_input());
     const int64_t V = logits.size(-1);
     Tensor flat = logits.data().reshape({-1, V});
     Tensor tg = b.target.reshape({-1});

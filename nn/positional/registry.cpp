@@ -31,15 +31,18 @@ PositionEncodingPtr make_deberta(const PositionConfig&, Generator&);
 const std::vector<PositionVariant>& position_variants() {
   constexpr bool kPerLayer = true, kPerStack = false;  // default of model.position.shared
   constexpr bool kFused = true, kReference = false;    // PositionVariant::fused_attention
+  constexpr const char* kRotary = "rotary encoding: rotates q and k, no additive bias";
   static const std::vector<PositionVariant> v = {
-      {"none", "NoPE: no position information", true, make_none, kPerStack, kFused},
+      {"none", "NoPE: no position information", true, make_none, kPerStack, kFused,
+       {.no_bias_note = "no position information"}},
       {"sinusoidal", "fixed sinusoidal absolute encoding added to the embeddings (Vaswani 2017)", true, make_sinusoidal,
        kPerStack, kFused},
-      {"learned", "learned absolute position embeddings [max_len, D]", true, make_learned, kPerStack, kFused},
+      {"learned", "learned absolute position embeddings [max_len, D]", true, make_learned, kPerStack, kFused,
+       {.bounded_by_max_len = true}},
       {"t5", "T5 bucketed relative bias, table [num_buckets, H] (Raffel 2020)", true, make_t5, kPerStack, kFused},
       {"alibi", "ALiBi linear distance bias with reference slopes (Press 2022)", true, make_alibi, kPerStack, kFused},
       {"rope", "rotary embedding of q and k; half/interleaved, linear/NTK/YaRN scaling (Su 2021)", true, make_rope,
-       kPerStack, kFused},
+       kPerStack, kFused, {.no_bias_note = kRotary}},
       {"shaw", "relative key and value embeddings clipped at k_max (Shaw 2018)", true, make_shaw, kPerLayer, kFused},
       {"transformer_xl", "(q+u).k + (q+v).W_r R[qi-kj]: sinusoidal R, shared u/v, W_r per layer; causal (Dai 2019)",
        true, make_transformer_xl, kPerStack, kReference},
@@ -54,15 +57,24 @@ const std::vector<PositionVariant>& position_variants() {
       {"dynamic_bias", "MLP over the (optionally log) signed distance, per head (x-transformers DPB)", true,
        make_dynamic_bias, kPerStack, kFused},
       {"xpos", "xPos: RoPE with exponential decay zeta^((m-n)/scale_base); causal only (Sun 2022)", true, make_xpos,
-       kPerStack, kFused},
+       kPerStack, kFused, {.no_bias_note = kRotary}},
       {"cope", "CoPE: gated contextual positions, interpolated embeddings; causal only (Golovneva 2024)", true,
        make_cope, kPerLayer, kReference},
       {"relative_2d", "Swin 2D relative bias on a grid_h x grid_w patch grid, table [(2Wh-1)(2Ww-1), H] (Liu 2021)",
-       false, make_relative_2d, kPerStack, kFused},
+       false, make_relative_2d, kPerStack, kFused,
+       {.grid_params = true, .index_bias = true, .gradcheck_params = {{"grid_h", "3"}, {"grid_w", "4"}}}},
       {"graph_spd", "Graphormer spatial bias table[min(spd, max_dist)] from a [B, L, L] distance index (Ying 2021)",
-       false, make_graph_spd, kPerStack, kFused},
+       false, make_graph_spd, kPerStack, kFused,
+       {.index_task = "graph",
+        .index_bias = true,
+        .probe_score_terms = false,
+        .no_bias_note = "graph encoding: bias[b, h, i, j] = table[min(spd[b, i, j], max_dist), h] (unreachable: row "
+                        "max_dist + 1) needs per-example shortest-path distances (position_index [B, L, L]); "
+                        "`relpos bias` has no graph"}},
       {"deberta", "DeBERTa-v2 disentangled c2p + p2c terms, log buckets, shared LayerNorm'd table (He 2021)", true,
-       make_deberta, kPerStack, kReference},
+       make_deberta, kPerStack, kReference,
+       // log buckets at |rel| > 2 within the gradchecks' lengths
+       {.probe_score_terms = false, .gradcheck_params = {{"position_buckets", "4"}, {"max_relative_positions", "8"}}}},
   };
   return v;
 }

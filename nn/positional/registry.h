@@ -1,7 +1,9 @@
 // nn/positional/registry.h — position encodings by name, so a config can pick one.
-// Adding a variant: one file in nn/positional/, one line in registry.cpp, one test file.
+// Adding a variant: one file in nn/positional/, one entry (with its PositionFacts) in registry.cpp,
+// its parameters in param_docs.cpp, tests.
 #pragma once
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -9,6 +11,28 @@
 #include "relpos/nn/positional/position_encoding.h"
 
 namespace relpos::nn {
+
+// What the rest of relpos needs to know about an encoding beyond its class: read by config
+// validation, inspect, gradcheck and the CLI, so none of them compares the type name.
+struct PositionFacts {
+  // data.task that supplies the per-example position index (Batch::position_index); empty: none.
+  std::string index_task;
+  // Positions are rows of a [max_len, ...] table: a sequence longer than model.max_len cannot
+  // be served (no extrapolation).
+  bool bounded_by_max_len = false;
+  // grid_h / grid_w parameters that must equal data.grid_h / grid_w on a patch_grid task.
+  bool grid_params = false;
+  // The bias is looked up by a patch-grid or graph index, not by a distance: there is no
+  // bias-against-distance curve to show (inspect shows the table's gradient rows instead).
+  bool index_bias = false;
+  // score_terms at q = k = 0 are the position-only part of the scores (FIRE), shown by inspect;
+  // false where the terms need the layer's projections (DeBERTa) or an index (graph_spd).
+  bool probe_score_terms = true;
+  // What inspect and `relpos bias` say where there is no fixed additive bias to show.
+  std::string no_bias_note;
+  // Parameters for the gradchecks where the defaults do not fit their 5- and 6-token cases.
+  std::map<std::string, std::string> gradcheck_params;
+};
 
 struct PositionVariant {
   std::string name;
@@ -25,6 +49,7 @@ struct PositionVariant {
   // materialised path. Tested against the path each encoding's layers actually take
   // (tests/nn/test_model_trajectory.cpp); the memory estimate reads it.
   bool fused_attention = false;
+  PositionFacts facts{};
 };
 
 const std::vector<PositionVariant>& position_variants();

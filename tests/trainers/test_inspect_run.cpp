@@ -40,7 +40,7 @@ TEST_CASE("inspect: T5 buckets beyond the training distances get exactly zero gr
   train::Config c = cfg_for("t5");
   auto data = train::make_dataset(c);
   nn::Model m(c.model, 1);
-  auto rows = train::position_grad_rows(m, *data, c, 3);
+  auto rows = train::position_grad_rows(m, *data, 3);
   REQUIRE(rows.size() == 1);
   CHECK(rows[0].param == "stack.pos.table");
   REQUIRE(rows[0].row_norm.size() == 32);
