@@ -11,26 +11,13 @@
 #include <fstream>
 #include <string>
 
+#include "../cli_run.h"
 #include "relpos/trainers/file_io.h"
 
 namespace {
 
-struct Run {
-  int code;
-  std::string out;
-};
-
-Run run(const std::string& args) {
-  std::string cmd = std::string(RELPOS_CLI_PATH) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using Run = relpos::test::CliRun;
+Run run(const std::string& args) { return relpos::test::cli_run(args); }
 
 }  // namespace
 

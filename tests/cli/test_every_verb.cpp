@@ -14,6 +14,7 @@
 #include <map>
 #include <string>
 
+#include "../cli_run.h"
 #include "relpos/nn/positional/registry.h"
 #include "relpos/trainers/config.h"
 
@@ -22,23 +23,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out;
-};
-
-Result cli(const std::string& args) {
-  std::string cmd = std::string(RELPOS_CLI_PATH) + " --threads 1 " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  int status = pclose(p);
-  // a signal (crash) is never an acceptable outcome: report it as -signal
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status), out};
-}
+using Result = test::CliRun;
+Result cli(const std::string& args) { return test::cli_run("--threads 1 " + args); }
 
 // The config in configs/ (top level) that trains each encoding; the first one by file name.
 std::map<std::string, fs::path> config_per_encoding() {

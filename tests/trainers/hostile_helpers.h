@@ -1,38 +1,22 @@
 // tests/trainers/hostile_helpers.h — shared by the hostile suites: run the relpos binary like a
 // user (exit code + output), a small fast config, temp directories.
 #pragma once
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include <catch2/catch.hpp>
 
+#include "../cli_run.h"
+
 namespace relpos::hostile {
 
 namespace fs = std::filesystem;
 
-struct Run {
-  int code;  // exit status; -1 when killed by a signal
-  std::string out;
-};
+using Run = test::CliRun;
 
-// The CLI with `args`, bounded by `timeout` seconds (a hang shows as code 124, never a stuck test).
-inline Run cli(const std::string& args, int timeout = 120) {
-  std::string cmd = "timeout -s KILL " + std::to_string(timeout) + " " + std::string(RELPOS_CLI_PATH) + " " + args +
-                    " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+// The CLI with `args`, bounded by `timeout` seconds (a hang shows as exit 137, never a stuck test).
+inline Run cli(const std::string& args, int timeout = 120) { return test::cli_run(args, timeout); }
 
 inline std::string tmp(const std::string& name) {
   std::string d = (fs::temp_directory_path() / ("relpos_hostile_" + name)).string();
