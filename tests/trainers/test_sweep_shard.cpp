@@ -17,6 +17,7 @@
 
 #include "relpos/core/error.h"
 #include "relpos/trainers/sweep.h"
+#include "../cli_run.h"
 #include "sweep_helpers.h"
 
 using namespace relpos;
@@ -24,31 +25,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A word for sh, always in single quotes (the test directories hold a space).
-std::string q(const std::string& s) {
-  std::string o = "'";
-  for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return o + "'";
-}
-
-struct Cli {
-  int code;
-  std::string out;
-};
-
-// sh -c CMD (stdout and stderr together).
-Cli sh(const std::string& cmd) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-Cli relpos_cli(const std::string& args) { return sh(q(RELPOS_CLI_PATH) + " " + args); }
+using Cli = test::CliRun;
+using test::shell_run;
+std::string q(const std::string& s) { return test::shell_quote(s); }
+Cli sh(const std::string& cmd) { return shell_run(cmd); }
+Cli relpos_cli(const std::string& args) { return test::cli_run(args); }
 
 std::string slurp(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
