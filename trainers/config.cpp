@@ -459,8 +459,11 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
     fail_config("{}: data.task 'addition' needs data.vocab_size >= 11 (10 digits and '+'), got {}", source,
                 c.data.vocab_size);
   {
-    // Build the encoding once with the real sizes: variant parameters are checked here.
+    // Build the encoding once to check its parameters. No check depends on model.max_len, which
+    // only sizes tables (learned: [max_len, d_model], all allocated and initialised): a small
+    // one keeps validation from allocating what the config claims (fuzz_sweep_spec finding).
     nn::PositionConfig pc = nn::position_config(c.model);
+    pc.max_len = std::min<int64_t>(pc.max_len, kValidationMaxLen);
     Generator g(0);
     nn::PositionEncodingPtr pos;
     try {

@@ -41,14 +41,34 @@ std::string human(int64_t b) {
 struct PositionFacts {
   int64_t parameters = 0, buckets = 0;
 };
+// An encoding's parameter count is affine in model.max_len (learned: max_len x d_model, the
+// others: constant; tests/trainers/test_memory_estimate.cpp checks this for every registered
+// encoding). It is read from two small builds, so the estimate never allocates the tables it
+// estimates.
+int64_t position_parameters(nn::PositionConfig pc, int64_t max_len) {
+  auto count = [&](int64_t len) {
+    pc.max_len = len;
+    Generator g(0);
+    int64_t n = 0;
+    for (const Variable& p : nn::make_position_encoding(pc, g)->parameters()) n += p.numel();
+    return n;
+  };
+  if (max_len <= 2 * kValidationMaxLen) return count(max_len);
+  const int64_t lo = count(kValidationMaxLen), hi = count(2 * kValidationMaxLen);
+  const int64_t per_position = (hi - lo) / kValidationMaxLen;  // exact: hi - lo = per_position * kValidationMaxLen
+  return lo + checked_size({{per_position, "position parameters per position"},
+                            {max_len - kValidationMaxLen, "model.max_len"}}, "model.max_len");
+}
+
 PositionFacts position_facts(const nn::ModelConfig& m, int64_t stacks) {
   nn::PositionConfig pc = nn::position_config(m);
   const bool share = m.position_shared.value_or(!nn::find_position_variant(m.position).per_layer);
   pc.shared_across_layers = share;
+  PositionFacts f;
+  f.parameters = position_parameters(pc, pc.max_len);
+  pc.max_len = std::min<int64_t>(pc.max_len, kValidationMaxLen);
   Generator g(0);
   nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, g);
-  PositionFacts f;
-  for (const Variable& p : pos->parameters()) f.parameters += p.numel();
   if (!share && !pos->is_absolute())
     f.parameters = checked_size({{f.parameters, "position table size"}, {m.n_layers, "model.n_layers"},
                                  {stacks, "stacks"}}, "model.position");
