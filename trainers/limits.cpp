@@ -38,7 +38,7 @@ std::string human(int64_t b) {
 // What the estimate needs from the position encoding, read from one built instance (the caps
 // on position parameters, nn/positional/params.cpp, keep that build small): its learnable
 // scalars and the buckets of its bucketed content terms (Shaw: 2 k_max + 1; 0 = none).
-struct PositionFacts {
+struct PositionSizes {
   int64_t parameters = 0, buckets = 0;
 };
 // An encoding's parameter count is affine in model.max_len (learned: max_len x d_model, the
@@ -60,11 +60,11 @@ int64_t position_parameters(nn::PositionConfig pc, int64_t max_len) {
                             {max_len - kValidationMaxLen, "model.max_len"}}, "model.max_len");
 }
 
-PositionFacts position_facts(const nn::ModelConfig& m, int64_t stacks) {
+PositionSizes position_sizes(const nn::ModelConfig& m, int64_t stacks) {
   nn::PositionConfig pc = nn::position_config(m);
   const bool share = m.position_shared.value_or(!nn::find_position_variant(m.position).per_layer);
   pc.shared_across_layers = share;
-  PositionFacts f;
+  PositionSizes f;
   f.parameters = position_parameters(pc, pc.max_len);
   pc.max_len = std::min<int64_t>(pc.max_len, kValidationMaxLen);
   Generator g(0);
@@ -109,7 +109,7 @@ ResourceEstimate estimate_resources(const Config& cfg, int64_t vocab, int64_t se
     params += checked_size({{D, "model.d_model"}, {D, "model.d_model"}, {4, "4"}, {m.n_layers, "model.n_layers"}},
                            "model");
   params += checked_size({{V, "vocabulary"}, {D, "model.d_model"}, {2, "2"}}, "vocabulary x model.d_model");
-  const PositionFacts pos = position_facts(m, stacks);
+  const PositionSizes pos = position_sizes(m, stacks);
   params += pos.parameters;
   e.parameters = params;
   const int64_t opt_copies = cfg.optim.name == "sgd" ? 1 : 2;  // momentum / Adam m and v
