@@ -533,9 +533,10 @@ int main(int argc, char** argv) {
       // What train checks before it starts: the data file (exists, readable, UTF-8) and memory.
       int64_t vocab = c.model.vocab;
       if (c.data.task == "text") {
-        std::vector<std::string> chars = relpos::train::read_text_data(c.data.path);
-        std::sort(chars.begin(), chars.end());
-        vocab = std::unique(chars.begin(), chars.end()) - chars.begin();
+        const std::string bytes = relpos::train::read_text_file(c.data.path);
+        vocab = int64_t(relpos::train::distinct_chars(
+                            relpos::train::utf8_char_views(bytes, fmt::format("data file '{}'", c.data.path)))
+                            .size());
       }
       relpos::train::ResourceEstimate est = relpos::train::estimate_resources(c, vocab);
       relpos::train::check_memory(est, ignore_memory, "validate");

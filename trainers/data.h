@@ -4,6 +4,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "relpos/core/rng.h"
@@ -53,13 +54,18 @@ class Dataset {
 // vocabulary; otherwise it is made from the file.
 std::unique_ptr<Dataset> make_dataset(const Config& cfg, const std::vector<std::string>& vocab = {});
 
-// UTF-8 -> code points; throws (ConfigError) naming `source` ("data file 'x'") and the byte offset of invalid
-// input (strict UTF-8: no overlong forms, surrogates or code points above U+10FFFF).
+// UTF-8 -> code points, as views into `bytes`; throws (ConfigError) naming `source` ("data file 'x'") and the
+// byte offset of invalid input (strict UTF-8: no overlong forms, surrogates or code points above U+10FFFF).
+std::vector<std::string_view> utf8_char_views(std::string_view bytes, const std::string& source);
+// The same, copied out.
 std::vector<std::string> utf8_chars(const std::string& bytes, const std::string& source);
 
-// The characters of a text data file. A missing, unreadable, empty or non-UTF-8 file, a
-// directory, or a file over kMaxDataFileBytes is a ConfigError naming data.path and the file.
+// The distinct characters, sorted (a text file's vocabulary).
+std::vector<std::string> distinct_chars(const std::vector<std::string_view>& chars);
+
+// The bytes of a text data file. A missing, unreadable or empty file, a directory, or a file over
+// kMaxDataFileBytes is a ConfigError naming data.path and the file.
 inline constexpr uint64_t kMaxDataFileBytes = uint64_t(1) << 30;
-std::vector<std::string> read_text_data(const std::string& path);
+std::string read_text_file(const std::string& path);
 
 }  // namespace relpos::train

@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
-#include <map>
+#include <array>
+#include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "relpos/trainers/data.h"
@@ -19,8 +21,8 @@
 
 namespace relpos::train {
 
-std::vector<std::string> utf8_chars(const std::string& s, const std::string& source) {
-  std::vector<std::string> out;
+std::vector<std::string_view> utf8_char_views(std::string_view s, const std::string& source) {
+  std::vector<std::string_view> out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
     // Strict UTF-8: what passes here can be saved in trainer_state.json (the vocabulary).
@@ -32,7 +34,29 @@ std::vector<std::string> utf8_chars(const std::string& s, const std::string& sou
   return out;
 }
 
-std::vector<std::string> read_text_data(const std::string& path) {
+std::vector<std::string> utf8_chars(const std::string& s, const std::string& source) {
+  const std::vector<std::string_view> views = utf8_char_views(s, source);
+  return {views.begin(), views.end()};
+}
+
+std::vector<std::string> distinct_chars(const std::vector<std::string_view>& chars) {
+  // ASCII (nearly every character of most files) through a table, the rest through a set.
+  bool ascii[128] = {};
+  std::unordered_set<std::string_view> other;
+  for (std::string_view c : chars) {
+    if (c.size() == 1 && static_cast<unsigned char>(c[0]) < 128)
+      ascii[static_cast<unsigned char>(c[0])] = true;
+    else
+      other.insert(c);
+  }
+  std::vector<std::string> out(other.begin(), other.end());
+  for (int b = 0; b < 128; ++b)
+    if (ascii[b]) out.emplace_back(1, char(b));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string read_text_file(const std::string& path) {
   std::string bytes;
   try {
     bytes = read_whole_file(path, "data file", kMaxDataFileBytes);
@@ -40,7 +64,7 @@ std::vector<std::string> read_text_data(const std::string& path) {
     fail_config("data.path: {}", e.what());
   }
   RELPOS_CHECK_CONFIG(!bytes.empty(), "data.path: data file '{}' is empty", path);
-  return utf8_chars(bytes, fmt::format("data file '{}'", path));
+  return bytes;
 }
 
 namespace {
@@ -48,21 +72,21 @@ namespace {
 class TextDataset : public Dataset {
  public:
   TextDataset(const Config& cfg, const std::vector<std::string>& vocab) : cfg_(cfg.data) {
-    std::vector<std::string> chars = read_text_data(cfg_.path);
-    if (vocab.empty()) {
-      std::unordered_set<std::string> distinct(chars.begin(), chars.end());
-      vocab_.assign(distinct.begin(), distinct.end());
-      std::sort(vocab_.begin(), vocab_.end());
-    } else {
-      vocab_ = vocab;
+    const std::string bytes = read_text_file(cfg_.path);
+    const std::vector<std::string_view> chars = utf8_char_views(bytes, fmt::format("data file '{}'", cfg_.path));
+    vocab_ = vocab.empty() ? distinct_chars(chars) : vocab;
+    ascii_.fill(-1);
+    for (size_t i = 0; i < vocab_.size(); ++i) {
+      const std::string& c = vocab_[i];
+      if (c.size() == 1 && static_cast<unsigned char>(c[0]) < 128) ascii_[static_cast<unsigned char>(c[0])] = int64_t(i);
+      else index_.emplace(c, int64_t(i));
     }
-    for (size_t i = 0; i < vocab_.size(); ++i) index_[vocab_[i]] = int64_t(i);
     ids_.reserve(chars.size());
     for (size_t i = 0; i < chars.size(); ++i) {
-      auto it = index_.find(chars[i]);
-      RELPOS_CHECK(it != index_.end(), "data file '{}': character '{}' at position {} is not in the run's vocabulary",
-                   cfg_.path, chars[i], i);
-      ids_.push_back(it->second);
+      const int64_t id = id_of(chars[i]);
+      RELPOS_CHECK(id >= 0, "data file '{}': character '{}' at position {} is not in the run's vocabulary", cfg_.path,
+                   chars[i], i);
+      ids_.push_back(id);
     }
     n_train_ = int64_t(double(ids_.size()) * (1.0 - cfg_.val_fraction));
     const int64_t need = cfg_.seq_len + 2;
@@ -89,10 +113,10 @@ class TextDataset : public Dataset {
 
   std::vector<int64_t> encode(const std::string& text) const override {
     std::vector<int64_t> out;
-    for (const auto& c : utf8_chars(text, "--prompt")) {
-      auto it = index_.find(c);
-      RELPOS_CHECK(it != index_.end(), "prompt character '{}' is not in the training vocabulary", c);
-      out.push_back(it->second);
+    for (std::string_view c : utf8_char_views(text, "--prompt")) {
+      const int64_t id = id_of(c);
+      RELPOS_CHECK(id >= 0, "prompt character '{}' is not in the training vocabulary", c);
+      out.push_back(id);
     }
     return out;
   }
@@ -104,6 +128,13 @@ class TextDataset : public Dataset {
   }
 
  private:
+  // The id of one character, or -1 when it is not in the vocabulary.
+  int64_t id_of(std::string_view c) const {
+    if (c.size() == 1 && static_cast<unsigned char>(c[0]) < 128) return ascii_[static_cast<unsigned char>(c[0])];
+    auto it = index_.find(c);
+    return it == index_.end() ? -1 : it->second;
+  }
+
   Batch windows(int64_t lo, int64_t hi, int64_t L, Generator& g) const {
     const int64_t B = cfg_.batch_size;
     std::vector<int64_t> x(size_t(B * L)), y(size_t(B * L));
@@ -119,7 +150,8 @@ class TextDataset : public Dataset {
 
   DataConfig cfg_;
   std::vector<std::string> vocab_;
-  std::map<std::string, int64_t> index_;
+  std::array<int64_t, 128> ascii_;                      // ASCII character -> id (-1: not in vocab_)
+  std::unordered_map<std::string_view, int64_t> index_;  // other characters (views into vocab_)
   std::vector<int64_t> ids_;
   int64_t n_train_ = 0;
 };
