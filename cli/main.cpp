@@ -281,7 +281,16 @@ int run_inspect(const std::string& dir, std::string out, const std::string& text
   auto rows = relpos::train::position_grad_rows(*run.model, *run.data, run.cfg.train.seed + 1);
   j["position_grad_rows"] = nlohmann::json::array();
   for (auto& r : rows) {
-    j["position_grad_rows"].push_back({{"param", r.param}, {"shape", r.shape}, {"row_norm", r.row_norm}});
+    nlohmann::json row = {{"param", r.param}, {"shape", r.shape}, {"row_norm", r.row_norm}};
+    if (!r.row_distances.empty()) {  // [min, max] of kj - qi per row, null: no distance in the probe
+      nlohmann::json d = nlohmann::json::array();
+      for (const auto& o : r.row_distances)
+        d.push_back(o ? nlohmann::json::array({o->first, o->second}) : nlohmann::json(nullptr));
+      row["row_distance"] = d;
+      row["train_distance"] = r.train_distance;
+      row["probe_distance"] = r.probe_distance;
+    }
+    j["position_grad_rows"].push_back(row);
     auto mx = *std::max_element(r.row_norm.begin(), r.row_norm.end());
     int64_t starving = std::count_if(r.row_norm.begin(), r.row_norm.end(), [&](double v) { return v < 1e-3 * mx; });
     fmt::print("grad per row of {} {}: max {:.3e}, {} of {} rows below 1e-3 x max\n", r.param,

@@ -76,6 +76,7 @@ class TransformerStack : public Module {
                                std::vector<AttentionStats>* stats) const;
   const PositionEncodingPtr& position() const { return pos_; }
   const std::vector<std::shared_ptr<TransformerBlock>>& blocks() const { return layers_; }  // inspection
+  bool causal() const { return causal_; }
 
  private:
   ModelConfig cfg_;

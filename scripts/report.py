@@ -409,8 +409,18 @@ def read_inspect(path):
         ra = at.sub("position_grad_rows").sub(i)
         check_object(r, ra)
         check_str(require(r, "param", ra, "a string"), ra.sub("param"))
-        check_values(require(r, "row_norm", ra, "an array of numbers"), ra.sub("row_norm"), strings=False)
+        norms = check_values(require(r, "row_norm", ra, "an array of numbers"), ra.sub("row_norm"), strings=False)
         require(r, "shape", ra, "an array of integers")
+        if "row_distance" in r:
+            rd = r["row_distance"]
+            if not isinstance(rd, list) or len(rd) != len(norms):
+                ra.sub("row_distance").fail(f"an array of {len(norms)} [min, max] pairs or nulls (one per row)", rd)
+            for k, d in enumerate(rd):
+                if d is not None and not (isinstance(d, list) and len(d) == 2 and all(is_int(x) for x in d)
+                                          and d[0] <= d[1]):
+                    ra.sub("row_distance").sub(k).fail("null or [min, max] integers with min <= max", d)
+            check_int(require(r, "train_distance", ra, "an integer"), ra.sub("train_distance"), lo=0)
+            check_int(require(r, "probe_distance", ra, "an integer"), ra.sub("probe_distance"), lo=1)
     att = ins.get("attention")
     if att:
         check_object(att, at.sub("attention"))
@@ -525,21 +535,30 @@ class Figures:
         self.made.append((stem, caption))
 
 
-def style(i, n):
-    """Distinct colour + line style for series i of n (tab10 repeats after 10)."""
-    if n <= 10:
-        return {"color": plt.cm.tab10(i % 10)}
-    return {"color": plt.cm.tab20(i % 20), "linestyle": ["-", "--", ":", "-."][(i // 2) % 4]}
+# Okabe & Ito's colour-blind-safe palette (Color Universal Design), black last; beyond 8 series
+# the colours repeat with another line style.
+PALETTE = ["#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#F0E442", "#000000"]
+LINESTYLES = ["-", "--", ":", "-."]
+
+
+def style(i):
+    """Distinct colour + line style for series i (colour-blind safe; 8 colours x 4 line styles)."""
+    return {"color": PALETTE[i % len(PALETTE)], "linestyle": LINESTYLES[(i // len(PALETTE)) % len(LINESTYLES)]}
+
+
+def outside_legend(ax, n):
+    """The legend right of the axes, never over the data."""
+    ax.legend(fontsize=7, ncol=1 if n <= 16 else 2, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              borderaxespad=0.0, frameon=False)
 
 
 def line_figure(figs, stem, title, xlabel, ylabel, series, caption, logy=False, markers=None):
     """series: [{"label", "x", "y"}]; markers: optional [{"label", "x", "y"}] drawn as points."""
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(8, 4))
     for i, s in enumerate(series):
-        ax.plot(s["x"], s["y"], label=s["label"], marker="o" if len(s["x"]) <= 12 else None, ms=3,
-                **style(i, len(series)))
+        ax.plot(s["x"], s["y"], label=s["label"], marker="o" if len(s["x"]) <= 12 else None, ms=3, **style(i))
     for m in markers or []:
-        ax.scatter(m["x"], m["y"], color="red", marker="x", s=25, label=m["label"], zorder=5)
+        ax.scatter(m["x"], m["y"], color="#D55E00", marker="x", s=25, label=m["label"], zorder=5)
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -547,8 +566,118 @@ def line_figure(figs, stem, title, xlabel, ylabel, series, caption, logy=False, 
         ax.set_yscale("log")
     ax.grid(alpha=0.3)
     if series or markers:
-        ax.legend(fontsize=7, ncol=2 if len(series) > 8 else 1)
+        outside_legend(ax, len(series) + len(markers or []))
     figs.save(stem, fig, title, xlabel, ylabel, series + (markers or []), caption)
+
+
+# ---------------------------------------------------------------------------------------------
+# Seeds: the runs of a sweep point that differ only in train.seed are one configuration; its
+# numbers are the mean over seeds with a 95% Student-t interval.
+
+SEED_KEY = "train.seed"  # the grid key `seeds: N` adds (trainers/sweep.h kSeedKey)
+
+# Two-sided 95% quantiles of Student's t, t(0.975, df) for df = 1..30 (standard tables); above 30
+# the value at the lower end of the bracket is used (30 < df <= 40: 2.042, ...): never too narrow.
+T975 = [None, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+        2.045, 2.042]
+
+
+def t975(df):
+    if df < 1:
+        raise ValueError("t975: df must be >= 1")
+    if df <= 30:
+        return T975[df]
+    for top, low_end in ((40, 2.042), (60, 2.021), (120, 2.000)):
+        if df <= top:
+            return low_end
+    return 1.980
+
+
+def summarize(values):
+    """One number per seed (None, nan, inf: that seed gave no finite value) -> {"n", "finite",
+    "mean", "half", "lo", "hi"}: the mean of the finite values and the half-width of its 95%
+    Student-t interval, t(0.975, k-1) * s / sqrt(k) (k finite values, s their sample standard
+    deviation); half, lo, hi are None with fewer than 2 finite values, mean None with none."""
+    vals = [num(v) for v in values if v is not None and math.isfinite(num(v))]
+    k = len(vals)
+    out = {"n": len(values), "finite": k, "mean": None, "half": None, "lo": None, "hi": None}
+    if k == 0:
+        return out
+    m = math.fsum(vals) / k
+    out["mean"] = m
+    if k >= 2:
+        sd = math.sqrt(math.fsum((v - m) ** 2 for v in vals) / (k - 1))
+        h = t975(k - 1) * sd / math.sqrt(k)
+        out.update(half=h, lo=m - h, hi=m + h)
+    return out
+
+
+def fmt_summary(sm):
+    """'2.0312 ± 0.0140' ('2.0312' with one value, '-' with none), '(k of n finite)' when some
+    seeds gave no finite value."""
+    if sm["mean"] is None:
+        return "-" if sm["n"] <= 1 else f"- (0 of {sm['n']} finite)"
+    t = f"{sm['mean']:.4f}" + (f" ± {sm['half']:.4f}" if sm["half"] is not None else "")
+    if sm["finite"] < sm["n"]:
+        t += f" ({sm['finite']} of {sm['n']} finite)"
+    return t
+
+
+def tiers(items):
+    """items: [(label, summary)] -> [(tier, label, summary)] by mean (lower is better). Tier 1
+    holds the best mean and every item whose interval overlaps the best one's; the next unplaced
+    item starts tier 2 with every unplaced item whose interval overlaps its own, and so on. Items
+    in one tier are not separated by their intervals. Items without an interval are left out: no
+    ranking without one."""
+    ok = sorted([(lab, sm) for lab, sm in items if sm["half"] is not None], key=lambda t: t[1]["mean"])
+    overlap = lambda a, b: a["lo"] <= b["hi"] and b["lo"] <= a["hi"]  # noqa: E731
+    out, tier, placed = [], 0, [False] * len(ok)
+    for i in range(len(ok)):
+        if placed[i]:
+            continue
+        tier += 1
+        for j in range(i, len(ok)):
+            if not placed[j] and overlap(ok[j][1], ok[i][1]):
+                placed[j] = True
+                out.append((tier, ok[j][0], ok[j][1]))
+    return out
+
+
+def small_multiples(figs, stem, title, xlabel, ylabel, series, caption, log2x=None):
+    """One panel per series, shared axes: the series in colour (with its 95% interval band where
+    it has "lo"/"hi"), every other series in light grey behind it for comparison.
+    series: [{"label", "x", "y", optional "lo", "hi"}]."""
+    n = len(series)
+    cols = max(1, min(4, n))
+    rows = max(1, math.ceil(n / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(3.1 * cols + 0.6, 2.5 * rows + 0.9), squeeze=False,
+                             sharex=True, sharey=True, layout="constrained")
+    for k, ax in enumerate(axes.flat):
+        if k >= n:
+            ax.set_visible(False)
+            continue
+        for j, o in enumerate(series):
+            if j != k:
+                ax.plot(o["x"], o["y"], color="#BBBBBB", lw=0.8, zorder=1)
+        s = series[k]
+        c = PALETTE[3]  # one colour: the panel title says which series it is
+        if s.get("lo") and any(v is not None for v in s["lo"]):
+            lo = [np.nan if v is None else v for v in s["lo"]]
+            hi = [np.nan if v is None else v for v in s["hi"]]
+            ax.fill_between(s["x"], lo, hi, color=c, alpha=0.25, lw=0, zorder=2)
+        ax.plot(s["x"], s["y"], color=c, lw=1.6, marker="o" if len(s["x"]) <= 12 else None, ms=3, zorder=3)
+        ax.set_title(s["label"], fontsize=9)
+        if log2x:
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(log2x)
+            ax.set_xticklabels([str(v) for v in log2x], fontsize=7)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+    fig.supxlabel(xlabel, fontsize=9)
+    fig.supylabel(ylabel, fontsize=9)
+    fig.suptitle(title, fontsize=10)
+    figs.save(stem, fig, title, xlabel, ylabel, series, caption)
 
 
 def column(rows, key):
@@ -616,30 +745,75 @@ def run_figures(rows, figs, prefix="", name=""):
     return rows, (div[0]["first_divergence_step"] if div else None)
 
 
+def row_label(d, probe):
+    """Tick label of a distance-indexed table row from its [min, max] of kj - qi: causal rows
+    (max <= 0) in tokens back ('0', '5-7', '>=64' when the range runs to the probe's end)."""
+    if d is None:
+        return "none"
+    lo, hi = d
+    if hi <= 0:
+        a, b = -hi, -lo
+        return f">={a}" if b >= probe else (f"{a}" if a == b else f"{a}-{b}")
+    if lo >= 0:
+        return f">=+{lo}" if hi >= probe else (f"+{lo}" if lo == hi else f"+{lo}-{hi}")
+    return f"{lo}..{hi}"
+
+
 def inspect_figures(ins, figs):
     """Figures from `relpos inspect` output (RUN/inspect/inspect.json, read by read_inspect)."""
     if ins.get("bias"):
-        series = [{"label": f"layer {c['layer']} head {c['head']}", "x": c["distance"], "y": c["bias"]}
-                  for c in ins["bias"]]
-        line_figure(figs, "bias_vs_distance", f"Learned bias vs distance ({ins['position']}, step {ins['step']})",
+        shared = all(c["layer"] == -1 for c in ins["bias"])
+        series = [{"label": (f"head {c['head']}" if c["layer"] == -1 else f"layer {c['layer']} head {c['head']}"),
+                   "x": c["distance"], "y": c["bias"]} for c in ins["bias"]]
+        line_figure(figs, "bias_vs_distance",
+                    f"Learned bias vs distance ({ins['position']}, step {ins['step']}"
+                    f"{', the same in every layer' if shared else ''})",
                     "distance kj - qi (tokens)", "bias added to the logit", series,
-                    "The additive position bias of each layer and head (times alpha), query attending back.")
+                    "The additive position bias of each head (times alpha), query attending back" +
+                    (": every layer adds the same bias (one table shared by all layers, or a fixed bias), so it "
+                     "is drawn once per head." if shared else ", per layer and head."))
     for r in ins.get("position_grad_rows", []):
         if len(r["row_norm"]) < 2:
             continue
         stem = "grad_rows_" + r["param"].replace(".", "_")
-        x = list(range(len(r["row_norm"])))
-        fig, ax = plt.subplots(figsize=(7, 3.5))
-        ax.bar(x, r["row_norm"], color="tab:blue", label="||grad row||")
+        norms = [num(v) for v in r["row_norm"]]
+        x = list(range(len(norms)))
+        dist = r.get("row_distance")
+        fig, ax = plt.subplots(figsize=(max(7.0, 0.28 * len(x) + 2), 4))
+        pos = [v for v in norms if math.isfinite(v) and v > 0]
+        floor = min(pos) / 10 if pos else 1e-12
+        ax.bar(x, [v if v > 0 else np.nan for v in norms], color=PALETTE[3], label="||grad row|| (one batch)")
+        zero = [i for i, v in enumerate(norms) if not v > 0]
+        caption = ("Gradient magnitude each row of the position table receives on one training batch: "
+                   "rows near zero do not learn.")
+        if zero:
+            why = "no gradient"
+            if dist is not None:
+                T = r["train_distance"]
+                if all(dist[i] is None or min(abs(dist[i][0]), abs(dist[i][1])) > T for i in zero):
+                    why = f"no gradient: beyond the longest training distance, {T}"
+            ax.scatter(zero, [floor] * len(zero), marker="x", color=PALETTE[4], zorder=5, label=f"unreached ({why})")
+            caption += f" Crosses mark rows with exactly zero gradient ({why})."
         ax.set_yscale("log")
-        ax.set_xlabel("table row (bucket / offset / position)")
-        ax.set_ylabel("gradient L2 norm (one batch)")
+        ax.set_ylim(bottom=floor / 2)
+        labels = None
+        if dist is not None:
+            labels = [row_label(d, r["probe_distance"]) for d in dist]
+            ax.set_xticks(x)
+            ax.set_xticklabels(labels, rotation=90, fontsize=7)
+            causal = all(d is None or d[1] <= 0 for d in dist)
+            ax.set_xlabel("table row, labelled with the distances it serves (tokens back, qi - kj)" if causal
+                          else "table row, labelled with the distances kj - qi it serves (tokens)")
+            caption += (" Each row is labelled with the distances that use it; training saw distances up to "
+                        f"{r['train_distance']}.")
+        else:
+            ax.set_xlabel("table row (position / index)")
+        ax.set_ylabel("gradient L2 norm (log scale)")
         ax.set_title(f"Gradient per row of {r['param']} {r['shape']}")
-        ax.legend()
+        outside_legend(ax, 2)
         figs.save(stem, fig, ax.get_title(), ax.get_xlabel(), ax.get_ylabel(),
-                  [{"label": "row norm", "x": x, "y": r["row_norm"]}],
-                  "Gradient magnitude each row of the position table receives on one training batch: "
-                  "rows near zero do not learn.")
+                  [{"label": "row norm", "x": x, "y": r["row_norm"]}], caption,
+                  extra={"row_labels": labels} if labels else None)
     att = ins.get("attention")
     if att and att.get("layers"):
         heads = att["layers"][0]
@@ -668,6 +842,14 @@ def point_metrics(rec):
     return read_metrics(p) if os.path.lexists(p) else None
 
 
+def mean_curve(curves):
+    """curves: [(xs, ys)], one per seed -> (x, mean, lo, hi) over the x every curve has."""
+    common = sorted(set.intersection(*[set(x) for x, _ in curves])) if curves else []
+    at = [dict(zip(x, y)) for x, y in curves]
+    sms = [summarize([d[x] for d in at]) for x in common]
+    return common, [m["mean"] for m in sms], [m["lo"] for m in sms], [m["hi"] for m in sms]
+
+
 def sweep_figures(sweep_dir, meta, index, figs, md):
     """meta: sweep.json (or {}); index: read_sweep_index's (record, Where) pairs."""
     by_name = {r["name"]: r for r, _ in index}  # every index file, merged
@@ -679,57 +861,114 @@ def sweep_figures(sweep_dir, meta, index, figs, md):
         if n in by_name:
             recs.append(dict(by_name[n], index=i))
     grid_keys = meta.get("grid_keys", [])
-    varying = [k for k in grid_keys if len({str(r["grid"].get(k)) for r in recs}) > 1]
+    config_keys = [k for k in grid_keys if k != SEED_KEY]
+    varying = [k for k in config_keys if len({str(r["grid"].get(k)) for r in recs}) > 1]
     recipes = meta.get("recipes", [])
-    md.append(f"Sweep `{meta.get('spec', sweep_dir)}`: {len(recs)} points, grid keys "
+    # One group per configuration: every grid value but the seed, and the recipe (spec order).
+    groups = {}
+    for r in recs:
+        key = (tuple(str(r["grid"].get(k)) for k in config_keys), r.get("recipe"))
+        label = short(r, varying) if (varying or r.get("recipe")) else None
+        groups.setdefault(key, {"label": label, "recs": []})["recs"].append(r)
+    groups = list(groups.values())
+    seeded = SEED_KEY in grid_keys and any(len(g["recs"]) > 1 for g in groups)
+    for g in groups:
+        if g["label"] is None:
+            g["label"] = "all seeds" if seeded else g["recs"][0]["name"]
+    size = f"{len(recs)} runs ({len(groups)} points x seeds)" if seeded else f"{len(recs)} points"
+    md.append(f"Sweep `{meta.get('spec', sweep_dir)}`: {size}, grid keys "
               f"{', '.join('`' + k + '`' for k in grid_keys) or '-'}"
               f"{', recipes ' + ', '.join(recipes) if recipes else ''}.\n")
-    # Summary table
+    # Evaluations by (mode, length): a spec may list several modes (eval.mode: [windows, sliding]).
     lens = sorted({e["seq_len"] for r in recs for e in r.get("eval", [])})
+    modes = []
+    for r in recs:
+        for e in r.get("eval", []):
+            if e.get("mode", "?") not in modes:
+                modes.append(e.get("mode", "?"))
+    keys = [(m, L) for m in modes for L in lens]
+    col = lambda m, L: f"loss @ {L}" + ("" if m == modes[0] else f" ({m})")  # noqa: E731
+    for g in groups:
+        ev = [{(e.get("mode", "?"), e["seq_len"]): e for e in r.get("eval", [])} for r in g["recs"]]
+        g["train"] = summarize([r.get("final_train_loss") for r in g["recs"]])
+        g["val"] = summarize([r.get("final_val_loss") for r in g["recs"]])
+        g["at"] = {k: summarize([e[k]["loss"] if k in e else None for e in ev]) for k in keys}
+        g["beyond"] = {k: summarize([e[k].get("beyond_loss") if k in e else None for e in ev]) for k in keys}
+    fmt = lambda v: "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.4f}"  # noqa: E731
+    if seeded:
+        counts = sorted({len(g["recs"]) for g in groups})
+        md.append(f"Each point ran with {' or '.join(map(str, counts))} seeds (`{SEED_KEY}`). Every number below is "
+                  "the mean over the seeds ± the half-width of its 95% Student-t interval, "
+                  "t(0.975, k-1) · s / √k over the k seeds with a finite value.\n")
+        head = ["point", "seeds", "final train loss", "final val loss"] + [col(*k) for k in keys]
+        md.append("| " + " | ".join(head) + " |")
+        md.append("|" + "---|" * len(head))
+        for g in groups:
+            md.append("| " + " | ".join([g["label"], str(len(g["recs"])), fmt_summary(g["train"]),
+                                         fmt_summary(g["val"])] + [fmt_summary(g["at"][k]) for k in keys]) + " |")
+        md.append("")
+        # A ranking only where intervals separate.
+        rank_at = [("final validation loss", lambda g: g["val"])]
+        for m in modes if lens else []:
+            rank_at.append((col(m, lens[-1]), lambda g, k=(m, lens[-1]): g["at"][k]))
+        for title, pick in rank_at:
+            ts = tiers([(g["label"], pick(g)) for g in groups])
+            if not ts:
+                continue
+            md.append(f"Ranking by {title} (lower is better). A tier holds every point whose 95% interval overlaps "
+                      "that of the tier's first point: points in one tier are not separated by their intervals, "
+                      "and their order within the tier is not a finding. A tier ranks above the next because "
+                      "their first points' intervals do not overlap.\n")
+            md.append("| tier | point | mean ± 95% interval |")
+            md.append("|---|---|---|")
+            for t, lab, sm in ts:
+                md.append(f"| {t} | {lab} | {fmt_summary(sm)} |")
+            md.append("")
+    else:
+        md.append("No ranking: every point ran with one seed, so nothing separates its differences from "
+                  "seed-to-seed variation (add `seeds: N` to the spec for means with 95% intervals).\n")
+    if seeded:
+        md.append("Every run:\n")
     head = ["#", "point", "status", "final train loss", "final val loss", "first divergence step"] + \
-        [f"loss @ {L}" for L in lens]
+        [col(*k) for k in keys]
     md.append("| " + " | ".join(head) + " |")
     md.append("|" + "---|" * len(head))
-    fmt = lambda v: "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.4f}"
     for r in recs:
-        ev = {e["seq_len"]: e["loss"] for e in r.get("eval", [])}
+        ev = {(e.get("mode", "?"), e["seq_len"]): e["loss"] for e in r.get("eval", [])}
         md.append("| " + " | ".join([str(r["index"]), r["name"], r["status"], fmt(r.get("final_train_loss")),
                                      fmt(r.get("final_val_loss")), str(r.get("first_divergence_step") or "-")] +
-                                    [fmt(ev.get(L)) for L in lens]) + " |")
+                                    [fmt(ev.get(k)) for k in keys]) + " |")
     md.append("")
-    # Loss vs evaluation length (ALiBi Fig. 1 shape)
-    if lens:
-        series, beyond = [], []
-        for r in recs:
-            ev = sorted(r.get("eval", []), key=lambda e: e["seq_len"])
-            if not ev:
-                continue
-            lab = short(r, varying)
-            series.append({"label": lab, "x": [e["seq_len"] for e in ev], "y": [num(e["loss"]) for e in ev]})
-            b = [e for e in ev if e.get("beyond_loss") is not None]
-            if b:
-                beyond.append({"label": lab, "x": [e["seq_len"] for e in b], "y": [num(e["beyond_loss"]) for e in b]})
-        mode = recs[0]["eval"][0].get("mode", "?") if recs and recs[0].get("eval") else "?"
-        fig, ax = plt.subplots(figsize=(8, 5))
-        for i, s in enumerate(series):
-            ax.plot(s["x"], s["y"], marker="o", ms=3, label=s["label"], **style(i, len(series)))
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(lens)
-        ax.set_xticklabels([str(L) for L in lens])
-        ax.set_xlabel("evaluation length L (tokens, log scale)")
-        ax.set_ylabel("validation loss (nats / token)")
-        ax.set_title(f"Loss vs evaluation length ({mode} evaluation)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, ncol=2)
-        figs.save("extrapolation", fig, ax.get_title(), ax.get_xlabel(), ax.get_ylabel(), series,
-                  "Mean validation loss over all positions of windows of length L, per point; a flat curve "
-                  "extrapolates, a rising one does not.")
+    interval = " (mean over seeds; band: its 95% interval)" if seeded else ""
+
+    def length_series(field, mode):
+        out = []
+        for g in groups:
+            xs = [L for L in lens if g[field][(mode, L)]["mean"] is not None]
+            sm = [g[field][(mode, L)] for L in xs]
+            if xs:
+                out.append({"label": g["label"], "x": xs, "y": [v["mean"] for v in sm], "lo": [v["lo"] for v in sm],
+                            "hi": [v["hi"] for v in sm], "seeds": [v["finite"] for v in sm]})
+        return out
+    # Loss vs evaluation length (ALiBi Fig. 1 shape), one panel per point, one figure per mode
+    for mode in modes:
+        suffix = "" if mode == modes[0] else "_" + mode
+        small_multiples(figs, "extrapolation" + suffix, f"Loss vs evaluation length ({mode} evaluation)",
+                        "evaluation length L (tokens, log scale)", "validation loss (nats / token)",
+                        length_series("at", mode),
+                        "Validation loss over all positions of windows of length L" + interval + ", one panel per "
+                        "point with every other point in grey behind it; a flat curve extrapolates, a rising one "
+                        "does not.", log2x=lens)
+        beyond = length_series("beyond", mode)
         if beyond:
-            line_figure(figs, "extrapolation_beyond", "Loss on positions beyond the training length",
-                        "evaluation length L (tokens)", "loss on positions >= training length (nats / token)",
-                        beyond, "Loss counted only on positions the model never saw in training.")
+            small_multiples(figs, "extrapolation_beyond" + suffix,
+                            f"Loss on positions beyond the training length ({mode} evaluation)",
+                            "evaluation length L (tokens, log scale)",
+                            "loss on positions >= training length (nats / token)", beyond,
+                            "Loss counted only on positions the model never saw in training" + interval + ".",
+                            log2x=lens)
     # Stability grid: lr x recipe -> final train loss (+ first divergence step), per other grid value
-    lr_key = next((k for k in grid_keys if k.endswith(".lr")), None)
+    lr_key = next((k for k in config_keys if k.endswith(".lr")), None)
     if lr_key and recipes:
         for r in recs:
             at = where[r["name"]]
@@ -738,25 +977,33 @@ def sweep_figures(sweep_dir, meta, index, figs, md):
                 at.sub("grid").sub(lr_key).fail("a finite number", lr)
             if r.get("recipe") not in recipes:
                 at.sub("recipe").fail(f"one of the recipes of sweep.json ({', '.join(recipes)})", r.get("recipe"))
-        others = [k for k in grid_keys if k != lr_key]
-        groups = {}
+        others = [k for k in config_keys if k != lr_key]
+        panels = {}
         for r in recs:
-            groups.setdefault(tuple(str(r["grid"].get(k)) for k in others), []).append(r)
+            panels.setdefault(tuple(str(r["grid"].get(k)) for k in others), []).append(r)
         lrs = sorted({num(r["grid"][lr_key]) for r in recs})
-        fig, axes = plt.subplots(1, len(groups), figsize=(5.5 * len(groups), 0.9 * len(lrs) + 2.2), squeeze=False)
+        fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 0.9 * len(lrs) + 2.2), squeeze=False)
         cells = []
         vmax = max([num(r.get("final_train_loss")) for r in recs if r.get("final_train_loss") is not None] + [1])
-        for ax, (g, rs) in zip(axes[0], sorted(groups.items())):
+        for ax, (g, rs) in zip(axes[0], sorted(panels.items())):
             m = np.full((len(lrs), len(recipes)), np.nan)
-            for r in rs:
-                i, j = lrs.index(num(r["grid"][lr_key])), recipes.index(r["recipe"])
-                v = num(r.get("final_train_loss"))
-                m[i, j] = v
-                d = r.get("first_divergence_step")
-                cells.append({"group": " ".join(g), "lr": lrs[i], "recipe": r["recipe"], "final_train_loss": v,
-                              "first_divergence_step": d})
-                txt = ("nan" if math.isnan(v) else f"{v:.2f}") + (f"\ndiv@{d}" if d is not None else "")
-                ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="white")
+            for i, lr in enumerate(lrs):
+                for j, rc in enumerate(recipes):
+                    runs = [r for r in rs if num(r["grid"][lr_key]) == lr and r["recipe"] == rc]
+                    if not runs:
+                        continue
+                    sm = summarize([r.get("final_train_loss") for r in runs])
+                    v = sm["mean"] if sm["mean"] is not None else float("nan")
+                    m[i, j] = v
+                    divs = [r["first_divergence_step"] for r in runs if r.get("first_divergence_step") is not None]
+                    d = min(divs) if divs else None
+                    cells.append({"group": " ".join(g), "lr": lr, "recipe": rc, "final_train_loss": v,
+                                  "half": sm["half"], "seeds": len(runs), "first_divergence_step": d,
+                                  "diverged_seeds": len(divs)})
+                    txt = ("nan" if math.isnan(v) else f"{v:.2f}") + (f"±{sm['half']:.2f}" if sm["half"] else "")
+                    if d is not None:
+                        txt += f"\ndiv@{d}" + (f" ({len(divs)}/{len(runs)})" if len(runs) > 1 else "")
+                    ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="white")
             im = ax.imshow(m, cmap="viridis_r", vmin=0, vmax=vmax, aspect="auto")
             ax.set_xticks(range(len(recipes)))
             ax.set_xticklabels(recipes, rotation=30, ha="right", fontsize=8)
@@ -766,38 +1013,43 @@ def sweep_figures(sweep_dir, meta, index, figs, md):
             ax.set_ylabel("peak learning rate")
             ax.set_title(" ".join(g) or "all")
             fig.colorbar(im, ax=ax, label="final train loss (nats / token)")
-        fig.suptitle("Stability grid: final train loss; div@N = first divergence step")
+        fig.suptitle("Stability grid: final train loss" + (" (mean ± 95% interval over seeds)" if seeded else "") +
+                     "; div@N = first divergence step")
         figs.save("stability_grid", fig, "Stability grid", "recipe", "peak learning rate", [],
-                  "Final training loss per learning rate and recipe (brighter = lower); 'div@N' marks the first "
-                  "step whose loss was non-finite or above twice its running minimum.", extra={"cells": cells})
-        # max |logit| (last layer) over training for every point of the highest lr
-        for g, rs in sorted(groups.items()):
+                  "Final training loss per learning rate and recipe (brighter = lower)" +
+                  (", mean over seeds ± 95% interval" if seeded else "") + "; 'div@N' marks the first step whose "
+                  "loss was non-finite or above twice its running minimum" +
+                  (" (the earliest over seeds, with how many seeds diverged)" if seeded else "") + ".",
+                  extra={"cells": cells})
+        # max |logit| (last layer) over training for every run at the highest lr
+        for g, rs in sorted(panels.items()):
             series = []
             for r in rs:
                 if num(r["grid"][lr_key]) != lrs[-1]:
                     continue
-                rows = point_metrics(r)
-                cols = array_columns(rows or [], "max_attn_logit")
+                cols = array_columns(point_metrics(r) or [], "max_attn_logit")
                 if cols:
                     last = cols[max(cols)]
-                    series.append({"label": r["recipe"], "x": last[0], "y": last[1]})
+                    seed = f" seed {r['grid'][SEED_KEY]}" if seeded and SEED_KEY in r["grid"] else ""
+                    series.append({"label": r["recipe"] + seed, "x": last[0], "y": last[1]})
             if series:
                 stem = "max_logit_" + "_".join(g).replace("/", "-")
                 line_figure(figs, stem, f"Max |attention logit|, last layer, {' '.join(g)}, lr {lrs[-1]:g}",
                             "optimizer step", "max |S| (logit units)", series,
                             f"Growth of the largest attention logit per recipe at lr {lrs[-1]:g} ({' '.join(g)}).",
                             logy=True)
-    # Training curves of every point
+    # Training curves, one panel per point (mean over seeds with its interval)
     series = []
-    for r in recs:
-        rows = point_metrics(r)
-        if rows is not None:
-            x, y = column(rows, "loss")
-            series.append({"label": short(r, varying), "x": x, "y": y})
+    for g in groups:
+        curves = [column(rows, "loss") for rows in (point_metrics(r) for r in g["recs"]) if rows is not None]
+        if curves:
+            x, y, lo, hi = mean_curve(curves) if len(curves) > 1 else (curves[0][0], curves[0][1], None, None)
+            series.append({"label": g["label"], "x": x, "y": y, "lo": lo, "hi": hi})
     if series:
-        line_figure(figs, "train_loss_all", "Training loss of every point", "optimizer step",
-                    "train loss (nats / token)", series, "Training loss (log-window mean) of every sweep point.")
-
+        small_multiples(figs, "train_loss_all", "Training loss of every point", "optimizer step",
+                        "train loss (nats / token)", series,
+                        "Training loss (log-window mean) of every point" + interval + ", one panel per point, the "
+                        "others in grey.")
 
 
 def report(run_or_sweep, out):

@@ -65,8 +65,39 @@ std::vector<BiasCurve> learned_bias(const nn::Model& model, int64_t n, std::stri
       out.push_back(c);
     }
   }
+  // Equal in every layer: listed once (a figure would draw the same line once per layer).
+  const size_t per_layer = blocks.empty() ? 0 : out.size() / blocks.size();
+  bool same = blocks.size() > 1 && per_layer * blocks.size() == out.size();
+  for (size_t i = per_layer; same && i < out.size(); ++i) same = out[i].bias == out[i % per_layer].bias;
+  if (same) {
+    out.resize(per_layer);
+    for (auto& c : out) c.layer = -1;
+  }
   return out;
 }
+
+namespace {
+
+// Which distances kj - qi each row of a distance-indexed table serves (RowGrad::row_distances):
+// the encoding's lookup index for one query against keys up to `probe` tokens away.
+std::vector<std::optional<std::pair<int64_t, int64_t>>> row_distances(const nn::PositionEncoding& pos, int64_t rows,
+                                                                      int64_t probe, bool causal) {
+  // query at position probe, keys 0 .. probe (causal) or 0 .. 2 probe: distances -probe .. (0 | probe)
+  const int64_t lk = causal ? probe + 1 : 2 * probe + 1;
+  Tensor idx = pos.bias_index(nn::AttnGeometry{1, lk, probe, 0, causal, Tensor()});
+  if (!idx.defined() || idx.numel() != lk) return {};
+  const auto v = idx.to_vector<int64_t>();
+  std::vector<std::optional<std::pair<int64_t, int64_t>>> out(static_cast<size_t>(rows));
+  for (int64_t j = 0; j < lk; ++j) {
+    const int64_t r = v[size_t(j)], d = j - probe;
+    if (r < 0 || r >= rows) return {};  // not an index into this table
+    auto& o = out[size_t(r)];
+    o = o ? std::make_pair(std::min(o->first, d), std::max(o->second, d)) : std::make_pair(d, d);
+  }
+  return out;
+}
+
+}  // namespace
 
 std::vector<RowGrad> position_grad_rows(nn::Model& model, const Dataset& data, uint64_t seed) {
   Generator g(seed);
@@ -85,6 +116,12 @@ std::vector<RowGrad> position_grad_rows(nn::Model& model, const Dataset& data, u
     for (int64_t d = 1; d < gr.dim(); ++d) rest.push_back(d);
     Tensor rows = rest.empty() ? sq : k::reduce(k::Reduce::Sum, sq, rest, false);  // [shape[0]]
     r.row_norm = k::unary(k::Unary::Sqrt, rows).to_vector<double>();
+    // Distance-indexed tables: the distances of each row, probed to 4x the training length.
+    const auto& pos = model.main_stack().blocks().front()->self_attention().position();
+    r.train_distance = b.input.size(1) - 1;
+    r.probe_distance = std::max<int64_t>(4 * b.input.size(1), 256);
+    if (pos && gr.dim() >= 1 && !nn::find_position_variant(model.config().position).facts.index_bias)
+      r.row_distances = row_distances(*pos, gr.size(0), r.probe_distance, model.main_stack().causal());
     out.push_back(r);
   }
   model.zero_grad();
@@ -122,7 +159,7 @@ std::string attention_graph_dot(const nn::Model& model, int64_t L, uint64_t seed
   Generator g(seed);
   Variable x(Tensor::randn({1, L, D}, g, model.config().dtype), true);
   x.set_name("x");
-  Variable y = a.forward(x, x, model.config().kind != "encoder", Tensor(), 0, 0, nullptr, nullptr, nullptr,
+  Variable y = a.forward(x, x, model.main_stack().causal(), Tensor(), 0, 0, nullptr, nullptr, nullptr,
                          position_index);
   Tensor u = Tensor::randn(y.shape(), g, y.dtype());
   // Name the leaves: AccumulateGrad node -> parameter name. The model's names, so that tables

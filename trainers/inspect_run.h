@@ -14,6 +14,8 @@
 //                       float64 attention layer (`relpos gradcheck --entry`)
 #pragma once
 #include <map>
+#include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -24,17 +26,26 @@
 namespace relpos::train {
 
 struct BiasCurve {
-  int64_t layer = 0, head = 0;
+  int64_t layer = 0, head = 0;    // layer -1: the same curve in every layer (listed once)
   std::vector<int64_t> distance;  // kj - qi: 0, -1, ..., -(n-1)
   std::vector<double> bias;       // the logit added at that distance
 };
 // Empty for encodings without a distance-only bias (rotations, content terms): the note says why.
+// Where every layer's curves are equal (a table shared by the stack and no per-layer alpha, or a
+// fixed bias such as ALiBi's), they are listed once, with layer -1.
 std::vector<BiasCurve> learned_bias(const nn::Model& model, int64_t n, std::string* note = nullptr);
 
 struct RowGrad {
   std::string param;
   std::vector<int64_t> shape;
   std::vector<double> row_norm;  // [shape[0]]: ||grad[r, ...]||_2
+  // Tables indexed by distance (T5 and DeBERTa buckets, Shaw offsets, Transformer-XL
+  // distances: PositionEncoding::bias_index): the distances kj - qi each row serves, probed over
+  // |kj - qi| <= probe_distance (causal: kj <= qi). Empty for other tables (absolute positions,
+  // patch-grid or graph indices).
+  std::vector<std::optional<std::pair<int64_t, int64_t>>> row_distances;  // [min, max]; nullopt: none in the probe
+  int64_t train_distance = 0;  // the longest |kj - qi| of the training batch (its length - 1)
+  int64_t probe_distance = 0;  // a row whose range reaches +-probe_distance also serves every longer distance
 };
 std::vector<RowGrad> position_grad_rows(nn::Model& model, const Dataset& data, uint64_t seed);
 

@@ -143,13 +143,25 @@ void read_eval(const SpecReader& r, const YAML::Node& e, SweepSpec& s) {
     if (!l.IsSequence()) r.bad(l, "eval.lengths", fmt::format("expected a list of lengths, e.g. [64, 128], got '{}'", yaml_text(l)));
     for (const auto& v : l) s.eval_lengths.push_back(r.integer(v, "eval.lengths", 1, kMaxLen));
   }
-  if (e["mode"]) s.eval_mode = r.scalar(e["mode"], "eval.mode");
-  if (s.eval_mode != "random" && s.eval_mode != "windows" && s.eval_mode != "sliding")
-    r.bad(e["mode"], "eval.mode", fmt::format("'{}': expected random, windows or sliding", s.eval_mode));
+  if (const YAML::Node m = e["mode"]) {  // one mode or a list of them
+    s.eval_modes.clear();
+    if (m.IsSequence()) {
+      for (const auto& v : m) s.eval_modes.push_back(r.scalar(v, "eval.mode"));
+      if (s.eval_modes.empty()) r.bad(m, "eval.mode", "an empty list; expected random, windows or sliding, or a list of them");
+    } else {
+      s.eval_modes.push_back(r.scalar(m, "eval.mode"));
+    }
+    std::set<std::string> seen;
+    for (const auto& mode : s.eval_modes) {
+      if (mode != "random" && mode != "windows" && mode != "sliding")
+        r.bad(m, "eval.mode", fmt::format("'{}': expected random, windows or sliding, or a list of them", mode));
+      if (!seen.insert(mode).second) r.bad(m, "eval.mode", fmt::format("'{}' is listed twice", mode));
+    }
+  }
   if (e["stride"]) s.eval_stride = r.integer(e["stride"], "eval.stride", 1, kMaxLen);
   if (e["bucket"]) s.eval_bucket = r.integer(e["bucket"], "eval.bucket", 1, kMaxLen);
   if (e["max_tokens"]) s.eval_max_tokens = r.integer(e["max_tokens"], "eval.max_tokens", 1, kMaxRepeat);
-  if (s.eval_mode == "sliding" && s.eval_stride > 0)
+  if (std::count(s.eval_modes.begin(), s.eval_modes.end(), "sliding") && s.eval_stride > 0)
     for (int64_t L : s.eval_lengths)
       RELPOS_CHECK_CONFIG(s.eval_stride <= L, "{}: eval.stride {} must not exceed every eval length (got length {})",
                           r.path, s.eval_stride, L);
@@ -241,7 +253,7 @@ SweepSpec load_sweep_spec(const std::string& path, int64_t max_points) {
   const SpecReader r{path};
   check_yaml_size(root, path);
   if (!root.IsMap()) fail_config("{}: a sweep spec is a mapping (base, config, grid, points, eval, dir)", path);
-  r.known_keys(root, "", {"base", "config", "dir", "grid", "points", "eval", "checkpoint_every"});
+  r.known_keys(root, "", {"base", "config", "dir", "grid", "points", "eval", "checkpoint_every", "seeds"});
   RELPOS_CHECK_CONFIG(root["base"] || root["config"], "{}: a sweep needs 'base' (a config file) or 'config'", path);
   if (root["base"]) s.base_yaml = read_file(fs::path(path).parent_path() / r.scalar(root["base"], "base"));
   if (const YAML::Node c = root["config"]) {
@@ -251,8 +263,16 @@ SweepSpec load_sweep_spec(const std::string& path, int64_t max_points) {
   s.dir = root["dir"] ? r.scalar(root["dir"], "dir") : "runs/sweeps/" + fs::path(path).stem().string();
   if (root["checkpoint_every"]) s.checkpoint_every = r.integer(root["checkpoint_every"], "checkpoint_every", 0, kMaxRepeat);
   if (root["eval"]) read_eval(r, root["eval"], s);
-  const std::vector<std::vector<std::string>> values = root["grid"] ? read_grid(r, root["grid"], s)
-                                                                    : std::vector<std::vector<std::string>>{};
+  std::vector<std::vector<std::string>> values = root["grid"] ? read_grid(r, root["grid"], s)
+                                                              : std::vector<std::vector<std::string>>{};
+  if (const YAML::Node n = root["seeds"]) {  // seeds: N = the innermost grid key train.seed: [1 .. N]
+    const int64_t seeds = r.integer(n, "seeds", 1, kMaxSeeds);
+    if (std::find(s.grid_keys.begin(), s.grid_keys.end(), kSeedKey) != s.grid_keys.end())
+      r.bad(n, "seeds", fmt::format("the grid already has {}; give either seeds: N or a {} grid", kSeedKey, kSeedKey));
+    s.grid_keys.push_back(kSeedKey);
+    values.emplace_back();
+    for (int64_t i = 1; i <= seeds; ++i) values.back().push_back(std::to_string(i));
+  }
   std::vector<Recipe> recipes = root["points"] ? read_points(r, root["points"]) : std::vector<Recipe>{};
   for (const auto& rc : recipes) s.recipes.push_back(rc.name);
   if (recipes.empty()) recipes.push_back({});
@@ -439,7 +459,7 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& opt) {
     std::vector<std::string> names;
     for (const auto& p : spec.points) names.push_back(p.name);
     nlohmann::json meta = {{"spec", spec.source}, {"point_names", names}, {"grid_keys", spec.grid_keys}, {"recipes", spec.recipes},
-                           {"eval_lengths", spec.eval_lengths}, {"eval_mode", spec.eval_mode},
+                           {"eval_lengths", spec.eval_lengths}, {"eval_modes", spec.eval_modes},
                            {"points", int64_t(spec.points.size())}};
     write_atomically(fs::path(dir) / "sweep.json", meta.dump(2) + "\n");
   }
@@ -534,10 +554,14 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& opt) {
     if (status == "done" && !spec.eval_lengths.empty()) {
       LoadedRun run = load_run(run_dir);
       nlohmann::json evs = nlohmann::json::array();
+      // Text data: every mode of the spec; other tasks (independent examples): random windows only.
+      const std::vector<std::string> modes =
+          run.cfg.data.task == "text" ? spec.eval_modes : std::vector<std::string>{"random"};
+      for (const std::string& mode : modes)
       for (int64_t L : spec.eval_lengths) {
         EvalOptions eo;
         eo.seq_len = L;
-        eo.mode = run.cfg.data.task == "text" ? spec.eval_mode : "random";
+        eo.mode = mode;
         eo.stride = spec.eval_stride;
         eo.bucket = spec.eval_bucket;
         eo.max_tokens = spec.eval_max_tokens;
@@ -621,7 +645,9 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& opt) {
   res.index_file = index_path;
   // Summary table: one row per point.
   std::string t = fmt::format("{:<4} {:<44} {:>7} {:>10} {:>10} {:>6}", "#", "point", "status", "train", "val", "div");
-  for (int64_t L : spec.eval_lengths) t += fmt::format(" {:>9}", fmt::format("L={}", L));
+  for (const auto& mode : spec.eval_modes)  // one column per mode and length: L=128 (windows), s:L=128 (sliding)
+    for (int64_t L : spec.eval_lengths)
+      t += fmt::format(" {:>9}", fmt::format("{}L={}", mode == spec.eval_modes.front() ? "" : mode.substr(0, 1) + ":", L));
   t += "\n";
   for (const auto& r : records) {
     if (r.is_null()) continue;

@@ -11,8 +11,15 @@
 //   points:                           named override sets, crossed with the grid (inner loop)
 //     - {name: baseline}
 //     - {name: qk_norm, set: {model.qk_norm: layernorm}}
+//   seeds: 3                          every point with train.seed = 1, 2, 3 (the innermost grid
+//                                     key train.seed; or write a train.seed grid for other seeds).
+//                                     `relpos report` aggregates the seeds of a point: mean and a
+//                                     95% Student-t interval
 //   checkpoint_every: 100             train.checkpoint_every of every point (resume granularity)
 //   eval: {lengths: [64, 128, 256], mode: windows, stride: 0, bucket: 0, max_tokens: 4096}
+//                                     mode: random | windows | sliding, or a list ([windows, sliding]):
+//                                     every point is evaluated at every length in every mode (text
+//                                     data; other tasks: random windows)
 //
 // Point i runs in <dir>/<NNN>_<values> with output.dir set there. After training (and the
 // evaluations, if `eval` is given) one JSON line is appended to this process's index file:
@@ -30,7 +37,7 @@
 // A point already "done" in any index file is skipped; a point whose run directory holds a
 // checkpoint resumes from it (finished training: evaluation only); points are matched by name,
 // so values can be added to a grid and only the new points run. <dir>/sweep.json holds the
-// spec's point names (in order), grid keys, recipes and eval lengths (for `relpos report`); every
+// spec's point names (in order), grid keys, recipes, eval lengths and modes (for `relpos report`); every
 // process writes the same content, atomically (temporary file + rename).
 // --jobs N runs N points at once, each with max(1, threads / N) CPU threads.
 // `relpos sweep SPEC --print-commands` prints one `relpos sweep SPEC --point I` line per point
@@ -60,7 +67,7 @@ struct SweepSpec {
   std::vector<std::string> grid_keys, recipes;
   std::vector<SweepPoint> points;
   std::vector<int64_t> eval_lengths;
-  std::string eval_mode = "windows";
+  std::vector<std::string> eval_modes = {"windows"};  // eval.mode: one mode or a list
   int64_t eval_stride = 0, eval_bucket = 0, eval_max_tokens = 0;
   int64_t checkpoint_every = 0;
 };
@@ -69,6 +76,8 @@ struct SweepSpec {
 // the key), unique point names, the number of points (refused above max_points before any is
 // expanded), and every point's config.
 inline constexpr int64_t kDefaultMaxSweepPoints = 10000;
+inline constexpr int64_t kMaxSeeds = 1000;             // seeds: N
+inline constexpr const char* kSeedKey = "train.seed";  // the grid key seeds: N adds (report.py: SEED_KEY)
 inline constexpr int64_t kMaxSweepPoints = int64_t(1) << 30;  // the largest --max-points
 SweepSpec load_sweep_spec(const std::string& path, int64_t max_points = kDefaultMaxSweepPoints);
 

@@ -166,3 +166,52 @@ eval: {lengths: [5, 10, 20]}
   }
   CHECK_THAT(slurp(out / "report.md"), Catch::Contains("| type=") || Catch::Contains("alibi"));
 }
+
+TEST_CASE("report: a 2-seed, 2-point sweep is aggregated per point (mean, 95% t-interval) in the table and every figure",
+          "[report][cli][sweep]") {
+  fs::path dir = fs::temp_directory_path() / "relpos_test_report_seeds";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "spec.yaml") << "dir: " << (dir / "out").string() << R"(
+config:
+  model: {d_model: 16, n_layers: 1, n_heads: 2, d_ff: 32, max_len: 64}
+  data: {task: copy, vocab_size: 6, seq_len: 5, batch_size: 4}
+  optim: {warmup: 0, lr: 1.0e-2}
+  train: {steps: 4, eval_every: 4, eval_batches: 2, log_every: 2, threads: 1}
+grid:
+  model.position.type: [alibi, t5]
+seeds: 2
+eval: {lengths: [5, 10, 20]}
+)";
+  auto spec = train::load_sweep_spec((dir / "spec.yaml").string());
+  REQUIRE(spec.points.size() == 4);
+  train::run_sweep(spec);
+  REQUIRE(run_cli("report " + spec.dir) == 0);
+  fs::path out = fs::path(spec.dir) / "report";
+  CHECK(check_figures(out) == 3);  // extrapolation, extrapolation_beyond, train_loss_all
+  auto recs = jsonl(fs::path(spec.dir) / "sweep.jsonl");
+  REQUIRE(recs.size() == 4);
+  // Student t(0.975, 1) = 12.706: with two seeds a and b, the interval is mean +- 12.706 |a - b| / 2.
+  auto ext = nlohmann::json::parse(slurp(out / "extrapolation.json"));
+  REQUIRE(ext["series"].size() == 2);
+  for (size_t g = 0; g < 2; ++g) {
+    const auto& s = ext["series"][g];
+    CHECK(s["label"] == recs[2 * g]["grid"]["model.position.type"]);
+    for (size_t k = 0; k < 3; ++k) {
+      const double a = recs[2 * g]["eval"][k]["loss"], b = recs[2 * g + 1]["eval"][k]["loss"];
+      const double m = (a + b) / 2, h = 12.706 * std::abs(a - b) / 2;
+      CHECK(s["x"][k] == recs[2 * g]["eval"][k]["seq_len"]);
+      CHECK(s["y"][k].get<double>() == Approx(m).epsilon(1e-12));
+      CHECK(s["lo"][k].get<double>() == Approx(m - h).epsilon(1e-9));
+      CHECK(s["hi"][k].get<double>() == Approx(m + h).epsilon(1e-9));
+    }
+  }
+  auto curves = nlohmann::json::parse(slurp(out / "train_loss_all.json"));
+  REQUIRE(curves["series"].size() == 2);
+  CHECK(curves["series"][0]["lo"].size() == curves["series"][0]["x"].size());
+  const std::string md = slurp(out / "report.md");
+  CHECK_THAT(md, Catch::Contains("Each point ran with 2 seeds") && Catch::Contains("95% Student-t interval"));
+  CHECK_THAT(md, Catch::Contains("| alibi | 2 | ") && Catch::Contains("| t5 | 2 | "));
+  CHECK_THAT(md, Catch::Contains("Ranking by final validation loss"));
+  CHECK_THAT(md, Catch::Contains("Every run:"));
+}

@@ -81,7 +81,7 @@ def sweep_record(d, i):
 
 
 def make_sweep(d):
-    meta = {"eval_lengths": [5, 10], "eval_mode": "windows", "grid_keys": ["model.position.type", "optim.lr"],
+    meta = {"eval_lengths": [5, 10], "eval_modes": ["windows"], "grid_keys": ["model.position.type", "optim.lr"],
             "point_names": [sweep_record(d, i)["name"] for i in range(len(SWEEP_POINTS))],
             "points": len(SWEEP_POINTS), "recipes": ["base", "qk"], "spec": "spec.yaml"}
     write(os.path.join(d, "sweep.json"), json.dumps(meta, indent=2) + "\n")

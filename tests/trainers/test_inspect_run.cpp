@@ -22,7 +22,8 @@ TEST_CASE("inspect: ALiBi bias vs distance is slope_h * distance (slopes 1/4, 1/
   train::Config c = cfg_for("alibi");
   nn::Model m(c.model, 1);
   auto curves = train::learned_bias(m, 8);
-  REQUIRE(curves.size() == 8);  // 2 layers x 4 heads (shared instance, listed per layer)
+  REQUIRE(curves.size() == 4);  // 4 heads, the same in both layers: listed once, layer -1
+  for (auto& cv : curves) CHECK(cv.layer == -1);
   const double slopes[4] = {0.25, 1.0 / 16, 1.0 / 64, 1.0 / 256};
   for (auto& cv : curves) {
     REQUIRE(cv.distance.size() == 8);
@@ -47,6 +48,24 @@ TEST_CASE("inspect: T5 buckets beyond the training distances get exactly zero gr
   // copy with seq_len 3: sequences of 2 * 3 + 2 = 8 tokens, causal distances 0..7 -> buckets 0..7
   for (size_t b = 0; b < 8; ++b) CHECK(rows[0].row_norm[b] > 0);
   for (size_t b = 8; b < 32; ++b) CHECK(rows[0].row_norm[b] == 0);
+  // Each bucket's distances (causal: kj - qi <= 0), probed to 256: buckets 0..15 are exact
+  // (distance -b), the last one holds everything from some distance up to the probe's end.
+  CHECK(rows[0].train_distance == 7);
+  CHECK(rows[0].probe_distance == 256);
+  REQUIRE(rows[0].row_distances.size() == 32);
+  for (int64_t b = 0; b < 16; ++b) {
+    REQUIRE(rows[0].row_distances[size_t(b)].has_value());
+    CHECK(*rows[0].row_distances[size_t(b)] == std::make_pair(-b, -b));
+  }
+  for (size_t b = 16; b < 32; ++b) REQUIRE(rows[0].row_distances[b].has_value());
+  for (size_t b = 17; b < 32; ++b)  // contiguous, farther with each bucket
+    CHECK(rows[0].row_distances[b]->second == rows[0].row_distances[b - 1]->first - 1);
+  CHECK(rows[0].row_distances[31]->first == -256);
+  CHECK(rows[0].row_distances[31]->second >= -128);  // T5: distances from max_distance (128) on share the last bucket
+  // tables not indexed by distance get no ranges: the learned absolute table
+  train::Config ca = cfg_for("learned");
+  nn::Model ma(ca.model, 1);
+  for (auto& r : train::position_grad_rows(ma, *train::make_dataset(ca), 3)) CHECK(r.row_distances.empty());
 }
 
 TEST_CASE("inspect: attention maps are causal distributions, the DOT graph names every parameter", "[inspect]") {

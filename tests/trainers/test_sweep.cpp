@@ -179,3 +179,29 @@ TEST_CASE("sweep: a point stopped before its first checkpoint starts again on th
     CHECK(j["status"] == "done");  // was "failed" forever: "output.dir ... already holds files"
   }
 }
+
+TEST_CASE("sweep: seeds N runs every point with train.seed 1 to N (innermost key) and refuses a train.seed grid",
+          "[sweep]") {
+  fs::path p = fs::temp_directory_path() / "relpos_test_sweep_seeds.yaml";
+  std::ofstream(p) << "config: {model: {d_model: 16, n_heads: 2}, train: {steps: 4}}\n"
+                      "grid: {model.position.type: [alibi, t5]}\nseeds: 3\n";
+  auto s = train::load_sweep_spec(p.string());
+  REQUIRE(s.points.size() == 6);
+  REQUIRE(s.grid_keys == std::vector<std::string>{"model.position.type", "train.seed"});
+  const char* want[6][2] = {{"alibi", "1"}, {"alibi", "2"}, {"alibi", "3"}, {"t5", "1"}, {"t5", "2"}, {"t5", "3"}};
+  for (size_t i = 0; i < 6; ++i) {
+    INFO(s.points[i].name);
+    CHECK(s.points[i].grid[0].second == want[i][0]);
+    CHECK(s.points[i].grid[1] == std::make_pair(std::string("train.seed"), std::string(want[i][1])));
+    CHECK(s.points[i].overrides.back() == std::string("train.seed=") + want[i][1]);
+    CHECK(s.points[i].name == std::string("type=") + want[i][0] + " seed=" + want[i][1]);
+  }
+  std::ofstream(p) << "config: {model: {d_model: 16, n_heads: 2}}\ngrid: {train.seed: [4, 5]}\nseeds: 2\n";
+  CHECK_THROWS_WITH(train::load_sweep_spec(p.string()), Catch::Contains(p.string() + ":3: seeds") &&
+                                                            Catch::Contains("either seeds: N or a train.seed grid"));
+  for (const char* bad : {"seeds: 0\n", "seeds: two\n", "seeds: 1001\n", "seeds: [1, 2]\n"}) {
+    std::ofstream(p) << "config: {model: {d_model: 16, n_heads: 2}}\n" << bad;
+    INFO(bad);
+    CHECK_THROWS_WITH(train::load_sweep_spec(p.string()), Catch::Contains(p.string() + ":2: seeds"));
+  }
+}
