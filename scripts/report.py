@@ -625,22 +625,18 @@ def fmt_summary(sm):
 
 
 def tiers(items):
-    """items: [(label, summary)] -> [(tier, label, summary)] by mean (lower is better). Tier 1
-    holds the best mean and every item whose interval overlaps the best one's; the next unplaced
-    item starts tier 2 with every unplaced item whose interval overlaps its own, and so on. Items
-    in one tier are not separated by their intervals. Items without an interval are left out: no
-    ranking without one."""
+    """items: [(label, summary)] -> [(tier, label, summary)] in order of the means (lower is
+    better). Tier 1 starts with the best mean; each next item joins the current tier while its
+    95% interval overlaps that of the tier's first item, else it starts the next tier. So items
+    of one tier are not separated from the tier's first item, and each tier's first item is
+    separated from the previous tier's first item. Items without an interval (one finite seed)
+    are left out: no ranking without one."""
     ok = sorted([(lab, sm) for lab, sm in items if sm["half"] is not None], key=lambda t: t[1]["mean"])
-    overlap = lambda a, b: a["lo"] <= b["hi"] and b["lo"] <= a["hi"]  # noqa: E731
-    out, tier, placed = [], 0, [False] * len(ok)
-    for i in range(len(ok)):
-        if placed[i]:
-            continue
-        tier += 1
-        for j in range(i, len(ok)):
-            if not placed[j] and overlap(ok[j][1], ok[i][1]):
-                placed[j] = True
-                out.append((tier, ok[j][0], ok[j][1]))
+    out, tier, lead = [], 0, None
+    for lab, sm in ok:
+        if lead is None or sm["lo"] > lead["hi"]:  # sorted by mean: only the upper side can separate
+            tier, lead = tier + 1, sm
+        out.append((tier, lab, sm))
     return out
 
 
@@ -915,10 +911,9 @@ def sweep_figures(sweep_dir, meta, index, figs, md):
             ts = tiers([(g["label"], pick(g)) for g in groups])
             if not ts:
                 continue
-            md.append(f"Ranking by {title} (lower is better). A tier holds every point whose 95% interval overlaps "
-                      "that of the tier's first point: points in one tier are not separated by their intervals, "
-                      "and their order within the tier is not a finding. A tier ranks above the next because "
-                      "their first points' intervals do not overlap.\n")
+            md.append(f"Ranking by {title} (lower is better), in order of the means. A new tier starts at the "
+                      "first point whose 95% interval does not overlap that of the current tier's first point; "
+                      "within a tier the order is not a finding.\n")
             md.append("| tier | point | mean ± 95% interval |")
             md.append("|---|---|---|")
             for t, lab, sm in ts:

@@ -64,16 +64,18 @@ check("t(30)", rep.t975(30), 2.042)
 check("t(35)", rep.t975(35), 2.042)
 check("t(1000)", rep.t975(1000), 1.980)
 
-# Tiers: A 1.00 +- 0.10 and B 1.15 +- 0.10 overlap; C 1.40 +- 0.10 overlaps B but not A, so it
-# starts tier 2 (a tier holds what overlaps its first item); D 3.0 +- 0.1 is tier 3; E has no
-# interval (one seed) and is not ranked.
+# Tiers, in order of the means: A 1.00 +- 0.10 leads tier 1; B 1.15 +- 0.10 overlaps A (tier 1);
+# C 1.40 +- 0.10 does not overlap A: tier 2; W 2.0 +- 1.5 overlaps C: tier 2 (a wide interval does
+# not pull a point ahead of its mean); D 3.0 +- 0.1 does not overlap C: tier 3. E has no interval
+# (one seed) and is not ranked.
 def iv(m, h):
     return {"mean": m, "half": h, "lo": m - h, "hi": m + h, "n": 3, "finite": 3}
 
 
-got = [(t, lab) for t, lab, _ in rep.tiers([("C", iv(1.4, 0.1)), ("A", iv(1.0, 0.1)), ("D", iv(3.0, 0.1)),
-                                            ("B", iv(1.15, 0.1)), ("E", {"mean": 0.5, "half": None})])]
-if got != [(1, "A"), (1, "B"), (2, "C"), (3, "D")]:
+got = [(t, lab) for t, lab, _ in rep.tiers([("C", iv(1.4, 0.1)), ("W", iv(2.0, 1.5)), ("A", iv(1.0, 0.1)),
+                                            ("D", iv(3.0, 0.1)), ("B", iv(1.15, 0.1)),
+                                            ("E", {"mean": 0.5, "half": None})])]
+if got != [(1, "A"), (1, "B"), (2, "C"), (2, "W"), (3, "D")]:
     failures.append(f"tiers: got {got}")
 
 for f in failures:
