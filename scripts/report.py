@@ -15,7 +15,10 @@ clipped steps marked, max |attention logit| and attention entropy per layer, bia
 z-loss. Sweep figures: loss vs evaluation length per point (the ALiBi paper's Figure 1 shape),
 loss beyond the training length, stability grid (lr x recipe -> final loss, first divergence
 step) per remaining grid value, max |attention logit| over training per recipe, and the
-training-loss curves of every point.
+training-loss curves of every point. Runs of a sweep that differ only in train.seed (`seeds: N`)
+form one point: its numbers are the mean over seeds with a 95% Student-t interval (table cells
+"mean ± half-width", bands in the figures), and points are ranked only in tiers that the
+intervals separate (tiers()).
 
 Inputs are validated before they are drawn: every file must be a regular file (a FIFO or
 device is refused without being opened for a blocking read) of at most 1 GiB, UTF-8, and
