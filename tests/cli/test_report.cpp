@@ -70,6 +70,22 @@ const nlohmann::json& series(const nlohmann::json& fig, const std::string& label
   return none;
 }
 
+// A sweep of tiny copy-task decoders in a fresh temporary folder: `rest` (grid, points, seeds,
+// eval) follows the shared config; optim gets `optim` ("{warmup: 0}" plus what the case adds).
+train::SweepSpec tiny_sweep(const std::string& name, const std::string& optim, const std::string& rest) {
+  fs::path dir = fs::temp_directory_path() / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "spec.yaml") << "dir: " << (dir / "out").string() << R"(
+config:
+  model: {d_model: 16, n_layers: 1, n_heads: 2, d_ff: 32, max_len: 64}
+  data: {task: copy, vocab_size: 6, seq_len: 5, batch_size: 4}
+  optim: )" << optim << R"(
+  train: {steps: 4, eval_every: 4, eval_batches: 2, log_every: 2, threads: 1}
+)" << rest;
+  return train::load_sweep_spec((dir / "spec.yaml").string());
+}
+
 }  // namespace
 
 TEST_CASE("report: a run's figures are PNGs and draw exactly metrics.jsonl", "[report][cli]") {
@@ -120,26 +136,26 @@ output: {dir: )" + dir.string() + "}\n", "test");
     CHECK(bias["series"][i]["y"] == ins["bias"][i]["bias"]);
   }
   CHECK(fig("grad_rows_stack_pos_table")["series"][0]["y"] == ins["position_grad_rows"][0]["row_norm"]);
+  // T5's buckets are labelled with their distances (copy task: 2 * 5 + 2 = 12 tokens, bucket b < 16 is
+  // distance b; the rows no training distance reaches have exactly zero gradient)
+  const auto& gr = ins["position_grad_rows"][0];
+  REQUIRE(gr["row_distance"].size() == gr["row_norm"].size());
+  CHECK(gr["train_distance"] == 11);
+  const auto labels = fig("grad_rows_stack_pos_table")["row_labels"];
+  REQUIRE(labels.size() == gr["row_norm"].size());
+  CHECK(labels[0] == "0");
+  CHECK(labels[5] == "5");
+  for (size_t b = 12; b < 16; ++b) CHECK(gr["row_norm"][b].get<double>() == 0);
   CHECK(slurp(dir / "inspect" / "attention_layer0.dot").find("digraph attention") != std::string::npos);
 }
 
 TEST_CASE("report: a sweep's extrapolation figure draws sweep.jsonl's eval losses", "[report][cli][sweep]") {
-  fs::path dir = fs::temp_directory_path() / "relpos_test_report_sweep";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  std::ofstream(dir / "spec.yaml") << "dir: " << (dir / "out").string() << R"(
-config:
-  model: {d_model: 16, n_layers: 1, n_heads: 2, d_ff: 32, max_len: 64}
-  data: {task: copy, vocab_size: 6, seq_len: 5, batch_size: 4}
-  optim: {warmup: 0}
-  train: {steps: 4, eval_every: 4, eval_batches: 2, log_every: 2, threads: 1}
-grid:
+  auto spec = tiny_sweep("relpos_test_report_sweep", "{warmup: 0}", R"(grid:
   model.position.type: [alibi, rope]
   optim.lr: [1.0e-3, 1.0e-2]
 points: [{name: base}, {name: qk, set: {model.qk_norm: rmsnorm}}]
 eval: {lengths: [5, 10, 20]}
-)";
-  auto spec = train::load_sweep_spec((dir / "spec.yaml").string());
+)");
   train::run_sweep(spec);
   REQUIRE(run_cli("report " + spec.dir) == 0);
   fs::path out = fs::path(spec.dir) / "report";
@@ -169,21 +185,11 @@ eval: {lengths: [5, 10, 20]}
 
 TEST_CASE("report: a 2-seed, 2-point sweep is aggregated per point (mean, 95% t-interval) in the table and every figure",
           "[report][cli][sweep]") {
-  fs::path dir = fs::temp_directory_path() / "relpos_test_report_seeds";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  std::ofstream(dir / "spec.yaml") << "dir: " << (dir / "out").string() << R"(
-config:
-  model: {d_model: 16, n_layers: 1, n_heads: 2, d_ff: 32, max_len: 64}
-  data: {task: copy, vocab_size: 6, seq_len: 5, batch_size: 4}
-  optim: {warmup: 0, lr: 1.0e-2}
-  train: {steps: 4, eval_every: 4, eval_batches: 2, log_every: 2, threads: 1}
-grid:
+  auto spec = tiny_sweep("relpos_test_report_seeds", "{warmup: 0, lr: 1.0e-2}", R"(grid:
   model.position.type: [alibi, t5]
 seeds: 2
 eval: {lengths: [5, 10, 20]}
-)";
-  auto spec = train::load_sweep_spec((dir / "spec.yaml").string());
+)");
   REQUIRE(spec.points.size() == 4);
   train::run_sweep(spec);
   REQUIRE(run_cli("report " + spec.dir) == 0);
