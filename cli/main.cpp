@@ -47,6 +47,7 @@
 #include "relpos/kernels/ops.h"
 #include "relpos/nn/positional/registry.h"
 #include "relpos/trainers/data.h"
+#include "relpos/trainers/data_tasks.h"
 #include "relpos/trainers/demo.h"
 #include "relpos/trainers/evaluate.h"
 #include "relpos/trainers/file_io.h"
@@ -296,7 +297,7 @@ int run_inspect(const std::string& dir, std::string out, const std::string& text
     fmt::print("grad per row of {} {}: max {:.3e}, {} of {} rows below 1e-3 x max\n", r.param,
                fmt::format("[{}]", fmt::join(r.shape, ", ")), mx, starving, r.row_norm.size());
   }
-  if (run.cfg.model.kind == "decoder" && run.cfg.data.task == "text") {
+  if (run.cfg.model.kind == "decoder" && relpos::train::find_data_task(run.cfg.data.task).text) {
     std::vector<int64_t> ids = run.data->encode(text);
     if (ids.empty() || int64_t(ids.size()) > relpos::train::kMaxInspectTokens)
       throw UsageError(fmt::format("inspect --text: {} tokens; expected 1 to {} (the attention maps are L x L per head "
@@ -541,7 +542,7 @@ int main(int argc, char** argv) {
       relpos::train::Config c = relpos::train::load_config(validate_config, sets);
       // What train checks before it starts: the data file (exists, readable, UTF-8) and memory.
       int64_t vocab = c.model.vocab;
-      if (c.data.task == "text") {
+      if (relpos::train::find_data_task(c.data.task).text) {
         const std::string bytes = relpos::train::read_text_file(c.data.path);
         vocab = int64_t(relpos::train::distinct_chars(
                             relpos::train::utf8_char_views(bytes, fmt::format("data file '{}'", c.data.path)))
@@ -588,7 +589,7 @@ int main(int argc, char** argv) {
       fmt::print("done: {} steps in {:.1f} s; final train loss {:.4f}, {}{}; run in {}\n", r.steps_done, r.seconds,
                  r.final_train_loss, val, r.skipped_steps ? fmt::format(" ({} steps skipped)", r.skipped_steps) : "",
                  r.run_dir);
-      if (c.model.kind == "decoder" && c.data.task == "text") {
+      if (c.model.kind == "decoder" && relpos::train::find_data_task(c.data.task).text) {
         relpos::train::LoadedRun run = relpos::train::load_run(r.run_dir);
         relpos::train::SampleOptions so;
         // a line break where the text has one, else its first character (a one-line text has no '\n')

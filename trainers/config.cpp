@@ -17,6 +17,7 @@
 #include "relpos/nn/positional/params.h"
 #include <cctype>
 #include "relpos/nn/positional/registry.h"
+#include "relpos/trainers/data_tasks.h"
 #include "relpos/trainers/file_io.h"
 #include "relpos/trainers/limits.h"
 
@@ -322,7 +323,7 @@ void check_yaml_size(const YAML::Node& root, const std::string& source) {
 }
 
 void check_positions(const Config& c, int64_t seq_len, const std::string& what) {
-  const int64_t needed = c.data.task == "text" ? seq_len : 2 * seq_len + 2;  // [BOS x SEP y EOS] layouts
+  const int64_t needed = task_positions(c, seq_len);
   if (nn::find_position_variant(c.model.position).facts.bounded_by_max_len && c.model.max_len < needed)
     fail_config("{} {} needs {} positions, more than model.max_len ({}); learned absolute positions cannot extrapolate",
                 what, seq_len, needed, c.model.max_len);
@@ -346,8 +347,7 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
   c.model = parse_model(top.sub("model"));
   {
     Section d = top.sub("data");
-    c.data.task = d.get_choice("task", "text",
-                               {"text", "copy", "reverse", "sort", "recall", "addition", "patch_grid", "graph"});
+    c.data.task = d.get_choice("task", "text", data_task_names());
     c.data.path = d.get<std::string>("path", c.data.path, "a file path");
     c.data.val_fraction = d.get_double("val_fraction", 0.1, 0.0, 0.9, true);
     c.data.seq_len = d.get_int("seq_len", 128, 1, kMaxLen);
@@ -359,7 +359,7 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
     c.data.edge_prob = d.get_double("edge_prob", 0.2, 0.0, 1.0);
     d.finish({"task", "path", "val_fraction", "seq_len", "batch_size", "vocab_size", "min_len", "grid_h", "grid_w",
               "edge_prob"});
-    if (c.data.task == "patch_grid") c.data.seq_len = c.data.grid_h * c.data.grid_w;
+    if (find_data_task(c.data.task).grid) c.data.seq_len = c.data.grid_h * c.data.grid_w;
     if (c.data.min_len > c.data.seq_len)
       fail_config("{}: data.min_len ({}) must not exceed data.seq_len ({})", source, c.data.min_len, c.data.seq_len);
   }
@@ -430,34 +430,34 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
   top.finish({"model", "data", "optim", "train", "output"});
 
   // Cross-field checks.
-  const bool synthetic = c.data.task != "text";
-  if (synthetic) c.model.vocab = c.data.vocab_size + 4;  // + PAD, BOS/SEP, EOS, spare (see tasks.h)
-  else c.model.vocab = 1;                                // set from the data
-  if (c.data.task == "text" && c.model.kind != "decoder")
+  const DataTask& task = find_data_task(c.data.task);
+  if (!task.text) c.model.vocab = c.data.vocab_size + 4;  // + PAD, BOS/SEP, EOS, spare (see tasks.cpp)
+  else c.model.vocab = 1;                                 // set from the data
+  if (task.text && c.model.kind != "decoder")
     fail_config("{}: data.task 'text' trains a language model: model.kind must be 'decoder', got '{}'", source,
                 c.model.kind);
   if (!nn::find_position_variant(c.model.position).causal_capable && c.model.kind != "encoder")
     fail_config("{}: model.position.type '{}' is encoder-only (bidirectional attention); model.kind '{}' has causal "
                 "self-attention", source, c.model.position, c.model.kind);
-  if ((c.data.task == "patch_grid" || c.data.task == "graph") && c.model.kind != "encoder")
+  if (task.labels_each_token && c.model.kind != "encoder")
     fail_config("{}: data.task '{}' labels every input token: model.kind must be 'encoder', got '{}'", source,
                 c.data.task, c.model.kind);
   const nn::PositionFacts& facts = nn::find_position_variant(c.model.position).facts;
   if (!facts.index_task.empty() && c.data.task != facts.index_task)
     fail_config("{}: model.position.type '{}' needs per-example position indices that only data.task '{}' supplies: "
                 "use data.task '{}'", source, c.model.position, facts.index_task, facts.index_task);
-  if (facts.grid_params && c.data.task == "patch_grid" &&
+  if (facts.grid_params && task.grid &&
       (c.model.position_params.get_int("grid_h", -1) != c.data.grid_h ||
        c.model.position_params.get_int("grid_w", -1) != c.data.grid_w))
     fail_config("{}: model.position grid_h/grid_w ({} x {}) must match data.grid_h/grid_w ({} x {})", source,
                 c.model.position_params.get_int("grid_h", -1), c.model.position_params.get_int("grid_w", -1),
                 c.data.grid_h, c.data.grid_w);
-  if (c.model.kind == "encoder" && (c.data.task == "recall" || c.data.task == "addition"))
+  if (c.model.kind == "encoder" && task.output_length_differs)
     fail_config("{}: data.task '{}' has an output of another length than its input; an encoder labels each input "
                 "token: use model.kind decoder or encoder_decoder", source, c.data.task);
-  if (c.data.task == "addition" && c.data.vocab_size < 11)
-    fail_config("{}: data.task 'addition' needs data.vocab_size >= 11 (10 digits and '+'), got {}", source,
-                c.data.vocab_size);
+  if (c.data.vocab_size < task.min_vocab)
+    fail_config("{}: data.task '{}' needs data.vocab_size >= {} ({}), got {}", source, task.name, task.min_vocab,
+                task.min_vocab_reason, c.data.vocab_size);
   {
     // Build the encoding once to check its parameters. No check depends on model.max_len, which
     // only sizes tables (learned: [max_len, d_model], all allocated and initialised): a small
@@ -471,7 +471,7 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
     } catch (const ConfigError& e) {
       fail_config("{}: model.position: {}", where(ctx, root["model"]["position"], "model.position"), e.what());
     }
-    if (c.model.mem_len > 0 && (c.model.kind != "decoder" || c.data.task != "text" || pos->is_absolute()))
+    if (c.model.mem_len > 0 && (c.model.kind != "decoder" || !task.text || pos->is_absolute()))
       fail_config("{}: model.mem_len {}: Transformer-XL segment memory trains a decoder on a text task with a "
                   "relative position encoding (this config: {} on '{}' with '{}')", source, c.model.mem_len,
                   c.model.kind, c.data.task, c.model.position);

@@ -7,6 +7,7 @@
 #include "relpos/nn/attention.h"
 #include "relpos/nn/positional/graph_spd.h"
 #include "relpos/nn/positional/registry.h"
+#include "relpos/trainers/data_tasks.h"
 
 namespace relpos::inspect {
 
@@ -141,7 +142,8 @@ std::vector<GradcheckCase> gradchecks_for(const std::string& type, const std::ma
       if (geo.cross) inputs.push_back(xkv);
       for (const Variable& p : attn.parameters()) inputs.push_back(p);
       Tensor index;  // graph_spd: the distances between the positions of this case
-      if (nn::find_position_variant(type).facts.index_task == "graph")
+      if (const std::string& t = nn::find_position_variant(type).facts.index_task;
+          !t.empty() && train::find_data_task(t).position_index)
         index = geo.cross ? demo_spd().narrow(1, 7, 3).narrow(2, 2, 6) : demo_spd().narrow(1, 0, 5).narrow(2, 0, 5);
       auto fn = [&](const std::vector<Variable>& in) {
         if (geo.cross) return attn.forward(in[0], in[1], causal, pad, 7, 2, nullptr, nullptr, nullptr, index);

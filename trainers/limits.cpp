@@ -10,6 +10,7 @@
 
 #include "relpos/core/error.h"
 #include "relpos/trainers/available_memory.h"
+#include "relpos/trainers/data_tasks.h"
 #include "relpos/core/shape.h"
 #include "relpos/nn/positional/registry.h"
 
@@ -90,9 +91,9 @@ ResourceEstimate estimate_resources(const Config& cfg, int64_t vocab, int64_t se
   const DataConfig& d = cfg.data;
   const int64_t V = std::max<int64_t>(vocab > 0 ? vocab : m.vocab, 2);
   const int64_t n = seq_len > 0 ? seq_len : d.seq_len;
-  // Longest sequence a layer sees: synthetic decoder inputs hold BOS x SEP y EOS.
-  const bool synthetic_dec = d.task != "text" && d.task != "patch_grid" && d.task != "graph" && m.kind == "decoder";
-  const int64_t L = synthetic_dec ? checked_size({{n, "data.seq_len"}, {2, "2"}}, "data.seq_len") + 4 : n + 2;
+  const DataTask& task = find_data_task(d.task);
+  // Longest sequence a layer sees (task_positions; n <= kMaxLen, no overflow), + 2 of slack.
+  const int64_t L = task_positions(cfg, n) + 2;
   const int64_t B = d.batch_size, D = m.d_model, F = m.d_ff, H = m.n_heads;
   const int64_t stacks = m.kind == "encoder_decoder" ? 2 : 1;
   const int64_t layers = checked_size({{m.n_layers, "model.n_layers"}, {stacks, "stacks"}}, "model.n_layers");
@@ -153,9 +154,9 @@ ResourceEstimate estimate_resources(const Config& cfg, int64_t vocab, int64_t se
                                         checked_size({{scores, "B*H*L*L*4"}, {2, "copies"}}, "attention"),
                        "data.batch_size, model.n_heads, data.seq_len (squared), model.n_layers"});
   }
-  if (d.task == "graph")
-    e.terms.push_back({"graph distances", checked_size({{B, "data.batch_size"}, {L, "data.seq_len"},
-                                                        {L, "data.seq_len"}, {8, "bytes"}}, "data.task graph"),
+  if (task.position_index)
+    e.terms.push_back({"position index", checked_size({{B, "data.batch_size"}, {L, "data.seq_len"},
+                                                        {L, "data.seq_len"}, {8, "bytes"}}, "data.task " + d.task),
                        "data.batch_size, data.seq_len (squared)"});
   // Logits and their gradient (B L V, three copies through cross-entropy).
   e.terms.push_back({"logits", checked_size({{B, "data.batch_size"}, {L, "data.seq_len"}, {V, "vocabulary"},

@@ -9,7 +9,7 @@
 //               unreachable. The batch carries the [B, L, L] shortest-path distances
 //               (position_index) that graph_spd reads.
 #include "relpos/nn/positional/graph_spd.h"
-#include "relpos/trainers/data.h"
+#include "relpos/trainers/data_tasks.h"
 
 namespace relpos::train {
 
@@ -20,15 +20,16 @@ constexpr int64_t FIRST = 4;
 class StructuredDataset : public Dataset {
  public:
   explicit StructuredDataset(const Config& cfg) : d_(cfg.data) {
-    RELPOS_CHECK_CONFIG(d_.task != "graph" || d_.vocab_size >= 3,
-                        "data.task 'graph' needs data.vocab_size >= 3 (distance classes), got {}", d_.vocab_size);
+    const DataTask& task = find_data_task(d_.task);
+    RELPOS_CHECK_CONFIG(d_.vocab_size >= task.min_vocab, "data.task '{}' needs data.vocab_size >= {} ({}), got {}",
+                        d_.task, task.min_vocab, task.min_vocab_reason, d_.vocab_size);
   }
   int64_t vocab_size() const override { return d_.vocab_size + FIRST; }
 
   Batch train_batch(Generator& g) const override { return make(d_.seq_len, g); }
   Batch val_batch(int64_t i, int64_t seq_len) const override {
     Generator g(0x57A7000ULL + uint64_t(i));
-    RELPOS_CHECK_CONFIG(d_.task != "patch_grid" || seq_len == d_.grid_h * d_.grid_w,
+    RELPOS_CHECK_CONFIG(!find_data_task(d_.task).grid || seq_len == d_.grid_h * d_.grid_w,
                         "patch_grid evaluates only on its {} x {} grid (seq_len {}), not seq_len {}", d_.grid_h,
                         d_.grid_w, d_.grid_h * d_.grid_w, seq_len);
     return make(seq_len, g);
@@ -50,7 +51,7 @@ class StructuredDataset : public Dataset {
     const int64_t B = d_.batch_size;
     std::vector<int64_t> x(size_t(B * L)), y(size_t(B * L));
     Batch out;
-    if (d_.task == "patch_grid") {
+    if (find_data_task(d_.task).grid) {  // patch_grid
       const int64_t H = d_.grid_h, W = d_.grid_w;
       for (int64_t b = 0; b < B; ++b) {
         for (int64_t p = 0; p < L; ++p) x[size_t(b * L + p)] = FIRST + int64_t(g.next_u64() % uint64_t(d_.vocab_size));

@@ -29,6 +29,7 @@
 #include "relpos/nn/positional/params.h"
 #include "relpos/trainers/checkpoint.h"
 #include "relpos/trainers/data.h"
+#include "relpos/trainers/data_tasks.h"
 #include "relpos/trainers/evaluate.h"
 #include "relpos/trainers/file_io.h"
 #include "relpos/trainers/limits.h"
@@ -293,7 +294,7 @@ SweepSpec load_sweep_spec(const std::string& path, int64_t max_points) {
     const Config c = parse_config(s.base_yaml, path + " (point " + pt.name + ")", ov);
     const std::string where = path + ": point '" + pt.name + "'";
     for (int64_t L : s.eval_lengths) check_positions(c, L, where + ": eval.lengths");
-    if (c.data.task != "text" || s.eval_lengths.empty()) continue;
+    if (!find_data_task(c.data.task).text || s.eval_lengths.empty()) continue;
     const auto key = std::make_pair(c.data.path, c.data.val_fraction);
     auto it = val_chars.find(key);
     if (it == val_chars.end()) {
@@ -556,7 +557,7 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& opt) {
       nlohmann::json evs = nlohmann::json::array();
       // Text data: every mode of the spec; other tasks (independent examples): random windows only.
       const std::vector<std::string> modes =
-          run.cfg.data.task == "text" ? spec.eval_modes : std::vector<std::string>{"random"};
+          find_data_task(run.cfg.data.task).text ? spec.eval_modes : std::vector<std::string>{"random"};
       for (const std::string& mode : modes)
       for (int64_t L : spec.eval_lengths) {
         EvalOptions eo;

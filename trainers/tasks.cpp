@@ -17,7 +17,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "relpos/trainers/data.h"
+#include "relpos/trainers/data_tasks.h"
 
 namespace relpos::train {
 
@@ -29,9 +29,10 @@ class SyntheticDataset : public Dataset {
  public:
   explicit SyntheticDataset(const Config& cfg) : d_(cfg.data), kind_(cfg.model.kind) {
     const std::string& t = d_.task;
-    RELPOS_CHECK_CONFIG(!(t == "addition" && d_.vocab_size < 11),
-                        "data.task 'addition' needs data.vocab_size >= 11 (10 digits and '+'), got {}", d_.vocab_size);
-    RELPOS_CHECK_CONFIG(!(kind_ == "encoder" && (t == "recall" || t == "addition")),
+    const DataTask& task = find_data_task(t);
+    RELPOS_CHECK_CONFIG(d_.vocab_size >= task.min_vocab, "data.task '{}' needs data.vocab_size >= {} ({}), got {}", t,
+                        task.min_vocab, task.min_vocab_reason, d_.vocab_size);
+    RELPOS_CHECK_CONFIG(!(kind_ == "encoder" && task.output_length_differs),
                         "data.task '{}' has an output of another length than its input; use a decoder or an "
                         "encoder_decoder (an encoder labels each input token)",
                         t);

@@ -158,13 +158,9 @@ class TextDataset : public Dataset {
 
 }  // namespace
 
-std::unique_ptr<Dataset> make_synthetic_dataset(const Config& cfg);
-std::unique_ptr<Dataset> make_structured_dataset(const Config& cfg);
-
-std::unique_ptr<Dataset> make_dataset(const Config& cfg, const std::vector<std::string>& vocab) {
-  if (cfg.data.task == "text") return std::make_unique<TextDataset>(cfg, vocab);
-  if (cfg.data.task == "patch_grid" || cfg.data.task == "graph") return make_structured_dataset(cfg);
-  return make_synthetic_dataset(cfg);
+// data.task 'text' (data_tasks.cpp).
+std::unique_ptr<Dataset> make_text_dataset(const Config& cfg, const std::vector<std::string>& vocab) {
+  return std::make_unique<TextDataset>(cfg, vocab);
 }
 
 }  // namespace relpos::train

@@ -23,6 +23,7 @@
 #include "relpos/nn/stability.h"
 #include "relpos/trainers/checkpoint.h"
 #include "relpos/trainers/data_parallel.h"
+#include "relpos/trainers/data_tasks.h"
 #include "relpos/trainers/file_io.h"
 #include "relpos/trainers/limits.h"
 #include "relpos/trainers/metrics.h"
@@ -380,7 +381,7 @@ TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
     }
   } metrics{&metrics_writer};
   say(fmt::format("model: {} with {} position encoding, {} parameters; data: {} (vocab {}); {} steps", cfg.model.kind,
-                  cfg.model.position, model.num_parameters(), cfg.data.task == "text" ? cfg.data.path : cfg.data.task,
+                  cfg.model.position, model.num_parameters(), find_data_task(cfg.data.task).text ? cfg.data.path : cfg.data.task,
                   data->vocab_size(), cfg.train.steps));
   if (dp.active())
     say(fmt::format("data-parallel: {} ranks ({}); data.batch_size {} is the per-rank micro-batch, the global batch is "
