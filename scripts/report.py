@@ -314,6 +314,7 @@ def check_sweep_record(r, at):
         ea = at.sub("eval").sub(i)
         check_object(e, ea)
         check_int(require(e, "seq_len", ea, "an integer"), ea.sub("seq_len"), lo=1)
+        check_str(e.get("mode"), ea.sub("mode"), null=True)
         check_value(require(e, "loss", ea, "a number or null"), ea.sub("loss"), strings=False)
         check_value(e.get("beyond_loss"), ea.sub("beyond_loss"), strings=False)
 

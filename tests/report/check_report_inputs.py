@@ -293,6 +293,8 @@ def main():
         c.bad("sweep.jsonl: record without status", d, [J(d, "sweep.jsonl") + ":2: status:"], also=["missing"])
         d = sweep_with_records("eval_loss", lambda rs: rs[0]["eval"][1].update(loss="abc"))
         c.bad("sweep.jsonl: eval loss a string", d, [J(d, "sweep.jsonl") + ":1: eval[1].loss:"])
+        d = sweep_with_records("eval_mode", lambda rs: rs[0]["eval"][0].update(mode=["windows"]))
+        c.bad("sweep.jsonl: eval mode an array", d, [J(d, "sweep.jsonl") + ":1: eval[0].mode:"], also=["string"])
         d = sweep_with_records("final_loss", lambda rs: rs[3].update(final_train_loss=[2.0]))
         c.bad("sweep.jsonl: final_train_loss an array", d, [J(d, "sweep.jsonl") + ":4: final_train_loss:"])
         d = sweep_with_records("recipe", lambda rs: rs[3].update(recipe="zz"))
