@@ -205,3 +205,21 @@ TEST_CASE("sweep: seeds N runs every point with train.seed 1 to N (innermost key
     CHECK_THROWS_WITH(train::load_sweep_spec(p.string()), Catch::Contains(p.string() + ":2: seeds"));
   }
 }
+
+TEST_CASE("sweep: every spec in configs/experiments loads and validates whole", "[sweep][config]") {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(RELPOS_SOURCE_DIR "/configs/experiments")) {
+    if (e.path().extension() != ".yaml") continue;
+    INFO(e.path().string());
+    train::SweepSpec s;
+    REQUIRE_NOTHROW(s = train::load_sweep_spec(e.path().string()));
+    CHECK(!s.points.empty());
+    ++n;
+  }
+  CHECK(n >= 3);
+  // the long protocol is what the README measured: 16 encodings x 3 seeds, both modes, 1x..16x
+  auto s = train::load_sweep_spec(RELPOS_SOURCE_DIR "/configs/experiments/extrapolation_long.yaml");
+  CHECK(s.points.size() == 48);
+  CHECK(s.eval_modes == std::vector<std::string>{"windows", "sliding"});
+  CHECK(s.eval_lengths == std::vector<int64_t>{128, 256, 512, 1024, 2048});
+}
