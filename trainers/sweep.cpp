@@ -102,6 +102,32 @@ std::vector<nlohmann::json> read_metrics(const std::string& run_dir) {
 
 nlohmann::json num_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
+// A finished point's "eval" records: every eval length in every mode of the spec (text data;
+// other tasks, whose examples are independent: random windows only).
+nlohmann::json evaluate_point(const SweepSpec& spec, const std::string& run_dir) {
+  LoadedRun run = load_run(run_dir);
+  const std::vector<std::string> modes =
+      find_data_task(run.cfg.data.task).text ? spec.eval_modes : std::vector<std::string>{"random"};
+  nlohmann::json evs = nlohmann::json::array();
+  for (const std::string& mode : modes) {
+    for (int64_t L : spec.eval_lengths) {
+      EvalOptions eo;
+      eo.seq_len = L;
+      eo.mode = mode;
+      eo.stride = spec.eval_stride;
+      eo.bucket = spec.eval_bucket;
+      eo.max_tokens = spec.eval_max_tokens;
+      PositionEval e = evaluate_positions(*run.model, *run.data, run.cfg, eo);
+      nlohmann::json bj = nlohmann::json::array();
+      for (auto& b : e.buckets) bj.push_back({{"lo", b.lo}, {"hi", b.hi}, {"loss", num_or_null(b.loss)}, {"tokens", b.tokens}});
+      evs.push_back({{"seq_len", L}, {"mode", e.mode}, {"stride", e.stride}, {"loss", e.loss},
+                     {"accuracy", e.accuracy}, {"tokens", e.tokens}, {"beyond_loss", num_or_null(e.beyond_loss)},
+                     {"beyond_tokens", e.beyond_tokens}, {"buckets", bj}});
+    }
+  }
+  return evs;
+}
+
 }  // namespace
 
 namespace {
@@ -553,27 +579,7 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& opt) {
     rec["final_val_loss"] = num_or_null(vl);
     rec["first_divergence_step"] = div;
     if (status == "done" && !spec.eval_lengths.empty()) {
-      LoadedRun run = load_run(run_dir);
-      nlohmann::json evs = nlohmann::json::array();
-      // Text data: every mode of the spec; other tasks (independent examples): random windows only.
-      const std::vector<std::string> modes =
-          find_data_task(run.cfg.data.task).text ? spec.eval_modes : std::vector<std::string>{"random"};
-      for (const std::string& mode : modes)
-      for (int64_t L : spec.eval_lengths) {
-        EvalOptions eo;
-        eo.seq_len = L;
-        eo.mode = mode;
-        eo.stride = spec.eval_stride;
-        eo.bucket = spec.eval_bucket;
-        eo.max_tokens = spec.eval_max_tokens;
-        PositionEval e = evaluate_positions(*run.model, *run.data, run.cfg, eo);
-        nlohmann::json bj = nlohmann::json::array();
-        for (auto& b : e.buckets) bj.push_back({{"lo", b.lo}, {"hi", b.hi}, {"loss", num_or_null(b.loss)}, {"tokens", b.tokens}});
-        evs.push_back({{"seq_len", L}, {"mode", e.mode}, {"stride", e.stride}, {"loss", e.loss},
-                       {"accuracy", e.accuracy}, {"tokens", e.tokens}, {"beyond_loss", num_or_null(e.beyond_loss)},
-                       {"beyond_tokens", e.beyond_tokens}, {"buckets", bj}});
-      }
-      rec["eval"] = evs;
+      rec["eval"] = evaluate_point(spec, run_dir);
     }
     rec["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
     rec["finished_at"] =
