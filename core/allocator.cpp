@@ -11,8 +11,16 @@ namespace relpos::cpu_allocator {
 
 namespace {
 
+// No cache under AddressSanitizer (GCC defines __SANITIZE_ADDRESS__, clang has the feature
+// test): a reused block would hide a use after free.
 #if defined(__SANITIZE_ADDRESS__)
 constexpr bool kCache = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kCache = false;
+#else
+constexpr bool kCache = true;
+#endif
 #else
 constexpr bool kCache = true;
 #endif

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Build the libFuzzer targets (clang, ASan + UBSan) into build-fuzz/ and run each one on its
-# seed corpus for SECONDS seconds (default 60), or for RUNS executions when RUNS is set.
+# Build the libFuzzer targets in the sanitizer build (build-asan/: clang, ASan + UBSan, the one
+# scripts/test.sh uses with RELPOS_SANITIZE=1) and run each one on its seed corpus for SECONDS
+# seconds (default 60), or for RUNS executions when RUNS is set.
 #   scripts/fuzz.sh [SECONDS] [target ...]     e.g. scripts/fuzz.sh 10 fuzz_config
-# New inputs go to build-fuzz/corpus/<target>/ (the committed seeds in fuzz/corpus/ are read
-# only); crashes are written to build-fuzz/crashes/<target>/ and make the script fail.
+# New inputs go to build-asan/corpus/<target>/ (the committed seeds in fuzz/corpus/ are read
+# only); crashes are written to build-asan/crashes/<target>/ and make the script fail.
 # Each target's last libFuzzer line (execution count) is printed at the end.
-# Each target runs in its own working directory, build-fuzz/work/<target>/, whose
+# Each target runs in its own working directory, build-asan/work/<target>/, whose
 # data/tinyshakespeare.txt (the path the seeds name) is the first 16 KiB of the real file: the
 # spec and config readers are what is fuzzed, and reading 1.1 MB per input under the
 # sanitizers would make most of the time go to the data check (25 instead of 200+ runs/s).
@@ -14,15 +15,13 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(fuzz_config fuzz_safetensors fuzz_trainer_state fuzz_text_data fuzz_run_files fuzz_sweep_spec)
-dir=$(realpath -m "${RELPOS_FUZZ_BUILD_DIR:-build-fuzz}")
+if [[ ${#targets[@]} -eq 0 ]]; then  # every fuzz/fuzz_*.cpp is a target (fuzz/CMakeLists.txt)
+  for f in fuzz/fuzz_*.cpp; do targets+=("$(basename "$f" .cpp)"); done
+fi
+dir=$(realpath -m "${RELPOS_FUZZ_BUILD_DIR:-build-asan}")
 src=$PWD
-cxx=${CXX_FUZZ:-$(command -v clang++ || command -v clang++-14)}
-mkdir -p "$dir"
-cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" -DRELPOS_FUZZ=ON \
-  -DRELPOS_CUDA=OFF -DRELPOS_BUILD_TESTS=OFF -DRELPOS_NATIVE=OFF > "$dir/configure.log" 2>&1 ||
-  { cat "$dir/configure.log"; exit 1; }
-cmake --build "$dir" -j "${RELPOS_FUZZ_JOBS:-$(nproc)}" --target "${targets[@]}"
+RELPOS_SANITIZE=1 RELPOS_BUILD_DIR="$dir" RELPOS_BUILD_TARGETS="${targets[*]}" RELPOS_JOBS="${RELPOS_FUZZ_JOBS:-$(nproc)}" \
+  scripts/build.sh
 status=0
 summary=()
 for t in "${targets[@]}"; do

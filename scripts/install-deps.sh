@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the Debian packages relpos needs; does nothing when they are all present.
 #   scripts/install-deps.sh          build + test dependencies
-#   scripts/install-deps.sh --fuzz   also clang-14 + libFuzzer runtime (scripts/fuzz.sh)
+#   scripts/install-deps.sh --fuzz   also clang-14, its sanitizer + libFuzzer runtimes and OpenMP (the
+#                                    sanitizer build: scripts/build.sh with RELPOS_SANITIZE=1)
 set -euo pipefail
 pkgs=(cmake g++ make libopenblas-openmp-dev libyaml-cpp-dev libfmt-dev catch2 libcli11-dev nlohmann-json3-dev
       pkg-config python3-matplotlib python3-numpy python3-yaml python3-torch
@@ -9,7 +10,7 @@ pkgs=(cmake g++ make libopenblas-openmp-dev libyaml-cpp-dev libfmt-dev catch2 li
 # python3-matplotlib: relpos report (and its tests); python3-torch + yaml: the PyTorch loader test
 # (ctest torch_loader); pkg-config: scripts/test-install.sh's pkg-config consumer;
 # openmpi-bin, libopenmpi-dev: data-parallel training (mpirun -np N relpos train) and its ctest checks.
-[[ "${1:-}" == "--fuzz" ]] && pkgs+=(clang-14 libclang-rt-14-dev)
+[[ "${1:-}" == "--fuzz" ]] && pkgs+=(clang-14 libclang-rt-14-dev libomp-14-dev)
 
 missing=()
 for p in "${pkgs[@]}"; do

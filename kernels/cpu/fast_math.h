@@ -2,7 +2,7 @@
 // scalar libm call). Cephes' expf scheme: n = round(x log2 e), r = x - n ln2 (ln2 split in
 // two parts), exp(r) by a degree-6 polynomial, times 2^n built in the exponent bits.
 // Relative error within 3e-7 of std::exp on [-87.3, 88.7] (tested); below -87.3 (and for
-// -inf, i.e. masked logits) it returns exactly 0.
+// -inf, i.e. masked logits) it returns exactly 0; NaN gives NaN.
 // gelu_erf_f32 / gelu_erf_grad_f32: the exact (erf) GELU and its derivative without libm's
 // scalar erff, vectorisable like exp_f32 (see below).
 #pragma once
@@ -23,8 +23,11 @@ inline float exp_f32(float x) {
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  const float y = p * r * r + r + 1.0f;
-  const float scale = std::bit_cast<float>(static_cast<int32_t>(n + 127.0f) << 23);
+  const float y = p * r * r + r + 1.0f;  // NaN for a NaN x
+  // The exponent bits from a finite n: converting NaN to an integer is undefined behaviour
+  // (clang's UBSan reports it); y carries the NaN.
+  const float n_finite = n == n ? n : 0.0f;
+  const float scale = std::bit_cast<float>(static_cast<int32_t>(n_finite + 127.0f) << 23);
   return underflow ? 0.0f : y * scale;
 }
 

@@ -61,7 +61,7 @@ RopeFrequencies rope_frequencies(const RopeSettings& s) {
 namespace {
 class Rope : public PositionEncoding {
  public:
-  Rope(RopeSettings s, int64_t head_dim) : s_(std::move(s)), head_dim_(head_dim), f_(rope_frequencies(s_)) {}
+  explicit Rope(RopeSettings s) : s_(std::move(s)), f_(rope_frequencies(s_)) {}
   std::string type() const override { return "rope"; }
   void set_eval_scaling(const PositionParams& p) override;
 
@@ -84,7 +84,6 @@ class Rope : public PositionEncoding {
 
  private:
   RopeSettings s_;
-  int64_t head_dim_;
   RopeFrequencies f_;
 };
 
@@ -125,7 +124,7 @@ PositionEncodingPtr make_rope(const PositionConfig& cfg, Generator&) {
   RELPOS_CHECK_CONFIG(s.base > 1.0, "position 'rope': base must be > 1, got {}", s.base);
   s.original_max_len = cfg.max_len > 0 ? cfg.max_len : 2048;  // defaults; read_scaling overrides
   read_scaling(p, s);
-  return std::make_shared<Rope>(s, cfg.head_dim);
+  return std::make_shared<Rope>(s);
 }
 
 }  // namespace relpos::nn

@@ -13,7 +13,7 @@ namespace relpos::nn {
 namespace {
 class Sinusoidal : public PositionEncoding {
  public:
-  Sinusoidal(int64_t d_model, double base, DType dtype) : d_(d_model), base_(base), dtype_(dtype) {}
+  Sinusoidal(int64_t d_model, double base) : d_(d_model), base_(base) {}
   std::string type() const override { return "sinusoidal"; }
   bool is_absolute() const override { return true; }
 
@@ -35,7 +35,6 @@ class Sinusoidal : public PositionEncoding {
  private:
   int64_t d_;
   double base_;
-  DType dtype_;
 };
 }  // namespace
 
@@ -43,7 +42,7 @@ PositionEncodingPtr make_sinusoidal(const PositionConfig& cfg, Generator&) {
   cfg.params.check_known("position 'sinusoidal'", {"base"});
   double base = cfg.params.get_double("base", 10000.0);
   RELPOS_CHECK_CONFIG(base > 1.0, "position 'sinusoidal': base must be > 1, got {}", base);
-  return std::make_shared<Sinusoidal>(cfg.d_model, base, cfg.dtype);
+  return std::make_shared<Sinusoidal>(cfg.d_model, base);
 }
 
 }  // namespace relpos::nn

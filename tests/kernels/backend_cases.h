@@ -524,8 +524,9 @@ inline void add_misc(std::vector<OpCase>& cs) {
     cs.back().exact = true;
   }
   // rotary: x [B, H, L, dh] with r = 2 half rotated channels; cs any values (scales folded in)
-  for (auto [dh, half, inter] : std::vector<std::tuple<int64_t, int64_t, bool>>{{8, 4, false}, {8, 4, true}, {10, 3, false},
-                                                                                {6, 2, true}, {4, 0, false}}) {
+  for (auto [dh, half, interleaved] : std::vector<std::tuple<int64_t, int64_t, bool>>{
+           {8, 4, false}, {8, 4, true}, {10, 3, false}, {6, 2, true}, {4, 0, false}}) {
+    const bool inter = interleaved;  // a variable the lambdas can capture (clang 14: no bindings)
     const std::string s = " [2, 3, 5, " + std::to_string(dh) + "] r " + std::to_string(2 * half) +
                           (inter ? " interleaved" : " half");
     for (bool inverse : {false, true}) {
@@ -558,15 +559,18 @@ inline void add_misc(std::vector<OpCase>& cs) {
   const int64_t ignore = 2;  // a real class: rows whose target is 2 are ignored
   for (auto red : {k::Reduction::Mean, k::Reduction::Sum, k::Reduction::None}) {
     const std::string r = red == k::Reduction::Mean ? "mean" : red == k::Reduction::Sum ? "sum" : "none";
-    cs.push_back({"cross_entropy " + r + " [9, 7]", "cross_entropy", {in({9, 7}, Layout::Contiguous), idx({9}, 7)},
-                  [red, ignore](const std::vector<Tensor>& x, Device) {
+    cs.push_back({"cross_entropy " + r + " [9, 7]",
+                  "cross_entropy",
+                  {in({9, 7}, Layout::Contiguous), idx({9}, 7)},
+                  [red](const std::vector<Tensor>& x, Device) {
                     k::CrossEntropyOut o = k::cross_entropy(x[0], x[1], ignore, red);
                     return std::vector<Tensor>{o.loss, o.lse, Tensor::scalar(double(o.count), DType::F64)};
                   }});
-    cs.back().grad = [red, ignore](const std::vector<Variable>& v) { return cross_entropy(v[0], v[1].data(), ignore, red); };
-    cs.push_back({"cross_entropy_backward " + r + " [9, 7] transposed logits", "cross_entropy_backward",
+    cs.back().grad = [red](const std::vector<Variable>& v) { return cross_entropy(v[0], v[1].data(), ignore, red); };
+    cs.push_back({"cross_entropy_backward " + r + " [9, 7] transposed logits",
+                  "cross_entropy_backward",
                   {in({9, 7}, Layout::Transposed), idx({9}, 7), in(red == k::Reduction::None ? Shape{9} : Shape{})},
-                  [red, ignore](const std::vector<Tensor>& x, Device) {
+                  [red](const std::vector<Tensor>& x, Device) {
                     k::CrossEntropyOut o = k::cross_entropy(x[0], x[1], ignore, red);
                     return std::vector<Tensor>{k::cross_entropy_backward(x[2], x[0], o.lse, x[1], ignore, red, o.count)};
                   }});
@@ -646,7 +650,7 @@ inline std::vector<OpCase> perf_cases() {
   cs.push_back({"toeplitz_diag_sum [8, 8, 256, 256]", "toeplitz_diag_sum", {in({8, H, L, L})}, one([](auto& x, Device) { return k::toeplitz_diag_sum(x[0]); })});
   cs.push_back({"cross_entropy [2048, 8192]", "cross_entropy", {in({N, V}), idx({N}, V)},
                 one([](auto& x, Device) { return k::cross_entropy(x[0], x[1], -100, k::Reduction::Mean).loss; })});
-  cs.push_back({"dropout_mask [2048, 2048]", "dropout_mask", {}, one([N, D](auto&, Device d) {
+  cs.push_back({"dropout_mask [2048, 2048]", "dropout_mask", {}, one([](auto&, Device d) {
                   Generator g(1);
                   return k::dropout_mask({N, 4 * D}, 0.1, g, DType::F32, d);
                 })});
