@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
   const double rss_start = current_rss_mb();
 
   nn::ModelConfig cfg;
-  cfg.kind = "decoder";
+  cfg.kind = relpos::nn::ModelKind::Decoder;
   cfg.vocab = 65;
   cfg.d_model = a.d_model;
   cfg.n_layers = a.n_layers;

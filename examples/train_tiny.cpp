@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
   const std::string out = argc > 1 ? argv[1] : "tiny_run";
 
   nn::ModelConfig cfg;  // every field documented in nn/models.h and docs/config.md
-  cfg.kind = "decoder";
+  cfg.kind = nn::ModelKind::Decoder;
   cfg.vocab = 8;
   cfg.d_model = 32;
   cfg.n_layers = 2;

@@ -14,6 +14,9 @@ bool g_fused_attention = true;
 }  // namespace
 void set_fused_attention(bool on) { g_fused_attention = on; }
 bool fused_attention_enabled() { return g_fused_attention; }
+bool fused_attention_possible(bool fused_config, double softcap, Device device) {
+  return fused_config && g_fused_attention && !(softcap > 0) && device == Device::CPU;
+}
 
 MultiHeadAttention::MultiHeadAttention(const AttentionConfig& cfg, PositionEncodingPtr pos, bool own_pos,
                                        Generator& gen, DType dtype)
@@ -44,152 +47,185 @@ Variable MultiHeadAttention::split_heads(const Variable& x) const {
   return transpose(reshape(x, {x.size(0), x.size(1), cfg_.n_heads, head_dim_}), 1, 2);
 }
 
-Variable MultiHeadAttention::forward(const Variable& xq, const Variable& xkv, bool causal, const Tensor& key_padding,
-                                     int64_t q_offset, int64_t k_offset, KVCache* cache, Generator* gen,
-                                     AttentionStats* stats, const Tensor& position_index) const {
-  RELPOS_CHECK(xq.dim() == 3 && xkv.dim() == 3 && xq.size(-1) == cfg_.d_model && xkv.size(-1) == cfg_.d_model &&
-                   xq.size(0) == xkv.size(0),
-               "attention: expected [B, Lq, {0}] and [B, Lk, {0}], got {1} and {2}", cfg_.d_model,
-               shape_str(xq.shape()), shape_str(xkv.shape()));
-  RELPOS_CHECK(!(pos_->causal_only() && !causal), "position encoding '{}' only works with causal attention",
-               pos_->type());
-  const int64_t B = xq.size(0), Lq = xq.size(1);
-  Variable q = split_heads(q_proj_->forward(xq));   // [B, H, Lq, dh]
-  Variable k = split_heads(k_proj_->forward(xkv));  // [B, H, Lk_new, dh]
-  if (q_norm_) q = q_norm_->forward(q), k = k_norm_->forward(k);  // stability: qk_norm
-  q = pos_->rotate(q, q_offset);
-  k = pos_->rotate_key(k, k_offset);
-  Variable v = split_heads(v_proj_->forward(xkv));
+struct MultiHeadAttention::Heads {
+  Variable q, k, v;  // [B, H, Lq, dh], [B, H, Lk, dh] (with the cache's), rotated
+  int64_t B = 0, Lq = 0, Lk = 0;
+  AttnGeometry geo;
+};
+
+struct MultiHeadAttention::Positions {
+  PositionEncoding::Buckets buckets;  // bucketed content terms (Shaw), fused path only
+  Variable terms;                     // content-position score terms [B, H, Lq, Lk] or none
+  double scale = 1.0;
+  Variable bias;                      // Toeplitz bias [H, Lq + Lk - 1] (times alpha) or none
+  PositionEncoding::IndexBias ibias;  // table-lookup bias, fused path only (times alpha)
+  Variable sbias;                     // [H, Lq, Lk] or [B, H, Lq, Lk] (times alpha) or none
+};
+
+// q, k, v from the projections: qk_norm, rotation at the absolute positions, the KV cache.
+MultiHeadAttention::Heads MultiHeadAttention::project(const AttentionInput& in, KVCache* cache) const {
+  Heads h;
+  h.B = in.xq.size(0);
+  h.Lq = in.xq.size(1);
+  int64_t k_offset = in.k_offset;
+  h.q = split_heads(q_proj_->forward(in.xq));                             // [B, H, Lq, dh]
+  h.k = split_heads(k_proj_->forward(in.xkv));                            // [B, H, Lk_new, dh]
+  if (q_norm_) h.q = q_norm_->forward(h.q), h.k = k_norm_->forward(h.k);  // stability: qk_norm
+  h.q = pos_->rotate(h.q, in.q_offset);
+  h.k = pos_->rotate_key(h.k, k_offset);
+  h.v = split_heads(v_proj_->forward(in.xkv));
   if (cache) {
     RELPOS_CHECK(k_offset == cache->length(), "attention: KV cache holds {} positions but k_offset is {}",
                  cache->length(), k_offset);
     if (cache->length() > 0) {
-      k = cat({cache->k, k}, 2);
-      v = cat({cache->v, v}, 2);
+      h.k = cat({cache->k, h.k}, 2);
+      h.v = cat({cache->v, h.v}, 2);
       k_offset = 0;
     }
-    cache->k = k;
-    cache->v = v;
+    cache->k = h.k;
+    cache->v = h.v;
   }
-  const int64_t Lk = k.size(2);
-  AttnGeometry geo{Lq, Lk, q_offset, k_offset, causal, position_index};
-  geo.q_proj = [this](const Variable& x) { return q_proj_->forward(x); };
-  geo.k_proj = [this](const Variable& x) { return k_proj_->forward(x); };
+  h.Lk = h.k.size(2);
+  h.geo = AttnGeometry{h.Lq, h.Lk, in.q_offset, k_offset, in.causal, in.position_index};
+  h.geo.q_proj = [this](const Variable& x) { return q_proj_->forward(x); };
+  h.geo.k_proj = [this](const Variable& x) { return k_proj_->forward(x); };
+  return h;
+}
 
-  // The fused kernel serves scores q k^T + Toeplitz bias (+ bucketed content terms, + a
-  // table-lookup bias), with dropout on P drawn inside it, when no softcap applies; otherwise
-  // everything is materialised.
-  const bool dropout_active = cfg_.dropout > 0 && is_training() && gen != nullptr;  // as apply_dropout
-  const bool fusable = cfg_.fused && fused_attention_enabled() && q.device() == Device::CPU &&
-                       !(cfg_.stability.softcap > 0);
-  const PositionEncoding::Buckets buckets = fusable ? pos_->bucketed_terms(geo) : PositionEncoding::Buckets{};
-  Variable terms = buckets.keys.defined() ? Variable() : pos_->score_terms(q, k, geo);  // [B, H, Lq, Lk] or none
-  const double scale = pos_->score_scale(head_dim_);
-  Variable bias = pos_->toeplitz_bias(geo);  // [H, Lq + Lk - 1]
-  if (bias.defined() && alpha_.defined()) bias = bias * alpha_;
-  // A table-lookup bias goes into the kernel as table + index (no [H, Lq, Lk]); score_bias
-  // materialises the same bias for the reference path.
-  const bool fuse_index = fusable && !buckets.keys.defined() && !terms.defined() && !pos_->has_value_terms();
-  PositionEncoding::IndexBias ibias = fuse_index ? pos_->index_bias(geo) : PositionEncoding::IndexBias{};
-  if (ibias.table.defined()) {
-    const int64_t H = cfg_.n_heads;
-    const Tensor& ix = ibias.index;
-    RELPOS_CHECK(ibias.table.dim() == 2 && ibias.table.size(1) == H && ix.defined() && ix.dtype() == DType::I64 &&
+// The encoding's contributions, with alpha applied and their shapes checked. A table-lookup
+// bias goes to the fused kernel as table + index (no [H, Lq, Lk]); score_bias materialises the
+// same bias for the reference path.
+MultiHeadAttention::Positions MultiHeadAttention::position_terms(const Heads& h, bool fusable) const {
+  const int64_t B = h.B, H = cfg_.n_heads, Lq = h.Lq, Lk = h.Lk;
+  Positions p;
+  if (fusable) p.buckets = pos_->bucketed_terms(h.geo);
+  if (!p.buckets.keys.defined()) p.terms = pos_->score_terms(h.q, h.k, h.geo);
+  p.scale = pos_->score_scale(head_dim_);
+  p.bias = pos_->toeplitz_bias(h.geo);
+  if (p.bias.defined() && alpha_.defined()) p.bias = p.bias * alpha_;
+  const bool fuse_index = fusable && !p.buckets.keys.defined() && !p.terms.defined() && !pos_->has_value_terms();
+  if (fuse_index) p.ibias = pos_->index_bias(h.geo);
+  if (p.ibias.table.defined()) {
+    const Tensor& ix = p.ibias.index;
+    RELPOS_CHECK(p.ibias.table.dim() == 2 && p.ibias.table.size(1) == H && ix.defined() && ix.dtype() == DType::I64 &&
                      ((ix.dim() == 2 && ix.size(0) == Lq && ix.size(1) == Lk) ||
                       (ix.dim() == 3 && ix.size(0) == B && ix.size(1) == Lq && ix.size(2) == Lk)),
                  "attention: position encoding '{}' returned an index bias with table {} and index {} for a score "
                  "bias [B, H, Lq, Lk] = [{}, {}, {}, {}]; expected table [NT, H] = [NT, {}] and index int64 "
                  "[Lq, Lk] = [{}, {}] or [B, Lq, Lk] = [{}, {}, {}]",
-                 pos_->type(), shape_str(ibias.table.shape()), describe(ix), B, H, Lq, Lk, H, Lq, Lk, B, Lq, Lk);
-    if (alpha_.defined()) ibias.table = ibias.table * reshape(alpha_, {1, alpha_.size(0)});  // [NT, H]
-    if (ibias.index.device() != q.device()) ibias.index = ibias.index.to(q.device());
+                 pos_->type(), shape_str(p.ibias.table.shape()), describe(ix), B, H, Lq, Lk, H, Lq, Lk, B, Lq, Lk);
+    if (alpha_.defined()) p.ibias.table = p.ibias.table * reshape(alpha_, {1, alpha_.size(0)});  // [NT, H]
+    if (p.ibias.index.device() != h.q.device()) p.ibias.index = p.ibias.index.to(h.q.device());
+    return p;
   }
-  Variable sbias = ibias.table.defined() ? Variable() : pos_->score_bias(geo);  // [H, Lq, Lk] or [B, H, Lq, Lk]
-  if (sbias.defined()) {
-    const int64_t H = cfg_.n_heads;
-    RELPOS_CHECK((sbias.dim() == 3 && sbias.size(0) == H && sbias.size(1) == Lq && sbias.size(2) == Lk) ||
-                     (sbias.dim() == 4 && sbias.size(0) == B && sbias.size(1) == H && sbias.size(2) == Lq &&
-                      sbias.size(3) == Lk),
+  p.sbias = pos_->score_bias(h.geo);
+  if (p.sbias.defined()) {
+    const Variable& s = p.sbias;
+    RELPOS_CHECK((s.dim() == 3 && s.size(0) == H && s.size(1) == Lq && s.size(2) == Lk) ||
+                     (s.dim() == 4 && s.size(0) == B && s.size(1) == H && s.size(2) == Lq && s.size(3) == Lk),
                  "attention: position encoding '{}' returned a score bias {}, expected [H, Lq, Lk] = [{}, {}, {}] "
                  "or [B, H, Lq, Lk] = [{}, {}, {}, {}]",
-                 pos_->type(), shape_str(sbias.shape()), H, Lq, Lk, B, H, Lq, Lk);
-    if (alpha_.defined()) sbias = sbias * reshape(alpha_, {alpha_.size(0), 1, 1});
+                 pos_->type(), shape_str(s.shape()), H, Lq, Lk, B, H, Lq, Lk);
+    if (alpha_.defined()) p.sbias = p.sbias * reshape(alpha_, {alpha_.size(0), 1, 1});
   }
-  Tensor kp;  // [B, 1, 1, Lk], 1 = padded key
-  if (key_padding.defined()) {
-    RELPOS_CHECK(key_padding.dim() == 2 && key_padding.size(0) == B && key_padding.size(1) == Lk,
-                 "attention: key padding mask must be [B, Lk] = [{}, {}], got {}", B, Lk,
-                 shape_str(key_padding.shape()));
-    kp = key_padding.to(q.device()).to(q.dtype()).view({B, 1, 1, Lk});
-  }
+  return p;
+}
 
-  // The scores S = scale (q k^T + terms) + bias, masked (causal: a predicate on (i, j);
-  // padding: [B, 1, 1, Lk]): [B, H, Lq, Lk].
-  auto scores = [&]() {
-    constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-    Variable s = matmul(q, transpose(k, -1, -2));
-    if (terms.defined()) s = s + terms;
-    if (scale != 1.0) s = s * scale;
-    if (bias.defined()) s = add_toeplitz_bias(s, bias);
-    if (sbias.defined()) s = s + sbias;
-    if (cfg_.stability.softcap > 0) s = softcap(s, cfg_.stability.softcap);  // stability: c * tanh(S / c)
-    if (kp.defined()) s = masked_fill(s, kp, kNegInf);
-    if (causal) s = causal_fill(s, q_offset, k_offset, kNegInf);
-    return s;
-  };
-  auto record_stats = [&](const Variable& s, const Variable& p) {  // monitors only, no graph
+// The one place that decides: the fused kernel (O(L) memory, causal keys skipped, bias
+// gradient fused) whenever the scores are q k^T plus a Toeplitz bias (and bucketed terms or an
+// index bias), no softcap applies and nothing needs P itself.
+bool MultiHeadAttention::use_fused(const Positions& p, bool fusable) const {
+  return fusable && !p.terms.defined() && !p.sbias.defined() &&
+         (!pos_->has_value_terms() || p.buckets.values.defined());
+}
+
+Variable MultiHeadAttention::forward(const AttentionInput& in, const AttentionSinks& sinks) const {
+  RELPOS_CHECK(in.xq.dim() == 3 && in.xkv.dim() == 3 && in.xq.size(-1) == cfg_.d_model &&
+                   in.xkv.size(-1) == cfg_.d_model && in.xq.size(0) == in.xkv.size(0),
+               "attention: expected [B, Lq, {0}] and [B, Lk, {0}], got {1} and {2}", cfg_.d_model,
+               shape_str(in.xq.shape()), shape_str(in.xkv.shape()));
+  RELPOS_CHECK(!(pos_->causal_only() && !in.causal), "position encoding '{}' only works with causal attention",
+               pos_->type());
+  const Heads h = project(in, sinks.cache);
+  const bool fusable =
+      cfg_.fused && fused_attention_enabled() && h.q.device() == Device::CPU && !(cfg_.stability.softcap > 0);
+  const Positions p = position_terms(h, fusable);
+  Tensor kp;  // [B, 1, 1, Lk], 1 = padded key
+  if (in.key_padding.defined()) {
+    RELPOS_CHECK(in.key_padding.dim() == 2 && in.key_padding.size(0) == h.B && in.key_padding.size(1) == h.Lk,
+                 "attention: key padding mask must be [B, Lk] = [{}, {}], got {}", h.B, h.Lk,
+                 shape_str(in.key_padding.shape()));
+    kp = in.key_padding.to(h.q.device()).to(h.q.dtype()).view({h.B, 1, 1, h.Lk});
+  }
+  const Variable o = use_fused(p, fusable) ? fused(h, p, in, sinks) : reference(h, p, kp, sinks);  // [B, H, Lq, dh]
+  return o_proj_->forward(reshape(transpose(o, 1, 2), {h.B, h.Lq, cfg_.d_model}));
+}
+
+// k::attention, with dropout on P drawn inside it (the draws dropout_mask would make for P
+// [B, H, Lq, Lk], at the same point of the stream). Monitors come from the kernel (per-row
+// max |S| and entropy, same pass as the softmax): no [B, H, Lq, Lk] tensor even on logging
+// steps; stats->probs stays undefined.
+Variable MultiHeadAttention::fused(const Heads& h, const Positions& p, const AttentionInput& in,
+                                   const AttentionSinks& sinks) const {
+  k::AttentionArgs args{p.scale, in.causal, h.geo.q_offset, h.geo.k_offset, /*row_stats=*/sinks.stats != nullptr};
+  if (cfg_.dropout > 0 && is_training() && sinks.gen != nullptr) {  // as apply_dropout
+    args.dropout_p = cfg_.dropout;
+    args.dropout_seed = sinks.gen->state().seed;
+    args.dropout_first = sinks.gen->advance(uint64_t(h.B * cfg_.n_heads * h.Lq * h.Lk));
+  }
+  k::AttentionOut fwd;
+  const Tensor kp_rows = in.key_padding.defined() ? in.key_padding.to(h.q.device()) : Tensor();  // [B, Lk]
+  Variable o;
+  if (p.buckets.keys.defined()) {
+    const int64_t nb = p.buckets.keys.size(0);
+    Variable qr = matmul(h.q, transpose(p.buckets.keys, 0, 1));  // [B, H, Lq, NB]
+    Variable ow = fused_attention_buckets(h.q, h.k, h.v, p.bias, qr, p.buckets.bucket, kp_rows, args, &fwd);
+    o = narrow(ow, 3, 0, head_dim_);                                                                 // [B, H, Lq, dh]
+    if (p.buckets.values.defined()) o = o + matmul(narrow(ow, 3, head_dim_, nb), p.buckets.values);  // value term
+  } else if (p.ibias.table.defined()) {
+    o = fused_attention_indexed(h.q, h.k, h.v, p.bias, p.ibias.table, p.ibias.index, kp_rows, args, &fwd);
+  } else {
+    o = fused_attention(h.q, h.k, h.v, p.bias, kp_rows, args, &fwd);
+  }
+  if (sinks.stats) {
+    sinks.stats->max_abs_logit = k::reduce(k::Reduce::Max, fwd.max_abs, {}, false).item();
+    sinks.stats->mean_entropy =
+        k::reduce(k::Reduce::Sum, fwd.entropy, {}, false).item() / double(h.B * cfg_.n_heads * h.Lq);
+  }
+  return o;
+}
+
+// Everything materialised: S = scale (q k^T + terms) + biases, softcap, masks (padding
+// [B, 1, 1, Lk]; causal: a predicate on (i, j)); P = softmax(S); dropout; P v + value terms.
+Variable MultiHeadAttention::reference(const Heads& h, const Positions& p, const Tensor& kp,
+                                       const AttentionSinks& sinks) const {
+  constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+  const int64_t q_offset = h.geo.q_offset, k_offset = h.geo.k_offset;
+  const bool causal = h.geo.causal;
+  Variable s = matmul(h.q, transpose(h.k, -1, -2));
+  if (p.terms.defined()) s = s + p.terms;
+  if (p.scale != 1.0) s = s * p.scale;
+  if (p.bias.defined()) s = add_toeplitz_bias(s, p.bias);
+  if (p.sbias.defined()) s = s + p.sbias;
+  if (cfg_.stability.softcap > 0) s = softcap(s, cfg_.stability.softcap);  // stability: c * tanh(S / c)
+  if (kp.defined()) s = masked_fill(s, kp, kNegInf);
+  if (causal) s = causal_fill(s, q_offset, k_offset, kNegInf);
+  Variable prob = softmax(s, -1);
+  if (sinks.stats) {  // monitors only, no graph
     NoGradGuard ng;
     Tensor a = k::unary(k::Unary::Abs, s.data());
     if (kp.defined()) a = k::masked_fill(a, kp, 0.0);
     if (causal) a = k::causal_fill(a, q_offset, k_offset, 0.0);
-    stats->max_abs_logit = k::reduce(k::Reduce::Max, a, {}, false).item();
-    Tensor plogp = k::mul(p.data(), k::unary(k::Unary::Log, k::unary(k::Unary::Clamp, p.data(), 1e-30, 1.0)));
-    stats->mean_entropy = -k::reduce(k::Reduce::Sum, plogp, {}, false).item() / double(B * cfg_.n_heads * Lq);
-    stats->probs = p.data();
-  };
-
-  // Fused path (k::attention: O(L) memory, causal keys skipped, bias gradient fused) whenever
-  // the scores are q k^T plus a Toeplitz bias (and bucketed terms or an index bias) and nothing
-  // needs P itself.
-  if (fusable && !terms.defined() && !sbias.defined() && (!pos_->has_value_terms() || buckets.values.defined())) {
-    // Monitors come from the kernel (per-row max |S| and entropy, same pass as the softmax):
-    // no [B, H, Lq, Lk] tensor even on logging steps; stats->probs stays undefined.
-    k::AttentionArgs args{scale, causal, q_offset, k_offset, /*row_stats=*/stats != nullptr};
-    if (dropout_active) {  // the draws dropout_mask would make for P [B, H, Lq, Lk], at the same point
-      args.dropout_p = cfg_.dropout;
-      args.dropout_seed = gen->state().seed;
-      args.dropout_first = gen->advance(uint64_t(B * cfg_.n_heads * Lq * Lk));
-    }
-    k::AttentionOut fwd;
-    const Tensor kp_rows = key_padding.defined() ? key_padding.to(q.device()) : Tensor();  // [B, Lk]
-    Variable o;
-    if (buckets.keys.defined()) {
-      const int64_t nb = buckets.keys.size(0);
-      Variable qr = matmul(q, transpose(buckets.keys, 0, 1));  // [B, H, Lq, NB]
-      Variable ow = fused_attention_buckets(q, k, v, bias, qr, buckets.bucket, kp_rows, args, &fwd);
-      o = narrow(ow, 3, 0, head_dim_);                                                // [B, H, Lq, dh]
-      if (buckets.values.defined()) o = o + matmul(narrow(ow, 3, head_dim_, nb), buckets.values);  // value term
-    } else if (ibias.table.defined()) {
-      o = fused_attention_indexed(q, k, v, bias, ibias.table, ibias.index, kp_rows, args, &fwd);
-    } else {
-      o = fused_attention(q, k, v, bias, kp_rows, args, &fwd);
-    }
-    if (stats) {
-      stats->max_abs_logit = k::reduce(k::Reduce::Max, fwd.max_abs, {}, false).item();
-      stats->mean_entropy = k::reduce(k::Reduce::Sum, fwd.entropy, {}, false).item() / double(B * cfg_.n_heads * Lq);
-    }
-    return o_proj_->forward(reshape(transpose(o, 1, 2), {B, Lq, cfg_.d_model}));
+    sinks.stats->max_abs_logit = k::reduce(k::Reduce::Max, a, {}, false).item();
+    Tensor plogp = k::mul(prob.data(), k::unary(k::Unary::Log, k::unary(k::Unary::Clamp, prob.data(), 1e-30, 1.0)));
+    sinks.stats->mean_entropy = -k::reduce(k::Reduce::Sum, plogp, {}, false).item() / double(h.B * cfg_.n_heads * h.Lq);
+    sinks.stats->probs = prob.data();
   }
-
-  Variable s = scores();
-  Variable p = softmax(s, -1);
-  if (stats) record_stats(s, p);
-  p = apply_dropout(p, cfg_.dropout, is_training(), gen);
-  Variable o = matmul(p, v);  // [B, H, Lq, dh]
-  Variable vt = pos_->value_terms(p, geo);
+  prob = apply_dropout(prob, cfg_.dropout, is_training(), sinks.gen);
+  Variable o = matmul(prob, h.v);  // [B, H, Lq, dh]
+  Variable vt = pos_->value_terms(prob, h.geo);
   if (vt.defined()) o = o + vt;
-  o = reshape(transpose(o, 1, 2), {B, Lq, cfg_.d_model});
-  return o_proj_->forward(o);
+  return o;
 }
 
 }  // namespace relpos::nn

@@ -37,6 +37,11 @@ struct BiasScaleConfig {
 // (tests compare the two).
 void set_fused_attention(bool on);
 bool fused_attention_enabled();
+// Whether a layer may take the fused kernel at all: model.attention fused, the global switch
+// on, no softcap (the kernel has none), a device whose backend has the kernel (the CPU). The
+// encoding then decides per call (MultiHeadAttention::use_fused; declared in the registry as
+// PositionVariant::fused_attention, which the memory estimate reads).
+bool fused_attention_possible(bool fused_config, double softcap, Device device);
 
 struct AttentionConfig {
   int64_t d_model = 0, n_heads = 0;
@@ -58,6 +63,23 @@ struct AttentionStats {  // filled when a pointer is given (monitors)
                               // storage); reference path only (the fused kernel never forms P)
 };
 
+// What one attention call attends: queries from xq [B, Lq, D], keys and values from xkv
+// [B, Lk, D] (the same tensor for self-attention).
+struct AttentionInput {
+  Variable xq, xkv;
+  bool causal = false;
+  Tensor key_padding;                  // [B, Lk], nonzero = padding key (undefined: none)
+  int64_t q_offset = 0, k_offset = 0;  // absolute positions of query 0 and key 0
+  Tensor position_index;               // per-example index of index encodings (graph_spd: [B, L, L])
+};
+
+// What a call may read and write besides its output; each is optional.
+struct AttentionSinks {
+  KVCache* cache = nullptr;         // decoding: keys/values of earlier positions, extended in place
+  Generator* gen = nullptr;         // dropout draws (training)
+  AttentionStats* stats = nullptr;  // monitors: max |logit|, entropy
+};
+
 class MultiHeadAttention : public Module {
  public:
   // `own_pos`: register the encoding as this layer's submodule "pos" (per-layer tables);
@@ -65,16 +87,24 @@ class MultiHeadAttention : public Module {
   MultiHeadAttention(const AttentionConfig& cfg, PositionEncodingPtr pos, bool own_pos, Generator& gen,
                      DType dtype = DType::F32);
 
-  // key_padding: [B, Lk] (nonzero = padding key) or undefined.
-  Variable forward(const Variable& xq, const Variable& xkv, bool causal, const Tensor& key_padding,
-                   int64_t q_offset, int64_t k_offset, KVCache* cache = nullptr, Generator* gen = nullptr,
-                   AttentionStats* stats = nullptr, const Tensor& position_index = Tensor()) const;
+  // [B, Lq, D]. Scores S = scale (q k^T + position score terms) + position biases, masked;
+  // softmax, dropout, P v (+ position value terms), output projection. The fused kernel
+  // (k::attention) computes it where the encoding's scores allow (use_fused), else every
+  // [B, H, Lq, Lk] tensor is materialised.
+  Variable forward(const AttentionInput& in, const AttentionSinks& sinks = {}) const;
 
   const PositionEncodingPtr& position() const { return pos_; }
   const Variable& bias_scale() const { return alpha_; }
 
  private:
   Variable split_heads(const Variable& x) const;  // [B, L, D] -> [B, H, L, dh]
+  struct Heads;                                   // q, k, v [B, H, L, dh] and the geometry they attend in
+  struct Positions;                               // the position encoding's terms and biases for one call
+  Heads project(const AttentionInput& in, KVCache* cache) const;
+  Positions position_terms(const Heads& h, bool fusable) const;
+  bool use_fused(const Positions& p, bool fusable) const;
+  Variable fused(const Heads& h, const Positions& p, const AttentionInput& in, const AttentionSinks& sinks) const;
+  Variable reference(const Heads& h, const Positions& p, const Tensor& kp, const AttentionSinks& sinks) const;
   AttentionConfig cfg_;
   int64_t head_dim_;
   std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_, o_proj_;

@@ -8,9 +8,33 @@
 
 namespace relpos::nn {
 
+namespace {
+constexpr std::pair<ModelKind, std::string_view> kModelKinds[] = {
+    {ModelKind::Encoder, "encoder"}, {ModelKind::Decoder, "decoder"}, {ModelKind::EncoderDecoder, "encoder_decoder"}};
+}  // namespace
+
+std::string_view model_kind_name(ModelKind k) {
+  for (const auto& [kind, name] : kModelKinds)
+    if (kind == k) return name;
+  return "?";
+}
+
+std::optional<ModelKind> parse_model_kind(std::string_view name) {
+  for (const auto& [kind, n] : kModelKinds)
+    if (n == name) return kind;
+  return std::nullopt;
+}
+
+const std::vector<std::string>& model_kind_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& [kind, name] : kModelKinds) v.emplace_back(name);
+    return v;
+  }();
+  return names;
+}
+
 void validate(const ModelConfig& c) {
-  RELPOS_CHECK(c.kind == "encoder" || c.kind == "decoder" || c.kind == "encoder_decoder",
-               "model.kind: '{}' is not one of encoder, decoder, encoder_decoder", c.kind);
   RELPOS_CHECK(c.vocab > 0, "model: vocab size must be positive, got {}", c.vocab);
   RELPOS_CHECK(c.d_model > 0 && c.n_layers > 0 && c.n_heads > 0 && c.d_ff > 0,
                "model: d_model ({}), n_layers ({}), n_heads ({}), d_ff ({}) must be positive", c.d_model, c.n_layers,
@@ -117,10 +141,10 @@ Variable TransformerStack::forward_with_memory(const Tensor& tokens, SegmentMemo
 Model::Model(const ModelConfig& cfg, uint64_t seed) : cfg_(cfg) {
   validate(cfg);
   Generator gen(seed);
-  if (cfg.kind == "encoder_decoder") {
+  if (cfg.kind == ModelKind::EncoderDecoder) {
     encoder_ = register_module("encoder", std::make_shared<TransformerStack>(cfg, false, false, gen));
     decoder_ = register_module("decoder", std::make_shared<TransformerStack>(cfg, true, true, gen));
-  } else if (cfg.kind == "encoder") {
+  } else if (cfg.kind == ModelKind::Encoder) {
     encoder_ = register_module("stack", std::make_shared<TransformerStack>(cfg, false, false, gen));
   } else {
     decoder_ = register_module("stack", std::make_shared<TransformerStack>(cfg, true, false, gen));
@@ -130,32 +154,32 @@ Model::Model(const ModelConfig& cfg, uint64_t seed) : cfg_(cfg) {
 
 Variable Model::forward(const Tensor& tokens, const Tensor& padding, Generator* gen,
                         std::vector<AttentionStats>* stats, const Tensor& position_index) const {
-  RELPOS_CHECK(cfg_.kind != "encoder_decoder", "Model::forward: an encoder_decoder needs forward_seq2seq");
+  RELPOS_CHECK(cfg_.kind != ModelKind::EncoderDecoder, "Model::forward: an encoder_decoder needs forward_seq2seq");
   const auto& stack = encoder_ ? encoder_ : decoder_;
   return head_->forward(stack->forward(tokens, padding, 0, Variable(), Tensor(), nullptr, gen, stats, position_index));
 }
 
 Variable Model::logits(const ModelInput& in, Generator* gen, std::vector<AttentionStats>* stats) const {
-  return cfg_.kind == "encoder_decoder" ? forward_seq2seq(in.tokens, in.dec_input, in.padding, gen, stats)
+  return cfg_.kind == ModelKind::EncoderDecoder ? forward_seq2seq(in.tokens, in.dec_input, in.padding, gen, stats)
                                         : forward(in.tokens, in.padding, gen, stats, in.position_index);
 }
 
 Variable Model::forward_seq2seq(const Tensor& source, const Tensor& target, const Tensor& source_padding,
                                 Generator* gen, std::vector<AttentionStats>* stats) const {
-  RELPOS_CHECK(cfg_.kind == "encoder_decoder", "Model::forward_seq2seq: model kind is '{}'", cfg_.kind);
+  RELPOS_CHECK(cfg_.kind == ModelKind::EncoderDecoder, "Model::forward_seq2seq: model kind is '{}'", cfg_.kind);
   Variable memory = encoder_->forward(source, source_padding, 0, Variable(), Tensor(), nullptr, gen, nullptr);
   return head_->forward(decoder_->forward(target, Tensor(), 0, memory, source_padding, nullptr, gen, stats));
 }
 
 Variable Model::forward_with_memory(const Tensor& tokens, SegmentMemory& mem, Generator* gen,
                                    std::vector<AttentionStats>* stats) const {
-  RELPOS_CHECK(cfg_.kind == "decoder", "forward_with_memory: only decoder models keep segment memory (kind '{}')",
+  RELPOS_CHECK(cfg_.kind == ModelKind::Decoder, "forward_with_memory: only decoder models keep segment memory (kind '{}')",
                cfg_.kind);
   return head_->forward(decoder_->forward_with_memory(tokens, mem, gen, stats));
 }
 
 Variable Model::decode_step(const Tensor& tokens, DecodeState& state) const {
-  RELPOS_CHECK(cfg_.kind == "decoder", "decode_step: only decoder models decode incrementally (kind '{}')", cfg_.kind);
+  RELPOS_CHECK(cfg_.kind == ModelKind::Decoder, "decode_step: only decoder models decode incrementally (kind '{}')", cfg_.kind);
   Variable h = decoder_->forward(tokens, Tensor(), state.position, Variable(), Tensor(), &state, nullptr, nullptr);
   state.position += tokens.size(1);
   return head_->forward(h);

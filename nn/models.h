@@ -14,9 +14,12 @@
 // "layers.N.attn.pos.*" (per-layer encoding), "layers.N.mlp.fc1.weight", "norm.ln.weight",
 // "head.weight"; an encoder-decoder prefixes "encoder." and "decoder." (head at top level).
 #pragma once
+#include <fmt/format.h>
+
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "relpos/nn/positional/registry.h"
@@ -24,8 +27,15 @@
 
 namespace relpos::nn {
 
+// model.kind. Its names (as in configs) live here and nowhere else: elsewhere kinds are
+// compared as values.
+enum class ModelKind { Encoder, Decoder, EncoderDecoder };
+std::string_view model_kind_name(ModelKind k);                  // "encoder", "decoder", "encoder_decoder"
+std::optional<ModelKind> parse_model_kind(std::string_view name);  // nullopt: not a kind
+const std::vector<std::string>& model_kind_names();
+
 struct ModelConfig {
-  std::string kind = "decoder";  // encoder | decoder | encoder_decoder
+  ModelKind kind = ModelKind::Decoder;
   int64_t vocab = 0;
   int64_t d_model = 128, n_layers = 2, n_heads = 4, d_ff = 512;
   double dropout = 0.0;
@@ -132,3 +142,12 @@ void validate(const ModelConfig& cfg);
 PositionConfig position_config(const ModelConfig& cfg);
 
 }  // namespace relpos::nn
+
+// fmt prints a ModelKind by its config name.
+template <>
+struct fmt::formatter<relpos::nn::ModelKind> : fmt::formatter<std::string_view> {
+  template <typename Ctx>
+  auto format(relpos::nn::ModelKind k, Ctx& ctx) const {
+    return fmt::formatter<std::string_view>::format(relpos::nn::model_kind_name(k), ctx);
+  }
+};

@@ -37,7 +37,15 @@ Variable TransformerBlock::forward(const Variable& x, bool causal, const Tensor&
   // h: this segment's attention input (after norm1 in pre-LN). Memory goes through the same
   // norm, so its keys/values are those the layer would compute for the positions themselves.
   auto self_attn = [&](const Variable& h) {
-    if (!mem.defined()) return attn_->forward(h, h, causal, padding, offset, offset, cache, gen, stats, position_index);
+    if (!mem.defined())
+      return attn_->forward({.xq = h,
+                             .xkv = h,
+                             .causal = causal,
+                             .key_padding = padding,
+                             .q_offset = offset,
+                             .k_offset = offset,
+                             .position_index = position_index},
+                            {.cache = cache, .gen = gen, .stats = stats});
     RELPOS_CHECK(cache->length() == 0, "block: segment memory cannot be combined with a KV cache");
     RELPOS_CHECK(mem.dim() == 3 && mem.size(0) == h.size(0) && mem.size(2) == h.size(2),
                  "block: segment memory must be [B, M, D] = [{}, M, {}], got {}", h.size(0), h.size(2),
@@ -47,7 +55,14 @@ Variable TransformerBlock::forward(const Variable& x, bool causal, const Tensor&
     Variable kv = cat({pre ? norm1_->forward(m) : m, h}, 1);
     Tensor kp;
     if (padding.defined()) kp = k::cat({Tensor::zeros({h.size(0), M}, padding.dtype(), padding.device()), padding}, 1);
-    return attn_->forward(h, kv, causal, kp, offset, offset - M, nullptr, gen, stats, position_index);
+    return attn_->forward({.xq = h,
+                           .xkv = kv,
+                           .causal = causal,
+                           .key_padding = kp,
+                           .q_offset = offset,
+                           .k_offset = offset - M,
+                           .position_index = position_index},
+                          {.gen = gen, .stats = stats});
   };
   Variable h = x;
   if (pre) {
@@ -59,12 +74,14 @@ Variable TransformerBlock::forward(const Variable& x, bool causal, const Tensor&
     RELPOS_CHECK(memory.defined(), "decoder block with cross-attention needs the encoder output");
     if (pre) {
       Variable q = norm_c_->forward(h);
-      h = h + apply_dropout(cross_->forward(q, memory, false, memory_padding, offset, 0, nullptr, gen), cfg_.dropout,
-                            train, gen);
+      h = h + apply_dropout(cross_->forward({.xq = q, .xkv = memory, .key_padding = memory_padding, .q_offset = offset},
+                                            {.gen = gen}),
+                            cfg_.dropout, train, gen);
     } else {
       h = norm_c_->forward(
-          h + apply_dropout(cross_->forward(h, memory, false, memory_padding, offset, 0, nullptr, gen), cfg_.dropout,
-                            train, gen));
+          h + apply_dropout(cross_->forward({.xq = h, .xkv = memory, .key_padding = memory_padding, .q_offset = offset},
+                                            {.gen = gen}),
+                            cfg_.dropout, train, gen));
     }
   }
   if (pre) return h + apply_dropout(mlp_->forward(norm2_->forward(h), gen), cfg_.dropout, train, gen);

@@ -194,7 +194,7 @@ void apply_override(YAML::Node& root, const std::string& spec, Ctx& ctx) {
 
 nn::ModelConfig parse_model(Section s) {
   nn::ModelConfig m;
-  m.kind = s.get_choice("kind", "decoder", {"encoder", "decoder", "encoder_decoder"});
+  m.kind = *nn::parse_model_kind(s.get_choice("kind", "decoder", nn::model_kind_names()));
   m.d_model = s.get_int("d_model", 128, 1, kMaxDModel);
   m.n_layers = s.get_int("n_layers", 2, 1, kMaxLayers);
   m.n_heads = s.get_int("n_heads", 4, 1, kMaxDModel);
@@ -329,117 +329,111 @@ void check_positions(const Config& c, int64_t seq_len, const std::string& what) 
                 what, seq_len, needed, c.model.max_len);
 }
 
-Config parse_config(const std::string& yaml_text, const std::string& source, const std::vector<std::string>& overrides) {
-  Ctx ctx{source, {}};
-  // The config text is saved in every checkpoint's trainer_state.json (JSON: strict UTF-8).
-  if (size_t bad = utf8_error_offset(yaml_text); bad != std::string::npos)
-    fail_config("{}: invalid UTF-8 at byte offset {}", source, bad);
-  YAML::Node root = load_one_document(yaml_text, source);
-  check_yaml_size(root, source);
-  if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
-  if (!root.IsMap()) fail_config("{}: the config must be a mapping with sections model, data, optim, train, output", source);
-  reject_duplicate_keys(ctx, root, "");
-  for (const auto& o : overrides) apply_override(root, o, ctx);
+namespace {
 
-  Config c;
-  c.source = source;
-  Section top(ctx, root, "");
-  c.model = parse_model(top.sub("model"));
-  {
-    Section d = top.sub("data");
-    c.data.task = d.get_choice("task", "text", data_task_names());
-    c.data.path = d.get<std::string>("path", c.data.path, "a file path");
-    c.data.val_fraction = d.get_double("val_fraction", 0.1, 0.0, 0.9, true);
-    c.data.seq_len = d.get_int("seq_len", 128, 1, kMaxLen);
-    c.data.batch_size = d.get_int("batch_size", 16, 1, kMaxBatch);
-    c.data.vocab_size = d.get_int("vocab_size", 16, 2, kMaxVocab);
-    c.data.min_len = d.get_int("min_len", 0, 0, kMaxLen);
-    c.data.grid_h = d.get_int("grid_h", 4, 1, 64);
-    c.data.grid_w = d.get_int("grid_w", 4, 1, 64);
-    c.data.edge_prob = d.get_double("edge_prob", 0.2, 0.0, 1.0);
-    d.finish({"task", "path", "val_fraction", "seq_len", "batch_size", "vocab_size", "min_len", "grid_h", "grid_w",
-              "edge_prob"});
-    if (find_data_task(c.data.task).grid) c.data.seq_len = c.data.grid_h * c.data.grid_w;
-    if (c.data.min_len > c.data.seq_len)
-      fail_config("{}: data.min_len ({}) must not exceed data.seq_len ({})", source, c.data.min_len, c.data.seq_len);
-  }
-  {
-    Section o = top.sub("optim");
-    c.optim.name = o.get_choice("name", "adamw", {"sgd", "adam", "adamw"});
-    c.optim.lr = o.get_double("lr", 3e-4, 0.0, 10.0, true);
-    std::vector<std::string> betas = o.get_list("betas", {});
-    if (!betas.empty()) {
-      if (betas.size() != 2) fail_config("{}: optim.betas: expected a list of two numbers", source);
-      auto beta = [&](const std::string& text) {
-        double v = 0;
-        try {
-          v = YAML::Load(text).as<double>();
-        } catch (const YAML::Exception&) {
-          fail_config("{}: optim.betas: '{}' is not a number", source, text);
-        }
-        return v;
-      };
-      c.optim.beta1 = beta(betas[0]);
-      c.optim.beta2 = beta(betas[1]);
-      if (!(c.optim.beta1 >= 0 && c.optim.beta1 < 1 && c.optim.beta2 >= 0 && c.optim.beta2 < 1))
-        fail_config("{}: optim.betas: each must be in [0, 1), got [{}, {}]", source, c.optim.beta1, c.optim.beta2);
+DataConfig parse_data(Section d, const std::string& source) {
+  DataConfig c;
+  c.task = d.get_choice("task", "text", data_task_names());
+  c.path = d.get<std::string>("path", c.path, "a file path");
+  c.val_fraction = d.get_double("val_fraction", 0.1, 0.0, 0.9, true);
+  c.seq_len = d.get_int("seq_len", 128, 1, kMaxLen);
+  c.batch_size = d.get_int("batch_size", 16, 1, kMaxBatch);
+  c.vocab_size = d.get_int("vocab_size", 16, 2, kMaxVocab);
+  c.min_len = d.get_int("min_len", 0, 0, kMaxLen);
+  c.grid_h = d.get_int("grid_h", 4, 1, 64);
+  c.grid_w = d.get_int("grid_w", 4, 1, 64);
+  c.edge_prob = d.get_double("edge_prob", 0.2, 0.0, 1.0);
+  d.finish({"task", "path", "val_fraction", "seq_len", "batch_size", "vocab_size", "min_len", "grid_h", "grid_w",
+            "edge_prob"});
+  if (find_data_task(c.task).grid) c.seq_len = c.grid_h * c.grid_w;
+  if (c.min_len > c.seq_len)
+    fail_config("{}: data.min_len ({}) must not exceed data.seq_len ({})", source, c.min_len, c.seq_len);
+  return c;
+}
+
+// optim.betas: absent (the defaults) or a list of two numbers in [0, 1).
+void parse_betas(Section& o, const std::string& source, OptimConfig& c) {
+  const std::vector<std::string> betas = o.get_list("betas", {});
+  if (betas.empty()) return;
+  if (betas.size() != 2) fail_config("{}: optim.betas: expected a list of two numbers", source);
+  auto beta = [&](const std::string& text) {
+    double v = 0;
+    try {
+      v = YAML::Load(text).as<double>();
+    } catch (const YAML::Exception&) {
+      fail_config("{}: optim.betas: '{}' is not a number", source, text);
     }
-    c.optim.eps = o.get_double("eps", 1e-8, 0.0, 1.0, true);
-    c.optim.momentum = o.get_double("momentum", 0.9, 0.0, 0.999);
-    c.optim.weight_decay = o.get_double("weight_decay", 0.0, 0.0, 10.0);
-    c.optim.no_decay = o.get_list("no_decay", c.optim.no_decay);
-    for (const auto& g : c.optim.no_decay)
-      if (g != "position" && g != "norms_biases" && g != "weights")
-        fail_config("{}: optim.no_decay: '{}' is not a parameter group (position, norms_biases, weights)", source, g);
-    c.optim.schedule = o.get_choice("schedule", "cosine", {"constant", "cosine", "linear"});
-    c.optim.warmup = o.get_int("warmup", 0, 0, kMaxRepeat);
-    c.optim.min_lr_ratio = o.get_double("min_lr_ratio", 0.1, 0.0, 1.0);
-    c.optim.clip_grad_norm = o.get_double("clip_grad_norm", 1.0, 0.0, 1e9);
-    c.optim.z_loss = o.get_double("z_loss", 0.0, 0.0, 10.0);
-    o.finish({"name", "lr", "betas", "eps", "momentum", "weight_decay", "no_decay", "schedule", "warmup",
-              "min_lr_ratio", "clip_grad_norm", "z_loss"});
-  }
-  {
-    Section t = top.sub("train");
-    c.train.steps = t.get_int("steps", 1000, 1, kMaxRepeat);
-    c.train.grad_accum = t.get_int("grad_accum", 1, 1, kMaxRepeat);
-    c.train.eval_every = t.get_int("eval_every", 200, 1, kMaxRepeat);
-    c.train.eval_batches = t.get_int("eval_batches", 20, 1, kMaxRepeat);
-    c.train.log_every = t.get_int("log_every", 10, 1, kMaxRepeat);
-    c.train.checkpoint_every = t.get_int("checkpoint_every", 0, 0, kMaxRepeat);
-    c.train.keep_last = t.get_int("keep_last", 2, 0, kMaxRepeat);
-    c.train.seed = uint64_t(t.get_int("seed", 1337, 0));
-    c.train.device = t.get_choice("device", "cpu", {"cpu", "cuda"});
-    c.train.threads = t.get_int("threads", 0, 0, 1024);
-    c.train.allow_tf32 = t.get<bool>("allow_tf32", false, "true or false");
-    c.train.nan_policy = t.get_choice("nan_policy", "abort", {"abort", "skip"});
-    c.train.check_every = t.get_int("check_every", 100, 0, kMaxRepeat);
-    c.train.dist_timeout = t.get_double("dist_timeout", 300.0, 0.0, 1e6, /*lo_open=*/true);
-    t.finish({"steps", "grad_accum", "eval_every", "eval_batches", "log_every", "checkpoint_every", "keep_last",
-              "seed", "device", "allow_tf32", "threads", "nan_policy", "check_every", "dist_timeout"});
-    if (c.optim.warmup >= c.train.steps && c.optim.schedule != "constant")
-      fail_config("{}: optim.warmup ({}) must be smaller than train.steps ({})", source, c.optim.warmup, c.train.steps);
-  }
-  {
-    Section o = top.sub("output");
-    c.output_dir = o.get<std::string>("dir", "runs/default", "a directory path");
-    if (c.output_dir.empty() || c.output_dir.find('\0') != std::string::npos)
-      fail_config("{}: output.dir: expected a non-empty directory path", where(ctx, o.node()["dir"], "output.dir"));
-    o.finish({"dir"});
-  }
-  top.finish({"model", "data", "optim", "train", "output"});
+    return v;
+  };
+  c.beta1 = beta(betas[0]);
+  c.beta2 = beta(betas[1]);
+  if (!(c.beta1 >= 0 && c.beta1 < 1 && c.beta2 >= 0 && c.beta2 < 1))
+    fail_config("{}: optim.betas: each must be in [0, 1), got [{}, {}]", source, c.beta1, c.beta2);
+}
 
-  // Cross-field checks.
+OptimConfig parse_optim(Section o, const std::string& source) {
+  OptimConfig c;
+  c.name = o.get_choice("name", "adamw", {"sgd", "adam", "adamw"});
+  c.lr = o.get_double("lr", 3e-4, 0.0, 10.0, true);
+  parse_betas(o, source, c);
+  c.eps = o.get_double("eps", 1e-8, 0.0, 1.0, true);
+  c.momentum = o.get_double("momentum", 0.9, 0.0, 0.999);
+  c.weight_decay = o.get_double("weight_decay", 0.0, 0.0, 10.0);
+  c.no_decay = o.get_list("no_decay", c.no_decay);
+  for (const auto& g : c.no_decay)
+    if (g != "position" && g != "norms_biases" && g != "weights")
+      fail_config("{}: optim.no_decay: '{}' is not a parameter group (position, norms_biases, weights)", source, g);
+  c.schedule = o.get_choice("schedule", "cosine", {"constant", "cosine", "linear"});
+  c.warmup = o.get_int("warmup", 0, 0, kMaxRepeat);
+  c.min_lr_ratio = o.get_double("min_lr_ratio", 0.1, 0.0, 1.0);
+  c.clip_grad_norm = o.get_double("clip_grad_norm", 1.0, 0.0, 1e9);
+  c.z_loss = o.get_double("z_loss", 0.0, 0.0, 10.0);
+  o.finish({"name", "lr", "betas", "eps", "momentum", "weight_decay", "no_decay", "schedule", "warmup", "min_lr_ratio",
+            "clip_grad_norm", "z_loss"});
+  return c;
+}
+
+TrainLoopConfig parse_train(Section t) {
+  TrainLoopConfig c;
+  c.steps = t.get_int("steps", 1000, 1, kMaxRepeat);
+  c.grad_accum = t.get_int("grad_accum", 1, 1, kMaxRepeat);
+  c.eval_every = t.get_int("eval_every", 200, 1, kMaxRepeat);
+  c.eval_batches = t.get_int("eval_batches", 20, 1, kMaxRepeat);
+  c.log_every = t.get_int("log_every", 10, 1, kMaxRepeat);
+  c.checkpoint_every = t.get_int("checkpoint_every", 0, 0, kMaxRepeat);
+  c.keep_last = t.get_int("keep_last", 2, 0, kMaxRepeat);
+  c.seed = uint64_t(t.get_int("seed", 1337, 0));
+  c.device = t.get_choice("device", "cpu", {"cpu", "cuda"});
+  c.threads = t.get_int("threads", 0, 0, 1024);
+  c.allow_tf32 = t.get<bool>("allow_tf32", false, "true or false");
+  c.nan_policy = t.get_choice("nan_policy", "abort", {"abort", "skip"});
+  c.check_every = t.get_int("check_every", 100, 0, kMaxRepeat);
+  c.dist_timeout = t.get_double("dist_timeout", 300.0, 0.0, 1e6, /*lo_open=*/true);
+  t.finish({"steps", "grad_accum", "eval_every", "eval_batches", "log_every", "checkpoint_every", "keep_last", "seed",
+            "device", "allow_tf32", "threads", "nan_policy", "check_every", "dist_timeout"});
+  return c;
+}
+
+std::string parse_output_dir(Section o, const Ctx& ctx) {
+  std::string dir = o.get<std::string>("dir", "runs/default", "a directory path");
+  if (dir.empty() || dir.find('\0') != std::string::npos)
+    fail_config("{}: output.dir: expected a non-empty directory path", where(ctx, o.node()["dir"], "output.dir"));
+  o.finish({"dir"});
+  return dir;
+}
+
+// The model kind, the data task and the position encoding must fit together.
+void check_model_task(const Config& c, const std::string& source) {
   const DataTask& task = find_data_task(c.data.task);
-  if (!task.text) c.model.vocab = c.data.vocab_size + 4;  // + PAD, BOS/SEP, EOS, spare (see tasks.cpp)
-  else c.model.vocab = 1;                                 // set from the data
-  if (task.text && c.model.kind != "decoder")
+  if (c.optim.warmup >= c.train.steps && c.optim.schedule != "constant")
+    fail_config("{}: optim.warmup ({}) must be smaller than train.steps ({})", source, c.optim.warmup, c.train.steps);
+  if (task.text && c.model.kind != nn::ModelKind::Decoder)
     fail_config("{}: data.task 'text' trains a language model: model.kind must be 'decoder', got '{}'", source,
                 c.model.kind);
-  if (!nn::find_position_variant(c.model.position).causal_capable && c.model.kind != "encoder")
+  if (!nn::find_position_variant(c.model.position).causal_capable && c.model.kind != nn::ModelKind::Encoder)
     fail_config("{}: model.position.type '{}' is encoder-only (bidirectional attention); model.kind '{}' has causal "
                 "self-attention", source, c.model.position, c.model.kind);
-  if (task.labels_each_token && c.model.kind != "encoder")
+  if (task.labels_each_token && c.model.kind != nn::ModelKind::Encoder)
     fail_config("{}: data.task '{}' labels every input token: model.kind must be 'encoder', got '{}'", source,
                 c.data.task, c.model.kind);
   const nn::PositionFacts& facts = nn::find_position_variant(c.model.position).facts;
@@ -452,45 +446,80 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
     fail_config("{}: model.position grid_h/grid_w ({} x {}) must match data.grid_h/grid_w ({} x {})", source,
                 c.model.position_params.get_int("grid_h", -1), c.model.position_params.get_int("grid_w", -1),
                 c.data.grid_h, c.data.grid_w);
-  if (c.model.kind == "encoder" && task.output_length_differs)
+  if (c.model.kind == nn::ModelKind::Encoder && task.output_length_differs)
     fail_config("{}: data.task '{}' has an output of another length than its input; an encoder labels each input "
                 "token: use model.kind decoder or encoder_decoder", source, c.data.task);
   if (c.data.vocab_size < task.min_vocab)
     fail_config("{}: data.task '{}' needs data.vocab_size >= {} ({}), got {}", source, task.name, task.min_vocab,
                 task.min_vocab_reason, c.data.vocab_size);
-  {
-    // Build the encoding once to check its parameters. No check depends on model.max_len, which
-    // only sizes tables (learned: [max_len, d_model], all allocated and initialised): a small
-    // one keeps validation from allocating what the config claims (fuzz_sweep_spec finding).
-    nn::PositionConfig pc = nn::position_config(c.model);
-    pc.max_len = std::min<int64_t>(pc.max_len, kValidationMaxLen);
-    Generator g(0);
-    nn::PositionEncodingPtr pos;
-    try {
-      pos = nn::make_position_encoding(pc, g);
-    } catch (const ConfigError& e) {
-      fail_config("{}: model.position: {}", where(ctx, root["model"]["position"], "model.position"), e.what());
-    }
-    if (c.model.mem_len > 0 && (c.model.kind != "decoder" || !task.text || pos->is_absolute()))
-      fail_config("{}: model.mem_len {}: Transformer-XL segment memory trains a decoder on a text task with a "
-                  "relative position encoding (this config: {} on '{}' with '{}')", source, c.model.mem_len,
-                  c.model.kind, c.data.task, c.model.position);
-    // alpha scales additive biases (Toeplitz or score_bias); an encoding without one (rotary,
-    // content terms such as Shaw, CoPE, DeBERTa) would carry a parameter that does nothing.
-    if (c.model.bias_scale.enabled && facts.index_task.empty()) {  // an index bias always exists
-      NoGradGuard ng;
-      // Probe bidirectionally unless the encoding is causal-only: encoder-only encodings
-      // (relative_2d) refuse a causal geometry, and which biases exist does not depend on it.
-      nn::AttnGeometry g{2, 2, 0, 0, pos->causal_only()};
-      if (!pos->toeplitz_bias(g).defined() && !pos->score_bias(g).defined())
-        fail_config("{}: model.bias_scale.enabled: position encoding '{}' adds no additive bias for alpha to scale "
-                    "(alpha scales T5, ALiBi, KERPLE, Sandwich, FIRE, dynamic and index biases); disable bias_scale",
-                    where(ctx, root["model"]["bias_scale"], "model.bias_scale.enabled"), c.model.position);
-    }
-    if (c.model.kind == "encoder" && pos->causal_only())
-      fail_config("{}: model.position.type '{}' only works with causal attention; an encoder is bidirectional", source,
-                  c.model.position);
+}
+
+// Builds the encoding once to check its parameters and what the config asks of it, without
+// allocating the tables the config claims (fuzz_sweep_spec findings: a learned table of
+// model.max_len rows, a Transformer-XL W_r of d_model^2): nn::make_position_probe.
+void check_position_encoding(const Config& c, const Ctx& ctx, const YAML::Node& root) {
+  const std::string& source = ctx.source;
+  Generator g(0);
+  nn::PositionEncodingPtr pos;
+  try {
+    pos = nn::make_position_probe(nn::position_config(c.model), g);
+  } catch (const ConfigError& e) {
+    fail_config("{}: model.position: {}", where(ctx, root["model"]["position"], "model.position"), e.what());
   }
+  if (c.model.mem_len > 0 && (!text_decoder(c) || pos->is_absolute()))
+    fail_config(
+        "{}: model.mem_len {}: Transformer-XL segment memory trains a decoder on a text task with a "
+        "relative position encoding (this config: {} on '{}' with '{}')",
+        source, c.model.mem_len, c.model.kind, c.data.task, c.model.position);
+  // alpha scales additive biases (Toeplitz or score_bias); an encoding without one (rotary,
+  // content terms such as Shaw, CoPE, DeBERTa) would carry a parameter that does nothing.
+  const bool index_bias = !nn::find_position_variant(c.model.position).facts.index_task.empty();
+  if (c.model.bias_scale.enabled && !index_bias) {  // an index bias always exists
+    NoGradGuard ng;
+    // Probe bidirectionally unless the encoding is causal-only: encoder-only encodings
+    // (relative_2d) refuse a causal geometry, and which biases exist does not depend on it.
+    nn::AttnGeometry geo{2, 2, 0, 0, pos->causal_only()};
+    if (!pos->toeplitz_bias(geo).defined() && !pos->score_bias(geo).defined())
+      fail_config(
+          "{}: model.bias_scale.enabled: position encoding '{}' adds no additive bias for alpha to scale "
+          "(alpha scales T5, ALiBi, KERPLE, Sandwich, FIRE, dynamic and index biases); disable bias_scale",
+          where(ctx, root["model"]["bias_scale"], "model.bias_scale.enabled"), c.model.position);
+  }
+  if (c.model.kind == nn::ModelKind::Encoder && pos->causal_only())
+    fail_config("{}: model.position.type '{}' only works with causal attention; an encoder is bidirectional", source,
+                c.model.position);
+}
+
+}  // namespace
+
+Config parse_config(const std::string& yaml_text, const std::string& source,
+                    const std::vector<std::string>& overrides) {
+  Ctx ctx{source, {}};
+  // The config text is saved in every checkpoint's trainer_state.json (JSON: strict UTF-8).
+  if (size_t bad = utf8_error_offset(yaml_text); bad != std::string::npos)
+    fail_config("{}: invalid UTF-8 at byte offset {}", source, bad);
+  YAML::Node root = load_one_document(yaml_text, source);
+  check_yaml_size(root, source);
+  if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap())
+    fail_config("{}: the config must be a mapping with sections model, data, optim, train, output", source);
+  reject_duplicate_keys(ctx, root, "");
+  for (const auto& o : overrides) apply_override(root, o, ctx);
+
+  Config c;
+  c.source = source;
+  Section top(ctx, root, "");
+  c.model = parse_model(top.sub("model"));
+  c.data = parse_data(top.sub("data"), source);
+  c.optim = parse_optim(top.sub("optim"), source);
+  c.train = parse_train(top.sub("train"));
+  c.output_dir = parse_output_dir(top.sub("output"), ctx);
+  top.finish({"model", "data", "optim", "train", "output"});
+  // + PAD, BOS/SEP, EOS, spare (see tasks.cpp); a text task's vocabulary comes from its data
+  c.model.vocab = find_data_task(c.data.task).text ? 1 : c.data.vocab_size + 4;
+
+  check_model_task(c, source);
+  check_position_encoding(c, ctx, root);
   check_positions(c, c.data.seq_len, source + ": data.seq_len");
   // Every size product of a training step must fit in int64: overflow is a ConfigError
   // naming the keys (the memory check against the machine is separate: check_memory).
@@ -499,6 +528,10 @@ Config parse_config(const std::string& yaml_text, const std::string& source, con
   out << root;
   c.yaml = out.c_str();
   return c;
+}
+
+bool text_decoder(const Config& c) {
+  return c.model.kind == nn::ModelKind::Decoder && find_data_task(c.data.task).text;
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {

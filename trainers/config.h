@@ -75,6 +75,9 @@ struct Config {
 // Parse and validate. `overrides` are "a.b=value" strings (value parsed as YAML).
 // model.vocab is left 0 for text tasks (known once the data is read).
 Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+// A decoder trained on a text task: it can sample, be evaluated on consecutive windows and
+// memory segments, and show attention maps of a text.
+bool text_decoder(const Config& c);
 Config parse_config(const std::string& yaml_text, const std::string& source,
                     const std::vector<std::string>& overrides = {});
 

@@ -42,6 +42,7 @@ class DataParallel {
   bool active() const { return comm_.size() > 1; }
   bool is_root() const { return comm_.rank() == 0; }
   Communicator& comm() { return comm_; }
+  const Communicator& comm() const { return comm_; }
 
   // The config the datasets are built from: data.batch_size = world x the per-rank batch
   // (a ConfigError naming data.batch_size when that overflows).

@@ -58,8 +58,8 @@ int64_t task_positions(const Config& c, int64_t seq_len) {
   const DataTask& t = find_data_task(c.data.task);
   if (!t.input_len) return seq_len;
   const int64_t x = t.input_len(seq_len), y = t.answer_len(seq_len);
-  if (c.model.kind == "encoder") return x;
-  if (c.model.kind == "encoder_decoder") return std::max(x, y + 1);
+  if (c.model.kind == nn::ModelKind::Encoder) return x;
+  if (c.model.kind == nn::ModelKind::EncoderDecoder) return std::max(x, y + 1);
   return x + y + 2;
 }
 

@@ -117,7 +117,7 @@ PositionEval evaluate_positions(const nn::Model& model, const Dataset& data, con
     }
     windows = cfg.train.eval_batches * cfg.data.batch_size;
   } else if (opt.mode == "segments") {
-    RELPOS_CHECK_CONFIG(cfg.model.kind == "decoder" && find_data_task(cfg.data.task).text,
+    RELPOS_CHECK_CONFIG(text_decoder(cfg),
                         "eval --mode segments: Transformer-XL memory needs a decoder on a text task");
     const int64_t budget =
         opt.max_tokens > 0 ? opt.max_tokens : cfg.train.eval_batches * cfg.data.batch_size * train_len;
@@ -135,9 +135,10 @@ PositionEval evaluate_positions(const nn::Model& model, const Dataset& data, con
   } else {
     RELPOS_CHECK_CONFIG(opt.mode == "windows" || opt.mode == "sliding",
                         "eval --mode '{}': expected random, windows, sliding or segments", opt.mode);
-    RELPOS_CHECK_CONFIG(cfg.model.kind == "decoder" && find_data_task(cfg.data.task).text,
+    RELPOS_CHECK_CONFIG(text_decoder(cfg),
                         "eval --mode {}: consecutive windows need a decoder on a text task (this run: {} on '{}'); "
-                        "use --mode random", opt.mode, cfg.model.kind, cfg.data.task);
+                        "use --mode random",
+                        opt.mode, cfg.model.kind, cfg.data.task);
     stride = opt.mode == "windows" ? L : (opt.stride > 0 ? opt.stride : std::max<int64_t>(L / 2, 1));
     RELPOS_CHECK_CONFIG(stride <= L, "eval --stride {} must not exceed --seq-len {}", stride, L);
     const int64_t budget =

@@ -146,9 +146,16 @@ std::vector<GradcheckCase> gradchecks_for(const std::string& type, const std::ma
           !t.empty() && train::find_data_task(t).position_index)
         index = geo.cross ? demo_spd().narrow(1, 7, 3).narrow(2, 2, 6) : demo_spd().narrow(1, 0, 5).narrow(2, 0, 5);
       auto fn = [&](const std::vector<Variable>& in) {
-        if (geo.cross) return attn.forward(in[0], in[1], causal, pad, 7, 2, nullptr, nullptr, nullptr, index);
+        if (geo.cross)
+          return attn.forward({.xq = in[0],
+                               .xkv = in[1],
+                               .causal = causal,
+                               .key_padding = pad,
+                               .q_offset = 7,
+                               .k_offset = 2,
+                               .position_index = index});
         Variable h = pos->embed(in[0], 0);
-        return attn.forward(h, h, causal, Tensor(), 0, 0, nullptr, nullptr, nullptr, index);
+        return attn.forward({.xq = h, .xkv = h, .causal = causal, .position_index = index});
       };
       const std::string name =
           geo.name + (causal && !geo.causal ? ", causal" : "") + (fused ? " [fused]" : " [reference]");

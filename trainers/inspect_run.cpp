@@ -159,8 +159,7 @@ std::string attention_graph_dot(const nn::Model& model, int64_t L, uint64_t seed
   Generator g(seed);
   Variable x(Tensor::randn({1, L, D}, g, model.config().dtype), true);
   x.set_name("x");
-  Variable y = a.forward(x, x, model.main_stack().causal(), Tensor(), 0, 0, nullptr, nullptr, nullptr,
-                         position_index);
+  Variable y = a.forward({.xq = x, .xkv = x, .causal = model.main_stack().causal(), .position_index = position_index});
   Tensor u = Tensor::randn(y.shape(), g, y.dtype());
   // Name the leaves: AccumulateGrad node -> parameter name. The model's names, so that tables
   // shared by the stack (T5's stack.pos.table) are named too, not only the layer's own weights.
@@ -263,9 +262,7 @@ EntryCheck entry_gradcheck(const std::string& type, const std::map<std::string, 
                         r.param, shape_label(target.shape()));
     flat = flat * target.size(d) + r.index[size_t(d)];
   }
-  auto loss = [&]() {
-    return sum(attn.forward(x, x, causal, Tensor(), 0, 0) * Variable(u));
-  };
+  auto loss = [&]() { return sum(attn.forward({.xq = x, .xkv = x, .causal = causal}) * Variable(u)); };
   loss().backward();
   r.analytic = target.grad().contiguous().to_vector<double>()[size_t(flat)];
   NoGradGuard ng;

@@ -12,6 +12,7 @@
 #include "relpos/trainers/available_memory.h"
 #include "relpos/trainers/data_tasks.h"
 #include "relpos/core/shape.h"
+#include "relpos/nn/attention.h"
 #include "relpos/nn/positional/registry.h"
 
 namespace relpos::train {
@@ -36,46 +37,67 @@ std::string human(int64_t b) {
   return fmt::format("{:.1f} {}", v, units[u]);
 }
 
-// What the estimate needs from the position encoding, read from one built instance (the caps
-// on position parameters, nn/positional/params.cpp, keep that build small): its learnable
-// scalars and the buckets of its bucketed content terms (Shaw: 2 k_max + 1; 0 = none).
+// What the estimate needs from the position encoding: its learnable parameters (counted
+// without building tables at the config's sizes: nn::position_parameter_count) and the buckets
+// of its bucketed content terms (Shaw: 2 k_max + 1; 0 = none), read from nn::make_position_probe.
 struct PositionSizes {
   int64_t parameters = 0, buckets = 0;
 };
-// An encoding's parameter count is affine in model.max_len (learned: max_len x d_model, the
-// others: constant; tests/trainers/test_memory_estimate.cpp checks this for every registered
-// encoding). It is read from two small builds, so the estimate never allocates the tables it
-// estimates.
-int64_t position_parameters(nn::PositionConfig pc, int64_t max_len) {
-  auto count = [&](int64_t len) {
-    pc.max_len = len;
-    Generator g(0);
-    int64_t n = 0;
-    for (const Variable& p : nn::make_position_encoding(pc, g)->parameters()) n += p.numel();
-    return n;
-  };
-  if (max_len <= 2 * kValidationMaxLen) return count(max_len);
-  const int64_t lo = count(kValidationMaxLen), hi = count(2 * kValidationMaxLen);
-  const int64_t per_position = (hi - lo) / kValidationMaxLen;  // exact: hi - lo = per_position * kValidationMaxLen
-  return lo + checked_size({{per_position, "position parameters per position"},
-                            {max_len - kValidationMaxLen, "model.max_len"}}, "model.max_len");
-}
 
 PositionSizes position_sizes(const nn::ModelConfig& m, int64_t stacks) {
   nn::PositionConfig pc = nn::position_config(m);
   const bool share = m.position_shared.value_or(!nn::find_position_variant(m.position).per_layer);
   pc.shared_across_layers = share;
   PositionSizes f;
-  f.parameters = position_parameters(pc, pc.max_len);
-  pc.max_len = std::min<int64_t>(pc.max_len, kValidationMaxLen);
+  const std::optional<int64_t> n = nn::position_parameter_count(pc);
+  if (!n)
+    fail_config(
+        "model.position: the parameter count of '{}' at model.d_model {}, model.n_heads {}, model.max_len {} "
+        "overflows a 64-bit integer; reduce these values",
+        m.position, m.d_model, m.n_heads, m.max_len);
+  f.parameters = *n;
   Generator g(0);
-  nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, g);
+  nn::PositionEncodingPtr pos = nn::make_position_probe(pc, g);
   if (!share && !pos->is_absolute())
     f.parameters = checked_size({{f.parameters, "position table size"}, {m.n_layers, "model.n_layers"},
                                  {stacks, "stacks"}}, "model.position");
   const nn::PositionEncoding::Buckets bt = pos->bucketed_terms(nn::AttnGeometry{1, 1, 0, 0, true, Tensor()});
   f.buckets = bt.keys.defined() ? bt.keys.size(0) : 0;
   return f;
+}
+
+// Attention memory. The fused kernel (model.attention fused, an encoding that declares
+// fused_attention, no softcap, on the CPU; dropout runs inside it) keeps the output and the
+// row logsumexp per layer, and per thread a tile of 64 x 256 scores (twice in backward): O(L).
+// Otherwise scores, probabilities and score terms per layer (B H L^2 each) are kept for
+// backward, plus one layer's transient workspace.
+MemoryTerm attention_term(const Config& cfg, int64_t L, int64_t layers, int64_t buckets) {
+  const nn::ModelConfig& m = cfg.model;
+  const int64_t B = cfg.data.batch_size, H = m.n_heads;
+  const bool fused =
+      nn::fused_attention_possible(m.attention == "fused", m.stability.softcap,
+                                   cfg.train.device == "cpu" ? Device::CPU : Device::CUDA) &&
+      nn::find_position_variant(m.position).fused_attention;
+  if (fused) {
+    const int64_t threads =  // train.threads 0 = every core
+        cfg.train.threads > 0 ? cfg.train.threads : std::max<int64_t>(std::thread::hardware_concurrency(), 1);
+    // per layer: the row logsumexp, and with bucketed terms q R_k^T, P per bucket and their
+    // concatenation with the output (3 x [B, H, L, NB])
+    const int64_t per_row = 1 + 3 * buckets;
+    return {"attention (fused)",
+            checked_size({{B, "data.batch_size"}, {H, "model.n_heads"}, {L, "data.seq_len"}, {layers, "model.n_layers"},
+                          {per_row, "1 + 3 buckets"}, {4, "bytes"}}, "attention [B, H, L] x model.n_layers") +
+                checked_size({{threads, "train.threads"}, {64 * 256 * 3, "tile"}, {8, "bytes"}}, "attention workspace"),
+            "data.batch_size, model.n_heads, data.seq_len, model.n_layers (model.attention: fused)"};
+  }
+  const int64_t scores = checked_size(
+      {{B, "data.batch_size"}, {H, "model.n_heads"}, {L, "data.seq_len"}, {L, "data.seq_len"}, {4, "bytes"}},
+      "attention scores [B, H, L, L]");
+  return {"attention",
+          checked_size({{scores, "B*H*L*L*4"}, {layers, "model.n_layers"}, {4, "copies"}},
+                       "attention scores x model.n_layers") +
+              checked_size({{scores, "B*H*L*L*4"}, {2, "copies"}}, "attention"),
+          "data.batch_size, model.n_heads, data.seq_len (squared), model.n_layers"};
 }
 
 }  // namespace
@@ -94,19 +116,19 @@ ResourceEstimate estimate_resources(const Config& cfg, int64_t vocab, int64_t se
   const DataTask& task = find_data_task(d.task);
   // Longest sequence a layer sees (task_positions; n <= kMaxLen, no overflow), + 2 of slack.
   const int64_t L = task_positions(cfg, n) + 2;
-  const int64_t B = d.batch_size, D = m.d_model, F = m.d_ff, H = m.n_heads;
-  const int64_t stacks = m.kind == "encoder_decoder" ? 2 : 1;
+  const int64_t B = d.batch_size, D = m.d_model, F = m.d_ff;
+  const int64_t stacks = m.kind == nn::ModelKind::EncoderDecoder ? 2 : 1;
   const int64_t layers = checked_size({{m.n_layers, "model.n_layers"}, {stacks, "stacks"}}, "model.n_layers");
   const std::string model_keys = "model.d_model, model.d_ff, model.n_layers";
 
   ResourceEstimate e;
-  // Parameters: embeddings + output head, per layer attention (4 D^2, + cross attention in
-  // the decoder of an encoder-decoder), MLP (2 D F), norms and biases; position tables.
+  // Parameters: embeddings + output head, per layer attention (4 D^2, + cross attention in the
+  // decoder of an encoder-decoder), MLP (2 D F), norms and biases; position tables.
   const int64_t per_layer = checked_size({{D, "model.d_model"}, {D, "model.d_model"}, {4, "4"}}, "model.d_model") +
                             checked_size({{D, "model.d_model"}, {F, "model.d_ff"}, {2, "2"}}, "model.d_ff") +
                             checked_size({{D, "model.d_model"}, {16, "16"}}, "model.d_model") + F;
   int64_t params = checked_size({{per_layer, "per-layer parameters"}, {layers, "model.n_layers"}}, "model");
-  if (m.kind == "encoder_decoder")
+  if (m.kind == nn::ModelKind::EncoderDecoder)
     params += checked_size({{D, "model.d_model"}, {D, "model.d_model"}, {4, "4"}, {m.n_layers, "model.n_layers"}},
                            "model");
   params += checked_size({{V, "vocabulary"}, {D, "model.d_model"}, {2, "2"}}, "vocabulary x model.d_model");
@@ -127,34 +149,8 @@ ResourceEstimate estimate_resources(const Config& cfg, int64_t vocab, int64_t se
                                    {layers, "model.n_layers"}, {4, "bytes"}},
                                   "activations"),
                      "data.batch_size, data.seq_len, model.d_model, model.d_ff, model.n_layers"});
-  // Attention. The fused kernel (model.attention fused, an encoding that declares
-  // fused_attention, no softcap, on the CPU; dropout runs inside it) keeps the output and the
-  // row logsumexp per layer, and per thread a tile of 64 x 256 scores (twice in backward): O(L). Otherwise scores, probabilities and score terms per layer (B H L^2 each) are kept
-  // for backward, plus one layer's transient workspace. Graph inputs add B L^2 int64 indices.
-  const bool fused = m.attention == "fused" && nn::find_position_variant(m.position).fused_attention &&
-                     m.stability.softcap == 0.0 && cfg.train.device == "cpu";
-  if (fused) {
-    const int64_t threads =  // train.threads 0 = every core
-        cfg.train.threads > 0 ? cfg.train.threads : std::max<int64_t>(std::thread::hardware_concurrency(), 1);
-    // per layer: the row logsumexp, and with bucketed terms q R_k^T, P per bucket and their
-    // concatenation with the output (3 x [B, H, L, NB])
-    const int64_t per_row = 1 + 3 * pos.buckets;
-    e.terms.push_back(
-        {"attention (fused)",
-         checked_size({{B, "data.batch_size"}, {H, "model.n_heads"}, {L, "data.seq_len"}, {layers, "model.n_layers"},
-                       {per_row, "1 + 3 buckets"}, {4, "bytes"}}, "attention [B, H, L] x model.n_layers") +
-             checked_size({{threads, "train.threads"}, {64 * 256 * 3, "tile"}, {8, "bytes"}}, "attention workspace"),
-         "data.batch_size, model.n_heads, data.seq_len, model.n_layers (model.attention: fused)"});
-  } else {
-    int64_t scores = checked_size({{B, "data.batch_size"}, {H, "model.n_heads"}, {L, "data.seq_len"},
-                                   {L, "data.seq_len"}, {4, "bytes"}},
-                                  "attention scores [B, H, L, L]");
-    e.terms.push_back({"attention", checked_size({{scores, "B*H*L*L*4"}, {layers, "model.n_layers"}, {4, "copies"}},
-                                                 "attention scores x model.n_layers") +
-                                        checked_size({{scores, "B*H*L*L*4"}, {2, "copies"}}, "attention"),
-                       "data.batch_size, model.n_heads, data.seq_len (squared), model.n_layers"});
-  }
-  if (task.position_index)
+  e.terms.push_back(attention_term(cfg, L, layers, pos.buckets));
+  if (task.position_index)  // graph inputs: B L^2 int64 indices
     e.terms.push_back({"position index", checked_size({{B, "data.batch_size"}, {L, "data.seq_len"},
                                                         {L, "data.seq_len"}, {8, "bytes"}}, "data.task " + d.task),
                        "data.batch_size, data.seq_len (squared)"});

@@ -21,9 +21,6 @@ namespace relpos::train {
 inline constexpr int64_t kMaxDModel = 1 << 16;
 inline constexpr int64_t kMaxLayers = 1 << 10;
 inline constexpr int64_t kMaxDff = 1 << 20;
-// model.max_len of the encodings built only to check parameters or count them (tables sized by
-// max_len are not allocated at full size for that).
-inline constexpr int64_t kValidationMaxLen = 64;
 inline constexpr int64_t kMaxLen = 1 << 24;         // model.max_len, data.seq_len
 inline constexpr int64_t kMaxBatch = 1 << 24;       // data.batch_size
 inline constexpr int64_t kMaxVocab = 1 << 24;       // data.vocab_size

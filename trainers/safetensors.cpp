@@ -39,7 +39,7 @@ std::string_view st_dtype(DType t) {
 }
 
 // Reverse the bytes of each element (only used on big-endian hosts).
-void swap_elements(char* p, size_t nbytes, size_t elem) {
+[[maybe_unused]] void swap_elements(char* p, size_t nbytes, size_t elem) {
   for (size_t i = 0; i + elem <= nbytes; i += elem) std::reverse(p + i, p + i + elem);
 }
 
@@ -262,17 +262,11 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
   fsync_directory(parent.empty() ? std::string(".") : parent.string());
 }
 
-NamedTensors read_safetensors(const std::string& path, std::map<std::string, std::string>* metadata,
-                              const SafetensorsExpect& expect) {
-  std::error_code ec;
-  fs::file_status st = fs::status(path, ec);
-  if (ec || !fs::exists(st)) bad(path, "no such file");
-  if (!fs::is_regular_file(st)) bad(path, "not a regular file");
-  uint64_t file_size = fs::file_size(path, ec);
-  if (ec) bad(path, fmt::format("cannot get its size: {}", ec.message()));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) bad(path, "cannot open it for reading");
+namespace {
 
+// The header's JSON text: the 8-byte little-endian length, checked against the file, then the
+// text (a JSON object without NUL bytes). `in` is left at the first data byte.
+std::string read_header_text(std::ifstream& in, const std::string& path, uint64_t file_size) {
   if (file_size < 8)
     bad(path, fmt::format("the file is {} bytes, too short for the 8-byte header length", file_size));
   unsigned char lenbuf[8];
@@ -283,8 +277,8 @@ NamedTensors read_safetensors(const std::string& path, std::map<std::string, std
     bad(path, fmt::format("header length {} is absurd (the limit is {} bytes; file is {} bytes)", n,
                           kSafetensorsMaxHeader, file_size));
   if (n > file_size - 8)
-    bad(path, fmt::format("header length {} runs past the end of the file ({} bytes, so at most {})",
-                          n, file_size, file_size - 8));
+    bad(path, fmt::format("header length {} runs past the end of the file ({} bytes, so at most {})", n, file_size,
+                          file_size - 8));
   if (n == 0) bad(path, "header length is 0 (the header must be a JSON object)");
   std::string text(size_t(n), '\0');
   if (!in.read(text.data(), std::streamsize(n))) bad(path, "the file ended inside the header");
@@ -292,53 +286,61 @@ NamedTensors read_safetensors(const std::string& path, std::map<std::string, std
   // nlohmann's lexer takes a NUL byte for the end of input; JSON never holds a raw NUL.
   if (size_t z = text.find('\0'); z != std::string::npos)
     bad(path, fmt::format("the header is not valid JSON: a NUL byte at header offset {}", z));
+  return text;
+}
 
-  // Parse, recording duplicate keys in any object (nlohmann would keep the last silently).
+// The header as a JSON object, refusing duplicate keys in any object (nlohmann would keep the
+// last silently).
+ojson parse_header(const std::string& path, const std::string& text) {
   std::vector<std::set<std::string>> open_objects;
   std::string duplicate;
   ojson header;
   try {
-    header = ojson::parse(
-        text,
-        [&](int /*depth*/, ojson::parse_event_t ev, ojson& parsed) {
-          if (ev == ojson::parse_event_t::object_start) {
-            open_objects.emplace_back();
-          } else if (ev == ojson::parse_event_t::object_end) {
-            if (!open_objects.empty()) open_objects.pop_back();
-          } else if (ev == ojson::parse_event_t::key && !open_objects.empty() && parsed.is_string()) {
-            if (!open_objects.back().insert(parsed.get<std::string>()).second && duplicate.empty())
-              duplicate = parsed.get<std::string>();
-          }
-          return true;
-        });
+    header = ojson::parse(text, [&](int /*depth*/, ojson::parse_event_t ev, ojson& parsed) {
+      if (ev == ojson::parse_event_t::object_start) {
+        open_objects.emplace_back();
+      } else if (ev == ojson::parse_event_t::object_end) {
+        if (!open_objects.empty()) open_objects.pop_back();
+      } else if (ev == ojson::parse_event_t::key && !open_objects.empty() && parsed.is_string()) {
+        if (!open_objects.back().insert(parsed.get<std::string>()).second && duplicate.empty())
+          duplicate = parsed.get<std::string>();
+      }
+      return true;
+    });
   } catch (const nlohmann::json::exception& e) {
     bad(path, fmt::format("the header is not valid JSON: {}", e.what()));
   }
   if (!duplicate.empty()) bad(path, fmt::format("the header has the key \"{}\" twice", duplicate));
   if (!header.is_object()) bad(path, "the header is not a JSON object");
+  return header;
+}
 
-  std::map<std::string, std::string> md;
+// The tensor entries in header order, and the string-to-string "__metadata__".
+std::vector<Entry> header_entries(const std::string& path, const ojson& header,
+                                  std::map<std::string, std::string>& md) {
   std::vector<Entry> entries;
   for (const auto& [key, val] : header.items()) {
     if (key == kMetadataKey) {
       if (!val.is_object()) bad(path, "\"__metadata__\" is not an object");
       for (const auto& [mk, mv] : val.items()) {
-        if (!mv.is_string())
-          bad(path, fmt::format("\"__metadata__\" value of \"{}\" is not a string", mk));
+        if (!mv.is_string()) bad(path, fmt::format("\"__metadata__\" value of \"{}\" is not a string", mk));
         md[mk] = mv.get<std::string>();
       }
       continue;
     }
     entries.push_back(parse_entry(path, key, val, entries.size()));
   }
+  return entries;
+}
 
-  const uint64_t data_size = file_size - 8 - n;
+// Sorts the entries by data offset and checks that they tile the data buffer exactly: no
+// entry past its end, no overlap, no gap. Ties (only empty tensors share a begin with their
+// successor) keep header order, so an empty tensor stays before the tensor written after it.
+void check_layout(const std::string& path, std::vector<Entry>& entries, uint64_t data_size) {
   for (const Entry& e : entries)
     if (e.end > data_size)
-      bad(path, fmt::format("entry '{}': data_offsets [{}, {}] point past the end of the data buffer "
-                            "({} bytes)", e.name, e.begin, e.end, data_size));
-  // Order of the data; ties (only empty tensors share a begin with their successor) keep
-  // header order, so an empty tensor stays before the tensor written after it.
+      bad(path, fmt::format("entry '{}': data_offsets [{}, {}] point past the end of the data buffer ({} bytes)",
+                            e.name, e.begin, e.end, data_size));
   std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   });
@@ -346,58 +348,84 @@ NamedTensors read_safetensors(const std::string& path, std::map<std::string, std
   const Entry* prev = nullptr;
   for (const Entry& e : entries) {
     if (e.begin < covered)
-      bad(path, fmt::format("entry '{}': data_offsets [{}, {}] overlap entry '{}' (which ends at {})",
-                            e.name, e.begin, e.end, prev->name, covered));
+      bad(path, fmt::format("entry '{}': data_offsets [{}, {}] overlap entry '{}' (which ends at {})", e.name, e.begin,
+                            e.end, prev->name, covered));
     if (e.begin > covered)
-      bad(path, fmt::format("bytes [{}, {}) of the data buffer belong to no tensor (gap before '{}')",
-                            covered, e.begin, e.name));
+      bad(path, fmt::format("bytes [{}, {}) of the data buffer belong to no tensor (gap before '{}')", covered,
+                            e.begin, e.name));
     covered = e.end;
     prev = &e;
   }
   if (covered != data_size)
     bad(path, fmt::format("the tensors cover {} bytes but the data buffer is {} bytes", covered, data_size));
+}
 
-  // Caller's expectations, from the header alone (a sparse file may claim any size).
-  if (covered > expect.max_data_bytes)
-    bad(path, fmt::format("the header declares {} bytes of tensor data, more than the {} expected", covered,
+// The caller's expectations, from the header alone (a sparse file may claim any size).
+void check_expected(const std::string& path, const std::vector<Entry>& entries, uint64_t data_size,
+                    const SafetensorsExpect& expect) {
+  if (data_size > expect.max_data_bytes)
+    bad(path, fmt::format("the header declares {} bytes of tensor data, more than the {} expected", data_size,
                           expect.max_data_bytes));
-  if (expect.like) {
-    std::map<std::string, const Tensor*> want;
-    for (const auto& [name, t] : *expect.like) want[name] = &t;
-    for (const Entry& e : entries) {
-      auto it = want.find(e.name);
-      if (it == want.end()) bad(path, fmt::format("unexpected tensor '{}' (the model has no such entry)", e.name));
-      const Tensor& t = *it->second;
-      if (t.dtype() != e.dtype)
-        bad(path, fmt::format("tensor '{}' is {} but the model expects {}", e.name, st_dtype(e.dtype), st_dtype(t.dtype())));
-      if (t.shape() != e.shape)
-        bad(path, fmt::format("tensor '{}' has shape {} but the model expects {}", e.name, shape_str(e.shape),
-                              shape_str(t.shape())));
-      want.erase(it);
-    }
-    if (!want.empty()) bad(path, fmt::format("tensor '{}' is missing", want.begin()->first));
+  if (!expect.like) return;
+  std::map<std::string, const Tensor*> want;
+  for (const auto& [name, t] : *expect.like) want[name] = &t;
+  for (const Entry& e : entries) {
+    auto it = want.find(e.name);
+    if (it == want.end()) bad(path, fmt::format("unexpected tensor '{}' (the model has no such entry)", e.name));
+    const Tensor& t = *it->second;
+    if (t.dtype() != e.dtype)
+      bad(path, fmt::format("tensor '{}' is {} but the model expects {}", e.name, st_dtype(e.dtype), st_dtype(t.dtype())));
+    if (t.shape() != e.shape)
+      bad(path, fmt::format("tensor '{}' has shape {} but the model expects {}", e.name, shape_str(e.shape),
+                            shape_str(t.shape())));
+    want.erase(it);
   }
+  if (!want.empty()) bad(path, fmt::format("tensor '{}' is missing", want.begin()->first));
+}
 
+// The entries' data, read from data_start on (and checked finite when asked).
+NamedTensors read_tensors(std::ifstream& in, const std::string& path, const std::vector<Entry>& entries,
+                          uint64_t data_start, bool require_finite) {
   NamedTensors out;
   out.reserve(entries.size());
-  const uint64_t data_start = 8 + n;
   for (const Entry& e : entries) {
     Tensor t = Tensor::empty(e.shape, e.dtype);
-    size_t nbytes = size_t(e.end - e.begin);
+    const size_t nbytes = size_t(e.end - e.begin);
     if (nbytes > 0) {
       char* dst = static_cast<char*>(t.raw_data());
       in.seekg(std::streamoff(data_start + e.begin));
       if (!in.read(dst, std::streamsize(nbytes)))
         bad(path, fmt::format("cannot read the data of '{}' (did the file change?)", e.name));
-      if constexpr (std::endian::native != std::endian::little)
-        swap_elements(dst, nbytes, dtype_size(e.dtype));
-      if (expect.require_finite)
+      if constexpr (std::endian::native != std::endian::little) swap_elements(dst, nbytes, dtype_size(e.dtype));
+      if (require_finite)
         if (int64_t k = first_nonfinite(dst, nbytes, e.dtype); k >= 0)
           bad(path, fmt::format("tensor '{}' holds a non-finite value ({} at element {})", e.name,
                                 nonfinite_value(dst, k, e.dtype), k));
     }
     out.emplace_back(e.name, std::move(t));
   }
+  return out;
+}
+
+}  // namespace
+
+NamedTensors read_safetensors(const std::string& path, std::map<std::string, std::string>* metadata,
+                              const SafetensorsExpect& expect) {
+  std::error_code ec;
+  fs::file_status st = fs::status(path, ec);
+  if (ec || !fs::exists(st)) bad(path, "no such file");
+  if (!fs::is_regular_file(st)) bad(path, "not a regular file");
+  const uint64_t file_size = fs::file_size(path, ec);
+  if (ec) bad(path, fmt::format("cannot get its size: {}", ec.message()));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) bad(path, "cannot open it for reading");
+  const std::string text = read_header_text(in, path, file_size);
+  std::map<std::string, std::string> md;
+  std::vector<Entry> entries = header_entries(path, parse_header(path, text), md);
+  const uint64_t data_start = 8 + text.size(), data_size = file_size - data_start;
+  check_layout(path, entries, data_size);
+  check_expected(path, entries, data_size, expect);
+  NamedTensors out = read_tensors(in, path, entries, data_start, expect.require_finite);
   if (metadata) *metadata = std::move(md);
   return out;
 }

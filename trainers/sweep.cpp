@@ -477,188 +477,54 @@ std::vector<nlohmann::json> read_sweep_index(const std::string& dir) {
   return out;
 }
 
-SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& opt) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const std::string dir = opt.dir.empty() ? spec.dir : opt.dir;
-  const std::vector<int64_t> sel = selected_points(spec, opt);
-  fs::create_directories(dir);
-  {
-    std::vector<std::string> names;
-    for (const auto& p : spec.points) names.push_back(p.name);
-    nlohmann::json meta = {{"spec", spec.source}, {"point_names", names}, {"grid_keys", spec.grid_keys}, {"recipes", spec.recipes},
-                           {"eval_lengths", spec.eval_lengths}, {"eval_modes", spec.eval_modes},
-                           {"points", int64_t(spec.points.size())}};
-    write_atomically(fs::path(dir) / "sweep.json", meta.dump(2) + "\n");
+namespace {
+
+// sweep.json: what the sweep is (for report.py), rewritten by every run of it.
+void write_sweep_meta(const SweepSpec& spec, const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& p : spec.points) names.push_back(p.name);
+  nlohmann::json meta = {{"spec", spec.source},
+                         {"point_names", names},
+                         {"grid_keys", spec.grid_keys},
+                         {"recipes", spec.recipes},
+                         {"eval_lengths", spec.eval_lengths},
+                         {"eval_modes", spec.eval_modes},
+                         {"points", int64_t(spec.points.size())}};
+  write_atomically(fs::path(dir) / "sweep.json", meta.dump(2) + "\n");
+}
+
+// The final numbers of a point's run, from its metrics.jsonl (also right for a point whose
+// training finished in an earlier run).
+struct PointNumbers {
+  double train_loss = NAN, val_loss = NAN;
+  int64_t last_step = 0;
+  nlohmann::json divergence = nullptr;  // the first first_divergence_step logged
+};
+PointNumbers point_numbers(const std::string& run_dir) {
+  PointNumbers n;
+  for (const auto& r : read_metrics(run_dir)) {
+    if (r.contains("loss") && r["loss"].is_number()) n.train_loss = r["loss"].get<double>();
+    if (r.contains("loss") && r["loss"].is_string()) n.train_loss = NAN;
+    if (r.contains("val_loss") && r["val_loss"].is_number()) n.val_loss = r["val_loss"].get<double>();
+    if (r.contains("first_divergence_step") && n.divergence.is_null()) n.divergence = r["first_divergence_step"];
+    n.last_step = std::max<int64_t>(n.last_step, r.value("step", int64_t(0)));
   }
-  // Points already done, by any earlier run, shard or single point (a re-run skips them).
-  std::map<std::string, nlohmann::json> done;
-  for (auto& j : read_sweep_index(dir))
-    if (j.value("status", "") == "done") {
-      const std::string name = j["name"].get<std::string>();
-      done[name] = std::move(j);
-    }
-  std::mutex mu;  // the index file, log, counters
-  const std::string index_path = (fs::path(dir) / sweep_index_name(opt)).string();
-  std::ofstream index(index_path, std::ios::app);
-  RELPOS_CHECK(index.good(), "sweep: cannot open '{}' for appending", index_path);
-  auto say = [&](const std::string& s) {
-    if (opt.log) opt.log(s);
-  };
-  SweepResult res;
-  std::vector<nlohmann::json> records(spec.points.size());
-  const int total_threads = opt.threads > 0 ? opt.threads : k::num_threads();
-  const int jobs = std::max(1, std::min<int>(opt.jobs, int(sel.size())));
-  const int per_job = std::max(1, total_threads / jobs);
-  std::atomic<size_t> next{0};
-  int64_t finished = 0;
-  std::exception_ptr first_error;
+  return n;
+}
 
-  auto progress = [&]() {  // under mu
-    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const int64_t ran = res.ran;
-    const int64_t left = int64_t(sel.size()) - finished;
-    const double eta = ran > 0 ? el / double(ran) * double(left) / double(jobs) : 0.0;
-    say(fmt::format("sweep: {}/{} points finished ({} skipped), {:.0f} s elapsed{}", finished, sel.size(),
-                    res.skipped, el, ran > 0 && left > 0 ? fmt::format(", ETA {:.0f} s", eta) : ""));
-  };
-
-  auto run_point = [&](const SweepPoint& pt) {
-    const std::string run_dir = dir + "/" + pt.dir_name;
-    std::vector<std::string> ov = spec.base_overrides;
-    ov.insert(ov.end(), pt.overrides.begin(), pt.overrides.end());
-    ov.push_back("output.dir=" + run_dir);
-    if (jobs > 1 || opt.threads > 0) ov.push_back(fmt::format("train.threads={}", per_job));
-    if (spec.checkpoint_every > 0) ov.push_back(fmt::format("train.checkpoint_every={}", spec.checkpoint_every));
-    Config cfg = parse_config(spec.base_yaml, spec.source + " (point " + pt.name + ")", ov);
-    nlohmann::json rec = {{"index", pt.index}, {"name", pt.name}, {"run_dir", run_dir}};
-    nlohmann::json g = nlohmann::json::object();
-    for (auto& [k, v] : pt.grid) g[k] = v;
-    rec["grid"] = g;
-    rec["recipe"] = pt.recipe;
-    rec["overrides"] = pt.overrides;
-    const auto p0 = std::chrono::steady_clock::now();
-    TrainOptions to;
-    to.log = [&, name = pt.name](const std::string& s) {
-      std::lock_guard<std::mutex> l(mu);
-      say(fmt::format("[{}] {}", name, s));
-    };
-    if (opt.train_hook) to.after_backward = [&opt, pt](int64_t step, nn::Model&) { opt.train_hook(pt, step); };
-    int64_t ck_step = 0;
-    if (auto ck = list_checkpoints(run_dir); !ck.empty()) ck_step = ck.back().first;
-    if (ck_step > 0 && ck_step < cfg.train.steps) {
-      to.resume = run_dir;
-      rec["resumed_from"] = ck_step;
-    } else if (ck_step == 0) {
-      // The point's own directory, from an attempt stopped before its first checkpoint (Ctrl-C):
-      // nothing to resume, start it again there (the run-directory lock keeps out another process).
-      to.overwrite = true;
-    }
-    std::string status = "done";
-    if (ck_step < cfg.train.steps) {
-      try {
-        train(cfg, to);
-      } catch (const Error& e) {  // e.g. a non-finite loss with nan_policy abort: a result, not a crash
-        status = "failed";
-        rec["error"] = e.what();
-      }
-    }
-    // Final numbers from metrics.jsonl (also right for a point whose training finished earlier).
-    double tl = NAN, vl = NAN;
-    int64_t last_step = 0;
-    nlohmann::json div = nullptr;
-    for (const auto& r : read_metrics(run_dir)) {
-      if (r.contains("loss") && r["loss"].is_number()) tl = r["loss"].get<double>();
-      if (r.contains("loss") && r["loss"].is_string()) tl = NAN;
-      if (r.contains("val_loss") && r["val_loss"].is_number()) vl = r["val_loss"].get<double>();
-      if (r.contains("first_divergence_step") && div.is_null()) div = r["first_divergence_step"];
-      last_step = std::max<int64_t>(last_step, r.value("step", int64_t(0)));
-    }
-    rec["status"] = status;
-    rec["steps"] = last_step;
-    rec["final_train_loss"] = num_or_null(tl);
-    rec["final_val_loss"] = num_or_null(vl);
-    rec["first_divergence_step"] = div;
-    if (status == "done" && !spec.eval_lengths.empty()) {
-      rec["eval"] = evaluate_point(spec, run_dir);
-    }
-    rec["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
-    rec["finished_at"] =
-        double(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-                   .count()) / 1e3;
-    std::lock_guard<std::mutex> l(mu);
-    index << rec.dump() << "\n";
-    index.flush();
-    if (!index.good())  // a full disk: the point's result would be lost silently
-      fail("sweep: cannot append point '{}' to the index {}: {}", pt.name, index_path, std::strerror(errno));
-    records[size_t(pt.index)] = rec;
-    ++res.ran;
-    if (status == "failed") ++res.failed;
-    ++finished;
-    say(fmt::format("[{}] {}: train loss {:.4f}, val loss {:.4f}{} ({:.1f} s)", pt.name, status, tl, vl,
-                    div.is_null() ? "" : fmt::format(", first divergence at step {}", div.dump()),
-                    rec["seconds"].get<double>()));
-    progress();
-  };
-
-  auto worker = [&]() {
-    k::set_num_threads(per_job);  // OpenMP's thread count is per calling thread
-    for (;;) {
-      {
-        std::lock_guard<std::mutex> l(mu);
-        if (first_error) return;
-      }
-      const size_t k = next.fetch_add(1);
-      if (k >= sel.size()) return;
-      const size_t i = size_t(sel[k]);
-      const SweepPoint& pt = spec.points[i];
-      {
-        std::lock_guard<std::mutex> l(mu);
-        if (auto it = done.find(pt.name); it != done.end()) {
-          records[i] = it->second;
-          records[i]["index"] = pt.index;  // the spec may have grown since
-          ++res.skipped;
-          ++finished;
-          say(fmt::format("[{}] already done, skipped", pt.name));
-          continue;
-        }
-      }
-      try {
-        if (opt.before_point) opt.before_point(pt);
-        run_point(pt);
-      } catch (...) {
-        std::lock_guard<std::mutex> l(mu);
-        if (!first_error) first_error = std::current_exception();
-        return;
-      }
-    }
-  };
-  const std::string share = opt.point >= 0 ? fmt::format("point {} of {}", opt.point, spec.points.size())
-                            : opt.shard_count > 1
-                                ? fmt::format("shard {}/{}: {} of {} points", opt.shard_index, opt.shard_count, sel.size(),
-                                              spec.points.size())
-                                : fmt::format("{} points", spec.points.size());
-  say(fmt::format("sweep: {} in {} ({} at a time, {} threads each), index {}", share, dir, jobs, per_job,
-                  sweep_index_name(opt)));
-  if (jobs == 1) {
-    worker();
-  } else {
-    std::vector<std::thread> ts;
-    for (int j = 0; j < jobs; ++j) ts.emplace_back(worker);
-    for (auto& t : ts) t.join();
-  }
-  if (first_error) std::rethrow_exception(first_error);
-  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  res.records = records;
-  res.index_file = index_path;
-  // Summary table: one row per point.
+// One row per point, one column per evaluation mode and length: L=128 (the first mode),
+// s:L=128 (sliding).
+std::string summary_table(const SweepSpec& spec, const std::vector<nlohmann::json>& records) {
   std::string t = fmt::format("{:<4} {:<44} {:>7} {:>10} {:>10} {:>6}", "#", "point", "status", "train", "val", "div");
-  for (const auto& mode : spec.eval_modes)  // one column per mode and length: L=128 (windows), s:L=128 (sliding)
+  for (const auto& mode : spec.eval_modes)
     for (int64_t L : spec.eval_lengths)
       t += fmt::format(" {:>9}", fmt::format("{}L={}", mode == spec.eval_modes.front() ? "" : mode.substr(0, 1) + ":", L));
   t += "\n";
+  auto f = [](const nlohmann::json& v) {
+    return v.is_number() ? fmt::format("{:.4f}", v.get<double>()) : std::string("-");
+  };
   for (const auto& r : records) {
     if (r.is_null()) continue;
-    auto f = [](const nlohmann::json& v) { return v.is_number() ? fmt::format("{:.4f}", v.get<double>()) : std::string("-"); };
     t += fmt::format("{:<4} {:<44} {:>7} {:>10} {:>10} {:>6}", r["index"].get<int64_t>(), r["name"].get<std::string>(),
                      r["status"].get<std::string>(), f(r["final_train_loss"]), f(r["final_val_loss"]),
                      r["first_divergence_step"].is_null() ? "-" : r["first_divergence_step"].dump());
@@ -666,8 +532,215 @@ SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& opt) {
       for (const auto& e : r["eval"]) t += fmt::format(" {:>9}", f(e["loss"]));
     t += "\n";
   }
-  res.summary = t;
-  return res;
+  return t;
+}
+
+// run_sweep in phases: the constructor writes sweep.json, reads what earlier runs finished and
+// opens this process's index file; run() starts opt.jobs workers that take the selected points
+// in order (skip a finished one, else run_point: train or resume it, evaluate it, append its
+// record to the index).
+class SweepRunner {
+ public:
+  SweepRunner(const SweepSpec& spec, const SweepOptions& opt);
+  SweepResult run();
+
+ private:
+  void say(const std::string& s) const {
+    if (opt_.log) opt_.log(s);
+  }
+  void worker();
+  bool skip_if_done(const SweepPoint& pt);
+  void run_point(const SweepPoint& pt);
+  TrainOptions train_options(const SweepPoint& pt, const std::string& run_dir, const Config& cfg, nlohmann::json& rec);
+  void record(const SweepPoint& pt, nlohmann::json rec, const std::string& status, const PointNumbers& n);
+  void progress();  // under mu_
+
+  const SweepSpec& spec_;
+  const SweepOptions& opt_;
+  const std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+  const std::string dir_;
+  const std::vector<int64_t> sel_;
+  std::map<std::string, nlohmann::json> done_;  // points finished by any earlier run, shard or point
+  const std::string index_path_;
+  std::ofstream index_;
+  int jobs_ = 1, per_job_ = 1;
+  std::mutex mu_;  // the index file, the log, the counters, records_
+  SweepResult res_;
+  std::vector<nlohmann::json> records_;
+  std::atomic<size_t> next_{0};
+  int64_t finished_ = 0;
+  std::exception_ptr first_error_;
+};
+
+SweepRunner::SweepRunner(const SweepSpec& spec, const SweepOptions& opt)
+    : spec_(spec),
+      opt_(opt),
+      dir_(opt.dir.empty() ? spec.dir : opt.dir),
+      sel_(selected_points(spec, opt)),
+      index_path_((fs::path(dir_) / sweep_index_name(opt)).string()),
+      records_(spec.points.size()) {
+  fs::create_directories(dir_);
+  write_sweep_meta(spec_, dir_);
+  for (auto& j : read_sweep_index(dir_))
+    if (j.value("status", "") == "done") {
+      const std::string name = j["name"].get<std::string>();
+      done_[name] = std::move(j);
+    }
+  index_.open(index_path_, std::ios::app);
+  RELPOS_CHECK(index_.good(), "sweep: cannot open '{}' for appending", index_path_);
+  const int total_threads = opt_.threads > 0 ? opt_.threads : k::num_threads();
+  jobs_ = std::max(1, std::min<int>(opt_.jobs, int(sel_.size())));
+  per_job_ = std::max(1, total_threads / jobs_);
+}
+
+SweepResult SweepRunner::run() {
+  const std::string share = opt_.point >= 0        ? fmt::format("point {} of {}", opt_.point, spec_.points.size())
+                            : opt_.shard_count > 1 ? fmt::format("shard {}/{}: {} of {} points", opt_.shard_index,
+                                                                 opt_.shard_count, sel_.size(), spec_.points.size())
+                                                   : fmt::format("{} points", spec_.points.size());
+  say(fmt::format("sweep: {} in {} ({} at a time, {} threads each), index {}", share, dir_, jobs_, per_job_,
+                  sweep_index_name(opt_)));
+  if (jobs_ == 1) {
+    worker();
+  } else {
+    std::vector<std::thread> ts;
+    for (int j = 0; j < jobs_; ++j) ts.emplace_back([this] { worker(); });
+    for (auto& t : ts) t.join();
+  }
+  if (first_error_) std::rethrow_exception(first_error_);
+  res_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  res_.records = records_;
+  res_.index_file = index_path_;
+  res_.summary = summary_table(spec_, records_);
+  return res_;
+}
+
+void SweepRunner::worker() {
+  k::set_num_threads(per_job_);  // OpenMP's thread count is per calling thread
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (first_error_) return;
+    }
+    const size_t k = next_.fetch_add(1);
+    if (k >= sel_.size()) return;
+    const SweepPoint& pt = spec_.points[size_t(sel_[k])];
+    if (skip_if_done(pt)) continue;
+    try {
+      if (opt_.before_point) opt_.before_point(pt);
+      run_point(pt);
+    } catch (...) {
+      std::lock_guard<std::mutex> l(mu_);
+      if (!first_error_) first_error_ = std::current_exception();
+      return;
+    }
+  }
+}
+
+bool SweepRunner::skip_if_done(const SweepPoint& pt) {
+  std::lock_guard<std::mutex> l(mu_);
+  const auto it = done_.find(pt.name);
+  if (it == done_.end()) return false;
+  records_[size_t(pt.index)] = it->second;
+  records_[size_t(pt.index)]["index"] = pt.index;  // the spec may have grown since
+  ++res_.skipped;
+  ++finished_;
+  say(fmt::format("[{}] already done, skipped", pt.name));
+  return true;
+}
+
+// How the point trains: its log lines prefixed with its name; resumed from its last checkpoint
+// (recorded in rec), or started again in its own directory when an earlier attempt stopped
+// before its first checkpoint (Ctrl-C; the run-directory lock keeps out another process).
+TrainOptions SweepRunner::train_options(const SweepPoint& pt, const std::string& run_dir, const Config& cfg,
+                                        nlohmann::json& rec) {
+  TrainOptions to;
+  to.log = [this, name = pt.name](const std::string& s) {
+    std::lock_guard<std::mutex> l(mu_);
+    say(fmt::format("[{}] {}", name, s));
+  };
+  if (opt_.train_hook) to.after_backward = [this, pt](int64_t step, nn::Model&) { opt_.train_hook(pt, step); };
+  int64_t ck_step = 0;
+  if (auto ck = list_checkpoints(run_dir); !ck.empty()) ck_step = ck.back().first;
+  if (ck_step > 0 && ck_step < cfg.train.steps) {
+    to.resume = run_dir;
+    rec["resumed_from"] = ck_step;
+  } else if (ck_step == 0) {
+    to.overwrite = true;
+  }
+  return to;
+}
+
+void SweepRunner::run_point(const SweepPoint& pt) {
+  const std::string run_dir = dir_ + "/" + pt.dir_name;
+  std::vector<std::string> ov = spec_.base_overrides;
+  ov.insert(ov.end(), pt.overrides.begin(), pt.overrides.end());
+  ov.push_back("output.dir=" + run_dir);
+  if (jobs_ > 1 || opt_.threads > 0) ov.push_back(fmt::format("train.threads={}", per_job_));
+  if (spec_.checkpoint_every > 0) ov.push_back(fmt::format("train.checkpoint_every={}", spec_.checkpoint_every));
+  const Config cfg = parse_config(spec_.base_yaml, spec_.source + " (point " + pt.name + ")", ov);
+  nlohmann::json grid = nlohmann::json::object();
+  for (auto& [k, v] : pt.grid) grid[k] = v;
+  nlohmann::json rec = {{"index", pt.index}, {"name", pt.name},     {"run_dir", run_dir},
+                        {"grid", grid},      {"recipe", pt.recipe}, {"overrides", pt.overrides}};
+  const auto p0 = std::chrono::steady_clock::now();
+  const TrainOptions to = train_options(pt, run_dir, cfg, rec);
+  std::string status = "done";
+  const bool finished_before = !to.resume && !to.overwrite;  // its last checkpoint is at train.steps
+  if (!finished_before) {
+    try {
+      train(cfg, to);
+    } catch (const Error& e) {  // e.g. a non-finite loss with nan_policy abort: a result, not a crash
+      status = "failed";
+      rec["error"] = e.what();
+    }
+  }
+  const PointNumbers n = point_numbers(run_dir);
+  if (status == "done" && !spec_.eval_lengths.empty()) rec["eval"] = evaluate_point(spec_, run_dir);
+  rec["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
+  record(pt, std::move(rec), status, n);
+}
+
+// Appends the point's record to this process's index file (a full disk is an error: the
+// result would be lost silently) and reports it.
+void SweepRunner::record(const SweepPoint& pt, nlohmann::json rec, const std::string& status, const PointNumbers& n) {
+  rec["status"] = status;
+  rec["steps"] = n.last_step;
+  rec["final_train_loss"] = num_or_null(n.train_loss);
+  rec["final_val_loss"] = num_or_null(n.val_loss);
+  rec["first_divergence_step"] = n.divergence;
+  rec["finished_at"] =
+      double(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+                 .count()) /
+      1e3;
+  std::lock_guard<std::mutex> l(mu_);
+  index_ << rec.dump() << "\n";
+  index_.flush();
+  if (!index_.good())
+    fail("sweep: cannot append point '{}' to the index {}: {}", pt.name, index_path_, std::strerror(errno));
+  records_[size_t(pt.index)] = rec;
+  ++res_.ran;
+  if (status == "failed") ++res_.failed;
+  ++finished_;
+  say(fmt::format("[{}] {}: train loss {:.4f}, val loss {:.4f}{} ({:.1f} s)", pt.name, status, n.train_loss, n.val_loss,
+                  n.divergence.is_null() ? "" : fmt::format(", first divergence at step {}", n.divergence.dump()),
+                  rec["seconds"].get<double>()));
+  progress();
+}
+
+void SweepRunner::progress() {
+  const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  const int64_t ran = res_.ran;
+  const int64_t left = int64_t(sel_.size()) - finished_;
+  const double eta = ran > 0 ? el / double(ran) * double(left) / double(jobs_) : 0.0;
+  say(fmt::format("sweep: {}/{} points finished ({} skipped), {:.0f} s elapsed{}", finished_, sel_.size(), res_.skipped,
+                  el, ran > 0 && left > 0 ? fmt::format(", ETA {:.0f} s", eta) : ""));
+}
+
+}  // namespace
+
+SweepResult run_sweep(const SweepSpec& spec, const SweepOptions& opt) {
+  return SweepRunner(spec, opt).run();
 }
 
 }  // namespace relpos::train

@@ -32,7 +32,7 @@ class SyntheticDataset : public Dataset {
     const DataTask& task = find_data_task(t);
     RELPOS_CHECK_CONFIG(d_.vocab_size >= task.min_vocab, "data.task '{}' needs data.vocab_size >= {} ({}), got {}", t,
                         task.min_vocab, task.min_vocab_reason, d_.vocab_size);
-    RELPOS_CHECK_CONFIG(!(kind_ == "encoder" && task.output_length_differs),
+    RELPOS_CHECK_CONFIG(!(kind_ == nn::ModelKind::Encoder && task.output_length_differs),
                         "data.task '{}' has an output of another length than its input; use a decoder or an "
                         "encoder_decoder (an encoder labels each input token)",
                         t);
@@ -149,7 +149,7 @@ class SyntheticDataset : public Dataset {
     for (const auto& e : ex) xmax = std::max(xmax, e.x.size()), ymax = std::max(ymax, e.y.size());
     (void)n_max;
     Batch out;
-    if (kind_ == "decoder") {
+    if (kind_ == nn::ModelKind::Decoder) {
       const int64_t L = int64_t(xmax + ymax + 2);  // [BOS x SEP y EOS] minus one
       std::vector<int64_t> in(size_t(B * L), PAD), tg(size_t(B * L), kIgnore);
       for (int64_t b = 0; b < B; ++b) {
@@ -178,7 +178,7 @@ class SyntheticDataset : public Dataset {
       }
     out.input = Tensor::from_vector(in, {B, Lx});
     out.padding = Tensor::from_vector(pad, {B, Lx});
-    if (kind_ == "encoder") {
+    if (kind_ == nn::ModelKind::Encoder) {
       std::vector<int64_t> tg(size_t(B * Lx), kIgnore);
       for (int64_t b = 0; b < B; ++b)
         for (size_t t = 0; t < ex[size_t(b)].y.size(); ++t) tg[size_t(b * Lx) + t] = ex[size_t(b)].y[t];
@@ -202,7 +202,7 @@ class SyntheticDataset : public Dataset {
   }
 
   DataConfig d_;
-  std::string kind_;
+  nn::ModelKind kind_;
 };
 
 }  // namespace

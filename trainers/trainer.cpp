@@ -276,361 +276,454 @@ EvalResult evaluate(const nn::Model& model, const Dataset& data, const Config& c
   return r;
 }
 
-TrainResult train(const Config& cfg_in, const TrainOptions& topt) {
-  SingleProcess single;
-  DataParallel dp(topt.comm ? *topt.comm : single, cfg_in);
-  auto say = [&](const std::string& s) {
-    if (topt.log && dp.is_root()) topt.log(s);  // rank 0 speaks for the job
-  };
-  Config cfg = cfg_in;
-  const auto t0 = Clock::now();
-  if (cfg.train.threads > 0) k::set_num_threads(int(cfg.train.threads));
+namespace {
 
-  // Everything is validated and built before the run directory is touched: the resumed
-  // state, the data, the model, the memory estimate, the checkpoint tensors.
-  // ---- resume: model/optimizer/RNG state from a checkpoint
-  std::optional<SavedState> st;
-  std::string ck_path;
-  std::string run_dir = cfg.output_dir;
-  if (topt.resume) {
-    ck_path = resolve_checkpoint(*topt.resume);
-    st = parse_state(load_checkpoint_state(ck_path), ck_path);
-    check_same_model(cfg, saved_config(*st, ck_path), ck_path);
-    RELPOS_CHECK_CONFIG(st->step < cfg.train.steps, "--resume: checkpoint is at step {}, train.steps is {}: nothing to do",
-                        st->step, cfg.train.steps);
-    // --resume writes into the run it resumes, whatever output.dir says.
-    const std::string resumed_run = run_of_checkpoint(ck_path);
-    RELPOS_CHECK_CONFIG(!resumed_run.empty(), "--resume {}: '{}' is not inside a run directory (<run>/checkpoints/step_N)",
-                        *topt.resume, ck_path);
-    std::error_code ec;
-    if (!fs::equivalent(resumed_run, run_dir, ec))
-      say(fmt::format("note: --resume writes into the resumed run {} (output.dir {} is not used)", resumed_run, run_dir));
-    run_dir = resumed_run;
-    cfg.output_dir = run_dir;
-  } else if (non_empty_dir(run_dir) && !topt.overwrite) {
-    fail_config("output.dir '{}' already holds files (an earlier run?); choose another output.dir, continue it with "
-                "--resume {}, or pass --overwrite to replace it", run_dir, run_dir);
-  }
-  check_not_inside_a_run(run_dir);
-  // Data-parallel: the datasets draw global batches (world x data.batch_size rows).
-  std::unique_ptr<Dataset> data = make_dataset(dp.global_data_config(cfg), st ? st->vocab : std::vector<std::string>{});
-  cfg.model.vocab = data->vocab_size();
-  check_memory(estimate_resources(cfg, data->vocab_size()), topt.ignore_memory_check, "train");
-  nn::Model model(cfg.model, cfg.train.seed);
-  const Device device = train_device(cfg, dp.local_rank());
-  k::set_allow_tf32(cfg.train.allow_tf32);
-  model.to(device);  // parameters built on the host from the seed, so every device starts identical
-  Optimizer opt(model, cfg.optim);
-  Generator data_gen(cfg.train.seed + 1), dropout_gen(cfg.train.seed + 2);
-  dropout_gen.set_shard(uint64_t(dp.rank()), uint64_t(dp.world()));  // each rank its rows' dropout draws
-  int64_t start = 0, skipped = 0;
-  if (st) {
-    Checkpoint ck;
-    const NamedTensors like = model.state_dict();
-    load_checkpoint_tensors(ck_path, like, optimizer_bytes_bound(like), ck);
-    model.load_state_dict(ck.model);
-    opt.load_state_dict(ck.optimizer);
-    start = st->step;
-    skipped = st->skipped;
-    data_gen.set_state(st->data_rng);
-    dropout_gen.set_state(st->dropout_rng);
-    say(fmt::format("resumed from {} at step {}", ck_path, start));
-    if (st->world_size != dp.world())
-      say(fmt::format("warning: the checkpoint was written by {} rank(s), this run has {}: the global batch changes "
-                      "from {} to {} rows, so the data order and losses differ from an uninterrupted run",
-                      st->world_size, dp.world(), st->world_size * cfg.data.batch_size,
-                      int64_t(dp.world()) * cfg.data.batch_size));
-  }
-  // Every rank validated the same config and data (a collective: nobody writes before all
-  // have checked), and the replicas start from the same bits.
-  if (dp.active()) {
-    dp.check_same_config(cfg, data->vocabulary());
-    dp.check_parameters(model, start, /*force=*/true);
-  }
+// The log window: what the metrics row of the next logged step averages over.
+struct LogWindow {
+  double loss = 0, z = 0;
+  int64_t steps = 0, tokens = 0;
+  double comm_s = 0;  // data-parallel: seconds in the step rendezvous + gradient all-reduce
+  Clock::time_point t0 = Clock::now();
+};
 
-  // ---- the run directory (only now: nothing above wrote anything; rank 0 alone writes it),
-  // locked for the life of this call: a second train/--resume on it stops here, named.
-  std::optional<DirLock> run_lock;
-  if (dp.is_root()) {
-    std::error_code ec;
-    fs::create_directories(run_dir, ec);
-    RELPOS_CHECK(!ec, "cannot create output.dir '{}': {}", run_dir, ec.message());
-    run_lock.emplace(run_dir, "run directory");
+// One step's forward and backward over its micro-batches (and ranks).
+struct StepLoss {
+  double loss = 0, z = 0;                 // training loss and z-loss, means over the micro-batches
+  std::vector<nn::AttentionStats> stats;  // attention statistics of the first micro-batch (log steps)
+};
+
+// train() in named phases. The constructor validates and builds everything (the resumed
+// state, the data, the model, the memory estimate, the checkpoint tensors) and writes
+// nothing; run() opens the run directory, then runs each step: forward_backward ->
+// non-finite check (skip or abort) -> update -> log (with evaluation) -> checkpoint.
+class Trainer {
+ public:
+  Trainer(const Config& cfg, const TrainOptions& topt);
+  TrainResult run();
+
+ private:
+  void say(const std::string& s) const {
+    if (topt_.log && dp_.is_root()) topt_.log(s);  // rank 0 speaks for the job
   }
-  if (dp.is_root() && !st && topt.overwrite && non_empty_dir(run_dir)) {
-    // --overwrite replaces the earlier run's own files (other files are left alone).
-    for (const char* f : {"checkpoints", "metrics.jsonl", "metrics.csv", "config.yaml"}) {
-      std::error_code ec;
-      fs::remove_all(fs::path(run_dir) / f, ec);
-      RELPOS_CHECK(!ec, "--overwrite: cannot remove {}/{}: {}", run_dir, f, ec.message());
-    }
-    say(fmt::format("--overwrite: replaced the run in {}", run_dir));
+  void log_metrics(int64_t step, const nlohmann::ordered_json& row) {
+    if (metrics_) metrics_->log(step, row);
   }
-  std::optional<MetricsWriter> metrics_writer;
-  if (dp.is_root()) {
-    std::error_code ec;
-    fs::create_directories(run_dir, ec);
-    RELPOS_CHECK(!ec, "cannot create output.dir '{}': {}", run_dir, ec.message());
-    replace_file_atomically(run_dir + "/config.yaml", cfg.yaml + "\n");
-    metrics_writer.emplace(run_dir, MetricsOptions{start});  // a resumed run drops rows after its checkpoint
-  }
-  struct {
-    std::optional<MetricsWriter>* w;
-    void log(int64_t step, const nlohmann::ordered_json& row) const {
-      if (*w) (*w)->log(step, row);
-    }
-  } metrics{&metrics_writer};
-  say(fmt::format("model: {} with {} position encoding, {} parameters; data: {} (vocab {}); {} steps", cfg.model.kind,
-                  cfg.model.position, model.num_parameters(), find_data_task(cfg.data.task).text ? cfg.data.path : cfg.data.task,
-                  data->vocab_size(), cfg.train.steps));
-  if (dp.active())
-    say(fmt::format("data-parallel: {} ranks ({}); data.batch_size {} is the per-rank micro-batch, the global batch is "
-                    "{} rows; gradients summed in rank order; parameter check every {} steps",
-                    dp.world(), dp.comm().backend(), cfg.data.batch_size, int64_t(dp.world()) * cfg.data.batch_size,
-                    cfg.train.check_every));
+  void read_resume_state();
+  void build();
+  void restore();
+  void open_run_dir();
+  void announce() const;
+  void step(int64_t step);
+  StepLoss forward_backward(int64_t step, bool log_step);
+  void monitor_divergence(int64_t step, double loss);
+  void skip_step(int64_t step, const std::string& bad, double loss);
+  [[noreturn]] void abort_step(int64_t step, const std::string& bad, double loss, const GeneratorState& data_rng0,
+                               const GeneratorState& dropout_rng0);
+  void log_window(int64_t step, double lr, double norm, double pos_norm, const std::vector<nn::AttentionStats>& stats,
+                  bool eval_step);
+  void maybe_checkpoint(int64_t step);
+  std::string save(int64_t step, const GeneratorState& data_rng, const GeneratorState& dropout_rng);
 
-  nn::optim::ScheduleOptions sched;
-  sched.kind = nn::optim::parse_lr_schedule(cfg.optim.schedule);
-  sched.base_lr = cfg.optim.lr;
-  sched.warmup_steps = cfg.optim.warmup;
-  sched.total_steps = cfg.train.steps;
-  sched.min_lr_ratio = cfg.optim.min_lr_ratio;
-  nn::optim::validate(sched);
-
-  const std::vector<Variable> params = model.parameters();
-  const std::vector<Variable> pos_params = model.parameters_in_group(nn::group::kPosition);
-  std::vector<std::pair<std::string, Variable>> alphas;
-  for (auto& [n, p] : model.named_parameters())
-    if (n.size() >= 10 && n.substr(n.size() - 10) == "bias_scale") alphas.emplace_back(n, p);
-
-  // The RNG states a checkpoint holds: those after its step, which are also those at the start
-  // of the next step (the abort path saves step - 1 with the states captured at step start).
-  auto make_state = [&](int64_t step, const GeneratorState& data_rng, const GeneratorState& dropout_rng) {
-    nlohmann::json s;
-    s["step"] = step;
-    s["data_rng"] = rng_json(data_rng);
-    s["dropout_rng"] = rng_json(dropout_rng);
-    s["skipped_steps"] = skipped;
-    s["vocab"] = data->vocabulary();
-    s["config_yaml"] = cfg.yaml;
-    s["world_size"] = dp.world();
-    s["relpos_version"] = "0.1.0";
-    return s;
-  };
-  auto save = [&](int64_t step, const GeneratorState& data_rng, const GeneratorState& dropout_rng) -> std::string {
-    if (!dp.is_root()) return "";
-    Checkpoint c{model.state_dict(), opt.state_dict(), make_state(step, data_rng, dropout_rng)};
-    std::string p = save_checkpoint(run_dir, step, c, int(cfg.train.keep_last));
-    say(fmt::format("checkpoint: {}", p));
-    return p;
-  };
-
+  const TrainOptions& topt_;
+  SingleProcess single_;
+  DataParallel dp_;
+  Config cfg_;
+  const Clock::time_point t0_ = Clock::now();
+  // read_resume_state
+  std::optional<SavedState> st_;
+  std::string ck_path_, run_dir_;
+  // build
+  std::unique_ptr<Dataset> data_;
+  std::unique_ptr<nn::Model> model_;
+  Device device_ = Device::CPU;
+  std::unique_ptr<Optimizer> opt_;
+  Generator data_gen_, dropout_gen_;
+  nn::optim::ScheduleOptions sched_;
+  std::vector<Variable> params_, pos_params_;
+  std::vector<std::pair<std::string, Variable>> alphas_;  // learnable bias scales, logged
   // Transformer-XL segment training (model.mem_len > 0): consecutive segments per batch row,
   // with the detached memory of the previous segments. A resumed run starts new streams.
-  std::unique_ptr<SegmentStream> segments;
-  nn::SegmentMemory memory(cfg.model.mem_len);
-  if (cfg.model.mem_len > 0)
-    segments = std::make_unique<SegmentStream>(data->train_stream(), dp.global_data_config(cfg).data.batch_size,
-                                               cfg.data.seq_len);
+  std::unique_ptr<SegmentStream> segments_;
+  nn::SegmentMemory memory_;
+  // open_run_dir (rank 0)
+  std::optional<DirLock> run_lock_;
+  std::optional<MetricsWriter> metrics_;
+  // the loop
+  int64_t start_ = 0, skipped_ = 0;
+  TrainResult res_;
+  LogWindow window_;
+  double run_min_ = std::numeric_limits<double>::infinity();  // running minimum of the training loss
+  int64_t last_saved_ = -1;
+  std::string last_saved_path_;
+};
 
-  TrainResult res;
-  res.run_dir = run_dir;
-  res.skipped_steps = skipped;
-  double window_loss = 0, window_z = 0;
-  double run_min = std::numeric_limits<double>::infinity();  // running minimum of the training loss
-  int64_t window_n = 0, window_tokens = 0;
-  double window_comm_s = 0;  // data-parallel: seconds in the step rendezvous + gradient all-reduce
-  auto window_t0 = Clock::now();
-  int64_t last_saved = st ? start : -1;
-  std::string last_saved_path = st ? ck_path : "";
-  auto maybe_checkpoint = [&](int64_t step) {
-    if ((cfg.train.checkpoint_every > 0 && step % cfg.train.checkpoint_every == 0) || step == cfg.train.steps) {
-      last_saved_path = save(step, data_gen.state(), dropout_gen.state());
-      last_saved = step;
-    }
-  };
-  model.train();
-  for (int64_t step = start + 1; step <= cfg.train.steps; ++step) {
-    dp.inject_fault_before(step);
-    auto comm_t0 = Clock::now();
-    dp.rendezvous(step, fmt::format("step {}", step));  // a hung or dead rank stops the job here, named
-    window_comm_s += std::chrono::duration<double>(Clock::now() - comm_t0).count();
-    const GeneratorState data_rng0 = data_gen.state(), dropout_rng0 = dropout_gen.state();
-    const double lr = nn::optim::lr_at(sched, step - 1);
-    opt.set_lr(lr);
-    const bool log_step = step % cfg.train.log_every == 0 || step == cfg.train.steps;
-    std::vector<nn::AttentionStats> stats;
-    double loss_sum = 0, z_sum = 0;
-    for (int64_t micro = 0; micro < cfg.train.grad_accum; ++micro) {
-      bool fresh = false;
-      Batch global = segments ? segments->next(data_gen, &fresh) : data->train_batch(data_gen);
-      // Data-parallel: this rank's rows, its loss weighted by its share of the global batch's
-      // target tokens (z-loss, a mean over rows, by 1/world), so the summed gradient is the
-      // gradient of the whole global batch's loss.
-      double w_ce = 1.0, w_z = 1.0;
-      Batch local = dp.shard(global);
-      if (dp.active()) {
-        const int64_t g_count = DataParallel::count_targets(global);
-        w_ce = g_count > 0 ? double(DataParallel::count_targets(local)) / double(g_count) : 1.0 / dp.world();
-        w_z = 1.0 / dp.world();
-      }
-      Batch b = to_device(std::move(local), device);
-      if (fresh) memory.reset();
-      Variable zl;
-      Variable loss = batch_loss(model, b, &dropout_gen, log_step && micro == 0 ? &stats : nullptr, cfg.optim.z_loss, &zl,
-                                 segments ? &memory : nullptr);
-      if (dp.active()) {
-        ((zl.defined() ? loss * w_ce + zl * w_z : loss * w_ce) * (1.0 / double(cfg.train.grad_accum))).backward();
-      } else {
-        ((zl.defined() ? loss + zl : loss) * (1.0 / double(cfg.train.grad_accum))).backward();
-      }
-      loss_sum += loss.item() * w_ce;
-      if (zl.defined()) z_sum += zl.item() * w_z;
-      window_tokens += b.target.numel() * dp.world();
-    }
-    if (dp.active()) {  // one gradient collective per step; the losses summed over ranks
-      dp.inject_fault_in_step(step);
-      std::vector<double> sums{loss_sum, z_sum};
-      comm_t0 = Clock::now();
-      dp.sum_gradients(params, sums);
-      window_comm_s += std::chrono::duration<double>(Clock::now() - comm_t0).count();
-      loss_sum = sums[0];
-      z_sum = sums[1];
-    }
-    if (topt.after_backward) topt.after_backward(step, model);
-    const double train_loss = loss_sum / double(cfg.train.grad_accum);
-    // Divergence monitor: the first step whose loss is non-finite or > 2x the running minimum.
-    if (res.first_divergence_step < 0 &&
-        (!std::isfinite(train_loss) || (std::isfinite(run_min) && train_loss > 2.0 * run_min))) {
-      res.first_divergence_step = step;
-      metrics.log(step, {{"first_divergence_step", step}, {"divergence_loss", train_loss}, {"running_min_loss", run_min}});
-      say(fmt::format("step {}: first divergence (loss {} vs running minimum {})", step, train_loss, run_min));
-    }
-    if (std::isfinite(train_loss)) run_min = std::min(run_min, train_loss);
-    // The global gradient norm doubles as the non-finite check (NaN/Inf anywhere makes it
-    // non-finite): one reduction on the device and one host read per step.
-    const double pre_clip_norm = nn::optim::grad_norm(params);
-    std::string bad = !std::isfinite(train_loss)      ? std::string("(loss)")
-                      : std::isfinite(pre_clip_norm) ? std::string()
-                                                     : first_nonfinite_grad(model);
-    if (!bad.empty()) {
-      if (cfg.train.nan_policy == "skip") {
-        opt.zero_grad();
-        ++skipped;
-        res.skipped_steps = skipped;
-        say(fmt::format("step {}: non-finite {} ({}); update skipped ({} so far)", step,
-                        bad == "(loss)" ? "loss" : "gradient", bad == "(loss)" ? fmt::format("{}", train_loss) : bad,
-                        skipped));
-        metrics.log(step, {{"loss", train_loss}, {"skipped", true}, {"skipped_steps", skipped}});
-        maybe_checkpoint(step);  // a skipped last step still ends with a checkpoint
-        continue;
-      }
-      // abort: keep the last good state. Parameters are still those after step - 1; with a
-      // finite loss (a non-finite gradient) they are good and saved (with the RNG states of the
-      // start of this step, as a regular checkpoint of step - 1 holds), else the previous
-      // checkpoint stays the good one.
-      opt.zero_grad();
-      std::string kept = last_saved == step - 1 ? last_saved_path : "", why, note;
-      if (bad == "(loss)") {
-        // The loss of this step is the forward of the state after step - 1: that state is not
-        // good. The newest checkpoint before it is (its forward gave step - 1 a finite loss).
-        kept.clear();
-        if (dp.is_root())
-          for (const auto& [s, path] : list_checkpoints(run_dir))
-            if (s <= step - 2) kept = path;
-        if (last_saved == step - 1)
-          note = fmt::format("; the checkpoint {} holds the state whose loss is non-finite", last_saved_path);
-      } else if (dp.is_root() && kept.empty() && step - 1 >= 0) {
-        try {
-          kept = save(step - 1, data_rng0, dropout_rng0);
-        } catch (const Error& e) {
-          why = e.what();
-          auto latest = latest_checkpoint(run_dir);
-          kept = latest ? *latest : "";
-        }
-      }
-      dp.rendezvous(-step, fmt::format("the abort of step {}", step));  // rank 0 saved before anyone stops
-      if (!dp.is_root()) dp.await_root_abort();  // rank 0 reports the abort and stops the job
-      fail("step {}: non-finite {}{} (nan_policy: abort); {}{}{}", step, bad == "(loss)" ? "loss " : "gradient in parameter '",
-           bad == "(loss)" ? fmt::format("{}", train_loss) : bad + "'",
-           kept.empty() ? "no finite checkpoint exists" : fmt::format("the last good state is in {}", kept),
-           why.empty() ? "" : fmt::format(" (the state after step {} was not saved: {})", step - 1, why), note);
-    }
-    const double pos_norm = pos_params.empty() ? 0.0 : nn::optim::grad_norm(pos_params);
-    const double norm = cfg.optim.clip_grad_norm > 0
-                            ? nn::optim::clip_grad_norm(params, cfg.optim.clip_grad_norm, pre_clip_norm)
-                            : pre_clip_norm;
-    opt.step();
-    opt.zero_grad();
-    dp.inject_fault_after(step, model);
-    dp.check_parameters(model, step);
-    res.losses.push_back(train_loss);
-    window_loss += train_loss;
-    window_z += z_sum / double(cfg.train.grad_accum);
-    ++window_n;
-
-    const bool eval_step = step % cfg.train.eval_every == 0 || step == cfg.train.steps;
-    if (log_step || eval_step) {
-      const double secs = std::chrono::duration<double>(Clock::now() - window_t0).count();
-      const double tok_s = secs > 0 ? double(window_tokens) / secs : 0.0;
-      nlohmann::ordered_json m = {{"loss", window_loss / double(std::max<int64_t>(window_n, 1))},
-                          {"lr", lr},
-                          {"grad_norm", norm},
-                          {"clipped", cfg.optim.clip_grad_norm > 0 && norm > cfg.optim.clip_grad_norm},
-                          {"tokens_per_s", tok_s},
-                          {"pos_grad_norm", pos_norm}};
-      if (!stats.empty()) {
-        std::vector<double> mx, ent;
-        for (auto& s : stats) mx.push_back(s.max_abs_logit), ent.push_back(s.mean_entropy);
-        m["max_attn_logit"] = mx;
-        m["attn_entropy"] = ent;
-      }
-      if (!alphas.empty()) {
-        std::vector<double> a;
-        for (auto& [n, p] : alphas)
-          for (double v : p.data().to_vector<double>()) a.push_back(v);
-        m["bias_scale"] = a;
-      }
-      if (cfg.optim.z_loss > 0) m["z_loss"] = window_z / double(std::max<int64_t>(window_n, 1));
-      if (dp.active()) m["comm_fraction"] = secs > 0 ? window_comm_s / secs : 0.0;  // rank 0's share of wall time
-      if (res.first_divergence_step > 0) m["first_divergence_step"] = res.first_divergence_step;
-      if (skipped > 0) m["skipped_steps"] = skipped;
-      res.final_train_loss = m["loss"].get<double>();
-      if (eval_step && dp.is_root()) {  // the other ranks go on to the next step's rendezvous
-        model.eval();
-        EvalResult ev = evaluate(model, *data, cfg);
-        model.train();
-        m["val_loss"] = ev.loss;
-        m["val_accuracy"] = ev.accuracy;
-        res.final_val_loss = ev.loss;
-        res.final_val_step = step;
-      }
-      metrics.log(step, m);
-      const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-      const double eta = elapsed / double(step - start) * double(cfg.train.steps - step);
-      if (topt.progress_bar) {
-        say(bar(step, cfg.train.steps, m["loss"].get<double>(), lr, tok_s, eta) +
-            (eval_step ? fmt::format("| val {:.4f}\n", res.final_val_loss) : ""));
-      } else {
-        say(fmt::format("step {:>6}/{} | loss {:.4f}{} | lr {:.2e} | grad norm {:.3f} | {:.0f} tok/s", step,
-                        cfg.train.steps, m["loss"].get<double>(),
-                        eval_step && dp.is_root() ? fmt::format(" | val loss {:.4f} acc {:.3f}", res.final_val_loss,
-                                                m["val_accuracy"].get<double>())
-                                  : "",
-                        lr, norm, tok_s));
-      }
-      window_loss = 0;
-      window_z = 0;
-      window_n = 0;
-      window_tokens = 0;
-      window_comm_s = 0;
-      window_t0 = Clock::now();
-    }
-    maybe_checkpoint(step);
+Trainer::Trainer(const Config& cfg, const TrainOptions& topt)
+    : topt_(topt), dp_(topt.comm ? *topt.comm : single_, cfg), cfg_(cfg), memory_(cfg.model.mem_len) {
+  if (cfg_.train.threads > 0) k::set_num_threads(int(cfg_.train.threads));
+  read_resume_state();
+  build();
+  if (st_) restore();
+  // Every rank validated the same config and data (a collective: nobody writes before all
+  // have checked), and the replicas start from the same bits.
+  if (dp_.active()) {
+    dp_.check_same_config(cfg_, data_->vocabulary());
+    dp_.check_parameters(*model_, start_, /*force=*/true);
   }
-  res.steps_done = cfg.train.steps;
-  res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  return res;
+}
+
+// --resume: the checkpoint's state, validated, and the run it belongs to (which this run
+// continues in); without it, a non-empty output.dir is refused unless --overwrite.
+void Trainer::read_resume_state() {
+  run_dir_ = cfg_.output_dir;
+  if (topt_.resume) {
+    ck_path_ = resolve_checkpoint(*topt_.resume);
+    st_ = parse_state(load_checkpoint_state(ck_path_), ck_path_);
+    check_same_model(cfg_, saved_config(*st_, ck_path_), ck_path_);
+    RELPOS_CHECK_CONFIG(st_->step < cfg_.train.steps,
+                        "--resume: checkpoint is at step {}, train.steps is {}: nothing to do", st_->step,
+                        cfg_.train.steps);
+    // --resume writes into the run it resumes, whatever output.dir says.
+    const std::string resumed_run = run_of_checkpoint(ck_path_);
+    RELPOS_CHECK_CONFIG(!resumed_run.empty(),
+                        "--resume {}: '{}' is not inside a run directory (<run>/checkpoints/step_N)", *topt_.resume,
+                        ck_path_);
+    std::error_code ec;
+    if (!fs::equivalent(resumed_run, run_dir_, ec))
+      say(fmt::format("note: --resume writes into the resumed run {} (output.dir {} is not used)", resumed_run,
+                      run_dir_));
+    run_dir_ = resumed_run;
+    cfg_.output_dir = run_dir_;
+    start_ = last_saved_ = st_->step;
+    skipped_ = res_.skipped_steps = st_->skipped;
+    last_saved_path_ = ck_path_;
+  } else if (non_empty_dir(run_dir_) && !topt_.overwrite) {
+    fail_config(
+        "output.dir '{}' already holds files (an earlier run?); choose another output.dir, continue it with "
+        "--resume {}, or pass --overwrite to replace it",
+        run_dir_, run_dir_);
+  }
+  check_not_inside_a_run(run_dir_);
+}
+
+// The data (data-parallel: datasets draw global batches, world x data.batch_size rows), the
+// memory check, the model (built on the host from the seed, so every device starts
+// identical), the optimizer, the schedule and the RNG streams.
+void Trainer::build() {
+  data_ = make_dataset(dp_.global_data_config(cfg_), st_ ? st_->vocab : std::vector<std::string>{});
+  cfg_.model.vocab = data_->vocab_size();
+  check_memory(estimate_resources(cfg_, data_->vocab_size()), topt_.ignore_memory_check, "train");
+  model_ = std::make_unique<nn::Model>(cfg_.model, cfg_.train.seed);
+  device_ = train_device(cfg_, dp_.local_rank());
+  k::set_allow_tf32(cfg_.train.allow_tf32);
+  model_->to(device_);
+  opt_ = std::make_unique<Optimizer>(*model_, cfg_.optim);
+  data_gen_ = Generator(cfg_.train.seed + 1);
+  dropout_gen_ = Generator(cfg_.train.seed + 2);
+  dropout_gen_.set_shard(uint64_t(dp_.rank()), uint64_t(dp_.world()));  // each rank its rows' dropout draws
+  sched_.kind = nn::optim::parse_lr_schedule(cfg_.optim.schedule);
+  sched_.base_lr = cfg_.optim.lr;
+  sched_.warmup_steps = cfg_.optim.warmup;
+  sched_.total_steps = cfg_.train.steps;
+  sched_.min_lr_ratio = cfg_.optim.min_lr_ratio;
+  nn::optim::validate(sched_);
+  params_ = model_->parameters();
+  pos_params_ = model_->parameters_in_group(nn::group::kPosition);
+  for (auto& [n, p] : model_->named_parameters())
+    if (n.size() >= 10 && n.substr(n.size() - 10) == "bias_scale") alphas_.emplace_back(n, p);
+  if (cfg_.model.mem_len > 0)
+    segments_ = std::make_unique<SegmentStream>(data_->train_stream(), dp_.global_data_config(cfg_).data.batch_size,
+                                                cfg_.data.seq_len);
+}
+
+// The checkpoint's tensors and RNG states (--resume).
+void Trainer::restore() {
+  Checkpoint ck;
+  const NamedTensors like = model_->state_dict();
+  load_checkpoint_tensors(ck_path_, like, optimizer_bytes_bound(like), ck);
+  model_->load_state_dict(ck.model);
+  opt_->load_state_dict(ck.optimizer);
+  data_gen_.set_state(st_->data_rng);
+  dropout_gen_.set_state(st_->dropout_rng);
+  say(fmt::format("resumed from {} at step {}", ck_path_, start_));
+  if (st_->world_size != dp_.world())
+    say(
+        fmt::format("warning: the checkpoint was written by {} rank(s), this run has {}: the global batch changes "
+                    "from {} to {} rows, so the data order and losses differ from an uninterrupted run",
+                    st_->world_size, dp_.world(), st_->world_size * cfg_.data.batch_size,
+                    int64_t(dp_.world()) * cfg_.data.batch_size));
+}
+
+// The run directory, only now (nothing before wrote anything; rank 0 alone writes it), locked
+// for the life of the run: a second train/--resume on it stops here, named.
+void Trainer::open_run_dir() {
+  if (!dp_.is_root()) return;
+  std::error_code ec;
+  fs::create_directories(run_dir_, ec);
+  RELPOS_CHECK(!ec, "cannot create output.dir '{}': {}", run_dir_, ec.message());
+  run_lock_.emplace(run_dir_, "run directory");
+  if (!st_ && topt_.overwrite && non_empty_dir(run_dir_)) {
+    // --overwrite replaces the earlier run's own files (other files are left alone).
+    for (const char* f : {"checkpoints", "metrics.jsonl", "metrics.csv", "config.yaml"}) {
+      fs::remove_all(fs::path(run_dir_) / f, ec);
+      RELPOS_CHECK(!ec, "--overwrite: cannot remove {}/{}: {}", run_dir_, f, ec.message());
+    }
+    say(fmt::format("--overwrite: replaced the run in {}", run_dir_));
+  }
+  replace_file_atomically(run_dir_ + "/config.yaml", cfg_.yaml + "\n");
+  metrics_.emplace(run_dir_, MetricsOptions{start_});  // a resumed run drops rows after its checkpoint
+}
+
+void Trainer::announce() const {
+  say(fmt::format("model: {} with {} position encoding, {} parameters; data: {} (vocab {}); {} steps", cfg_.model.kind,
+                  cfg_.model.position, model_->num_parameters(),
+                  find_data_task(cfg_.data.task).text ? cfg_.data.path : cfg_.data.task, data_->vocab_size(),
+                  cfg_.train.steps));
+  if (dp_.active())
+    say(
+        fmt::format("data-parallel: {} ranks ({}); data.batch_size {} is the per-rank micro-batch, the global batch is "
+                    "{} rows; gradients summed in rank order; parameter check every {} steps",
+                    dp_.world(), dp_.comm().backend(), cfg_.data.batch_size,
+                    int64_t(dp_.world()) * cfg_.data.batch_size, cfg_.train.check_every));
+}
+
+TrainResult Trainer::run() {
+  open_run_dir();
+  announce();
+  res_.run_dir = run_dir_;
+  window_.t0 = Clock::now();
+  model_->train();
+  for (int64_t s = start_ + 1; s <= cfg_.train.steps; ++s) step(s);
+  res_.steps_done = cfg_.train.steps;
+  res_.seconds = std::chrono::duration<double>(Clock::now() - t0_).count();
+  return res_;
+}
+
+void Trainer::step(int64_t step) {
+  dp_.inject_fault_before(step);
+  const auto comm_t0 = Clock::now();
+  dp_.rendezvous(step, fmt::format("step {}", step));  // a hung or dead rank stops the job here, named
+  window_.comm_s += std::chrono::duration<double>(Clock::now() - comm_t0).count();
+  const GeneratorState data_rng0 = data_gen_.state(), dropout_rng0 = dropout_gen_.state();
+  const double lr = nn::optim::lr_at(sched_, step - 1);
+  opt_->set_lr(lr);
+  const bool log_step = step % cfg_.train.log_every == 0 || step == cfg_.train.steps;
+  const bool eval_step = step % cfg_.train.eval_every == 0 || step == cfg_.train.steps;
+  const StepLoss sl = forward_backward(step, log_step);
+  if (topt_.after_backward) topt_.after_backward(step, *model_);
+  monitor_divergence(step, sl.loss);
+  // The global gradient norm doubles as the non-finite check (NaN/Inf anywhere makes it
+  // non-finite): one reduction on the device and one host read per step.
+  const double pre_clip_norm = nn::optim::grad_norm(params_);
+  const std::string bad = !std::isfinite(sl.loss)        ? std::string("(loss)")
+                          : std::isfinite(pre_clip_norm) ? std::string()
+                                                         : first_nonfinite_grad(*model_);
+  if (!bad.empty()) {
+    if (cfg_.train.nan_policy != "skip") abort_step(step, bad, sl.loss, data_rng0, dropout_rng0);
+    skip_step(step, bad, sl.loss);
+    maybe_checkpoint(step);  // a skipped last step still ends with a checkpoint
+    return;
+  }
+  const double pos_norm = pos_params_.empty() ? 0.0 : nn::optim::grad_norm(pos_params_);
+  const double norm = cfg_.optim.clip_grad_norm > 0
+                          ? nn::optim::clip_grad_norm(params_, cfg_.optim.clip_grad_norm, pre_clip_norm)
+                          : pre_clip_norm;
+  opt_->step();
+  opt_->zero_grad();
+  dp_.inject_fault_after(step, *model_);
+  dp_.check_parameters(*model_, step);
+  res_.losses.push_back(sl.loss);
+  window_.loss += sl.loss;
+  window_.z += sl.z;
+  ++window_.steps;
+  if (log_step || eval_step) log_window(step, lr, norm, pos_norm, sl.stats, eval_step);
+  maybe_checkpoint(step);
+}
+
+// The gradients of one step, accumulated over train.grad_accum micro-batches. Data-parallel:
+// each rank's loss is weighted by its share of the global batch's target tokens (z-loss, a
+// mean over rows, by 1/world), so the summed gradient is the gradient of the whole global
+// batch's loss; one gradient collective per step, the losses summed over ranks.
+StepLoss Trainer::forward_backward(int64_t step, bool log_step) {
+  StepLoss out;
+  double loss_sum = 0, z_sum = 0;
+  const double accum = double(cfg_.train.grad_accum);
+  for (int64_t micro = 0; micro < cfg_.train.grad_accum; ++micro) {
+    bool fresh = false;
+    Batch global = segments_ ? segments_->next(data_gen_, &fresh) : data_->train_batch(data_gen_);
+    double w_ce = 1.0, w_z = 1.0;
+    Batch local = dp_.shard(global);
+    if (dp_.active()) {
+      const int64_t g_count = DataParallel::count_targets(global);
+      w_ce = g_count > 0 ? double(DataParallel::count_targets(local)) / double(g_count) : 1.0 / dp_.world();
+      w_z = 1.0 / dp_.world();
+    }
+    Batch b = to_device(std::move(local), device_);
+    if (fresh) memory_.reset();
+    Variable zl;
+    Variable loss = batch_loss(*model_, b, &dropout_gen_, log_step && micro == 0 ? &out.stats : nullptr,
+                               cfg_.optim.z_loss, &zl, segments_ ? &memory_ : nullptr);
+    if (dp_.active()) {
+      ((zl.defined() ? loss * w_ce + zl * w_z : loss * w_ce) * (1.0 / accum)).backward();
+    } else {
+      ((zl.defined() ? loss + zl : loss) * (1.0 / accum)).backward();
+    }
+    loss_sum += loss.item() * w_ce;
+    if (zl.defined()) z_sum += zl.item() * w_z;
+    window_.tokens += b.target.numel() * dp_.world();
+  }
+  if (dp_.active()) {
+    dp_.inject_fault_in_step(step);
+    std::vector<double> sums{loss_sum, z_sum};
+    const auto comm_t0 = Clock::now();
+    dp_.sum_gradients(params_, sums);
+    window_.comm_s += std::chrono::duration<double>(Clock::now() - comm_t0).count();
+    loss_sum = sums[0];
+    z_sum = sums[1];
+  }
+  out.loss = loss_sum / accum;
+  out.z = z_sum / accum;
+  return out;
+}
+
+// Divergence monitor: the first step whose loss is non-finite or > 2x the running minimum.
+void Trainer::monitor_divergence(int64_t step, double loss) {
+  if (res_.first_divergence_step < 0 && (!std::isfinite(loss) || (std::isfinite(run_min_) && loss > 2.0 * run_min_))) {
+    res_.first_divergence_step = step;
+    log_metrics(step, {{"first_divergence_step", step}, {"divergence_loss", loss}, {"running_min_loss", run_min_}});
+    say(fmt::format("step {}: first divergence (loss {} vs running minimum {})", step, loss, run_min_));
+  }
+  if (std::isfinite(loss)) run_min_ = std::min(run_min_, loss);
+}
+
+// nan_policy: skip. `bad` is "(loss)" or the first parameter whose gradient is not finite.
+void Trainer::skip_step(int64_t step, const std::string& bad, double loss) {
+  opt_->zero_grad();
+  res_.skipped_steps = ++skipped_;
+  say(fmt::format("step {}: non-finite {} ({}); update skipped ({} so far)", step,
+                  bad == "(loss)" ? "loss" : "gradient", bad == "(loss)" ? fmt::format("{}", loss) : bad, skipped_));
+  log_metrics(step, {{"loss", loss}, {"skipped", true}, {"skipped_steps", skipped_}});
+}
+
+// nan_policy: abort, keeping the last good state. Parameters are still those after step - 1;
+// with a finite loss (a non-finite gradient) they are good and saved (with the RNG states of
+// the start of this step, as a regular checkpoint of step - 1 holds), else the previous
+// checkpoint stays the good one.
+void Trainer::abort_step(int64_t step, const std::string& bad, double loss, const GeneratorState& data_rng0,
+                         const GeneratorState& dropout_rng0) {
+  opt_->zero_grad();
+  std::string kept = last_saved_ == step - 1 ? last_saved_path_ : "", why, note;
+  if (bad == "(loss)") {
+    // The loss of this step is the forward of the state after step - 1: that state is not
+    // good. The newest checkpoint before it is (its forward gave step - 1 a finite loss).
+    kept.clear();
+    if (dp_.is_root())
+      for (const auto& [s, path] : list_checkpoints(run_dir_))
+        if (s <= step - 2) kept = path;
+    if (last_saved_ == step - 1)
+      note = fmt::format("; the checkpoint {} holds the state whose loss is non-finite", last_saved_path_);
+  } else if (dp_.is_root() && kept.empty() && step - 1 >= 0) {
+    try {
+      kept = save(step - 1, data_rng0, dropout_rng0);
+    } catch (const Error& e) {
+      why = e.what();
+      auto latest = latest_checkpoint(run_dir_);
+      kept = latest ? *latest : "";
+    }
+  }
+  dp_.rendezvous(-step, fmt::format("the abort of step {}", step));  // rank 0 saved before anyone stops
+  if (!dp_.is_root()) dp_.await_root_abort();                        // rank 0 reports the abort and stops the job
+  fail("step {}: non-finite {}{} (nan_policy: abort); {}{}{}", step,
+       bad == "(loss)" ? "loss " : "gradient in parameter '", bad == "(loss)" ? fmt::format("{}", loss) : bad + "'",
+       kept.empty() ? "no finite checkpoint exists" : fmt::format("the last good state is in {}", kept),
+       why.empty() ? "" : fmt::format(" (the state after step {} was not saved: {})", step - 1, why), note);
+}
+
+// The metrics row of a log step (means over the window since the last one), the evaluation on
+// an eval step (rank 0; the other ranks go on to the next step's rendezvous), the progress line.
+void Trainer::log_window(int64_t step, double lr, double norm, double pos_norm,
+                         const std::vector<nn::AttentionStats>& stats, bool eval_step) {
+  const double secs = std::chrono::duration<double>(Clock::now() - window_.t0).count();
+  const double tok_s = secs > 0 ? double(window_.tokens) / secs : 0.0;
+  const double steps = double(std::max<int64_t>(window_.steps, 1));
+  nlohmann::ordered_json m = {{"loss", window_.loss / steps},
+                              {"lr", lr},
+                              {"grad_norm", norm},
+                              {"clipped", cfg_.optim.clip_grad_norm > 0 && norm > cfg_.optim.clip_grad_norm},
+                              {"tokens_per_s", tok_s},
+                              {"pos_grad_norm", pos_norm}};
+  if (!stats.empty()) {
+    std::vector<double> mx, ent;
+    for (auto& s : stats) mx.push_back(s.max_abs_logit), ent.push_back(s.mean_entropy);
+    m["max_attn_logit"] = mx;
+    m["attn_entropy"] = ent;
+  }
+  if (!alphas_.empty()) {
+    std::vector<double> a;
+    for (auto& [n, p] : alphas_)
+      for (double v : p.data().to_vector<double>()) a.push_back(v);
+    m["bias_scale"] = a;
+  }
+  if (cfg_.optim.z_loss > 0) m["z_loss"] = window_.z / steps;
+  if (dp_.active()) m["comm_fraction"] = secs > 0 ? window_.comm_s / secs : 0.0;  // rank 0's share of wall time
+  if (res_.first_divergence_step > 0) m["first_divergence_step"] = res_.first_divergence_step;
+  if (skipped_ > 0) m["skipped_steps"] = skipped_;
+  res_.final_train_loss = m["loss"].get<double>();
+  if (eval_step && dp_.is_root()) {
+    model_->eval();
+    const EvalResult ev = evaluate(*model_, *data_, cfg_);
+    model_->train();
+    m["val_loss"] = ev.loss;
+    m["val_accuracy"] = ev.accuracy;
+    res_.final_val_loss = ev.loss;
+    res_.final_val_step = step;
+  }
+  log_metrics(step, m);
+  const double elapsed = std::chrono::duration<double>(Clock::now() - t0_).count();
+  const double eta = elapsed / double(step - start_) * double(cfg_.train.steps - step);
+  if (topt_.progress_bar) {
+    say(bar(step, cfg_.train.steps, m["loss"].get<double>(), lr, tok_s, eta) +
+        (eval_step ? fmt::format("| val {:.4f}\n", res_.final_val_loss) : ""));
+  } else {
+    say(fmt::format("step {:>6}/{} | loss {:.4f}{} | lr {:.2e} | grad norm {:.3f} | {:.0f} tok/s", step,
+                    cfg_.train.steps, m["loss"].get<double>(),
+                    eval_step && dp_.is_root() ? fmt::format(" | val loss {:.4f} acc {:.3f}", res_.final_val_loss,
+                                                             m["val_accuracy"].get<double>())
+                                               : "",
+                    lr, norm, tok_s));
+  }
+  window_ = LogWindow{};
+}
+
+void Trainer::maybe_checkpoint(int64_t step) {
+  if ((cfg_.train.checkpoint_every > 0 && step % cfg_.train.checkpoint_every == 0) || step == cfg_.train.steps) {
+    last_saved_path_ = save(step, data_gen_.state(), dropout_gen_.state());
+    last_saved_ = step;
+  }
+}
+
+// A checkpoint of `step` (rank 0) with the RNG states after it, which are also those at the
+// start of the next step (the abort path saves step - 1 with the states captured at step start).
+std::string Trainer::save(int64_t step, const GeneratorState& data_rng, const GeneratorState& dropout_rng) {
+  if (!dp_.is_root()) return "";
+  nlohmann::json s;
+  s["step"] = step;
+  s["data_rng"] = rng_json(data_rng);
+  s["dropout_rng"] = rng_json(dropout_rng);
+  s["skipped_steps"] = skipped_;
+  s["vocab"] = data_->vocabulary();
+  s["config_yaml"] = cfg_.yaml;
+  s["world_size"] = dp_.world();
+  s["relpos_version"] = "0.1.0";
+  Checkpoint c{model_->state_dict(), opt_->state_dict(), s};
+  std::string p = save_checkpoint(run_dir_, step, c, int(cfg_.train.keep_last));
+  say(fmt::format("checkpoint: {}", p));
+  return p;
+}
+
+}  // namespace
+
+TrainResult train(const Config& cfg, const TrainOptions& topt) {
+  return Trainer(cfg, topt).run();
 }
 
 LoadedRun load_run(const std::string& dir) {
@@ -651,7 +744,7 @@ LoadedRun load_run(const std::string& dir) {
 }
 
 std::string sample(const LoadedRun& run, const SampleOptions& o) {
-  RELPOS_CHECK_CONFIG(run.cfg.model.kind == "decoder", "sample: only decoder models generate text (this run is '{}')",
+  RELPOS_CHECK_CONFIG(run.cfg.model.kind == nn::ModelKind::Decoder, "sample: only decoder models generate text (this run is '{}')",
                       run.cfg.model.kind);
   RELPOS_CHECK_CONFIG(o.temperature >= 0, "sample: --temperature must be >= 0, got {}", o.temperature);
   NoGradGuard ng;

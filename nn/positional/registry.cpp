@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "relpos/autograd/ops.h"
+#include "relpos/core/shape.h"
 #include "relpos/nn/positional/params.h"
 
 namespace relpos::nn {
@@ -95,6 +96,92 @@ PositionEncodingPtr make_position_encoding(const PositionConfig& cfg, Generator&
                "position encoding '{}': model sizes must be set (d_model {}, n_heads {}, head_dim {})", cfg.type,
                cfg.d_model, cfg.n_heads, cfg.head_dim);
   return find_position_variant(cfg.type).make(cfg, gen);
+}
+
+namespace {
+
+// cfg at the smallest sizes of the same parity, max_len <= 64.
+PositionConfig small_position_config(const PositionConfig& cfg) {
+  PositionConfig s = cfg;
+  s.n_heads = 2 - cfg.n_heads % 2;
+  s.head_dim = 2 - cfg.head_dim % 2;
+  s.d_model = s.n_heads * s.head_dim;
+  s.max_len = std::min<int64_t>(cfg.max_len, 64);
+  return s;
+}
+
+int64_t built_parameter_count(const PositionConfig& cfg) {
+  Generator g(0);
+  int64_t n = 0;
+  for (const Variable& p : make_position_encoding(cfg, g)->parameters()) n += p.numel();
+  return n;
+}
+
+// The sizes the count is a polynomial in, with its degree. The small sizes built are
+// first, first + 4, ... where first (5..8) has the real size's residue mod 4: so the parity
+// checks (an even head_dim or d_model) hold for them as for the real size, and sizes that
+// enter as floor(d_model / 4) (dynamic_bias's default width) are polynomials on that lattice
+// (from 5 on, clear of max(d_model / 4, 1)'s floor at 1).
+struct CountAxis {
+  int64_t PositionConfig::*field;
+  int degree;
+};
+constexpr CountAxis kCountAxes[] = {{&PositionConfig::n_heads, 2}, {&PositionConfig::head_dim, 2},
+                                    {&PositionConfig::max_len, 1}};
+constexpr int64_t kCountStep = 4;
+
+// f(x0 + kCountStep t) from f(x0), f(x0 + kCountStep), ... (Newton's forward differences;
+// exact for a polynomial of degree < f.size()). nullopt on overflow.
+std::optional<int64_t> newton_forward(const std::vector<int64_t>& f, int64_t t) {
+  int64_t acc = f[0], term = 0;
+  if (f.size() > 1 && (!checked_mul(f[1] - f[0], t, term) || !checked_add(acc, term, acc))) return std::nullopt;
+  int64_t pairs = 0;  // C(t, 2)
+  if (f.size() > 2 && (!checked_mul(t, t - 1, pairs) || !checked_mul(f[2] - 2 * f[1] + f[0], pairs / 2, term) ||
+                       !checked_add(acc, term, acc)))
+    return std::nullopt;
+  return acc;
+}
+
+std::optional<int64_t> count_from(PositionConfig cfg, size_t axis) {
+  if (axis == std::size(kCountAxes)) {
+    cfg.d_model = cfg.n_heads * cfg.head_dim;
+    return built_parameter_count(cfg);
+  }
+  const CountAxis& a = kCountAxes[axis];
+  const int64_t real = cfg.*a.field;
+  const int64_t first = (axis == 2 ? 64 : 4) + (real - 1) % kCountStep + 1;  // 5..8; max_len 65..68
+  if (real < first + kCountStep * (a.degree + 1)) return count_from(cfg, axis + 1);  // small already: build it
+  std::vector<int64_t> f;
+  for (int k = 0; k <= a.degree; ++k) {
+    cfg.*a.field = first + kCountStep * k;
+    const std::optional<int64_t> n = count_from(cfg, axis + 1);
+    if (!n) return std::nullopt;
+    f.push_back(*n);
+  }
+  return newton_forward(f, (real - first) / kCountStep);
+}
+
+}  // namespace
+
+std::optional<int64_t> position_parameter_count(const PositionConfig& cfg) {
+  RELPOS_CHECK(cfg.n_heads > 0 && cfg.head_dim > 0 && cfg.d_model == cfg.n_heads * cfg.head_dim && cfg.max_len > 0,
+               "position encoding '{}': inconsistent sizes (d_model {}, n_heads {}, head_dim {}, max_len {})", cfg.type,
+               cfg.d_model, cfg.n_heads, cfg.head_dim, cfg.max_len);
+  try {
+    return count_from(cfg, 0);
+  } catch (const Error&) {
+    // A check that the small sizes fail and the real ones may pass (rope: a fraction of
+    // head_dim that leaves no rotary pair at head_dim 2). Such encodings have no tables that
+    // grow with the sizes; the real build is cheap, and gives the real error if there is one.
+    return built_parameter_count(cfg);
+  }
+}
+
+PositionEncodingPtr make_position_probe(const PositionConfig& cfg, Generator& gen) {
+  PositionConfig c = cfg;
+  c.max_len = std::min<int64_t>(cfg.max_len, 64);
+  const std::optional<int64_t> n = position_parameter_count(c);
+  return make_position_encoding(n && *n <= (int64_t(1) << 22) ? c : small_position_config(c), gen);
 }
 
 void PositionEncoding::set_eval_scaling(const PositionParams& params) {

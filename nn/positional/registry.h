@@ -4,6 +4,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,5 +56,21 @@ struct PositionVariant {
 const std::vector<PositionVariant>& position_variants();
 const PositionVariant& find_position_variant(const std::string& name);  // error lists the names
 PositionEncodingPtr make_position_encoding(const PositionConfig& cfg, Generator& gen);
+
+// The number of learnable parameters make_position_encoding(cfg) has, without building it at
+// cfg's sizes: every encoding's count is a polynomial of degree <= 2 in n_heads and in
+// head_dim and <= 1 in max_len (Transformer-XL's W_r: (n_heads head_dim)^2, a learned table:
+// max_len n_heads head_dim), read from builds at small sizes with the same residues mod 4
+// (Newton's forward differences, exact). tests/nn/test_position_count.cpp checks it against real
+// builds of every registered encoding. nullopt: the count overflows int64.
+std::optional<int64_t> position_parameter_count(const PositionConfig& cfg);
+// An instance for the checks and facts that do not depend on the sizes (config validation:
+// which biases exist, causal-only, absolute; the memory estimate: Shaw's buckets). Built at
+// cfg's sizes with max_len <= 64, so that size checks run (rope: a fraction of head_dim that
+// leaves no rotary pair), unless its parameters would then exceed 2^22 elements: then at the
+// smallest sizes of the same parity (n_heads and head_dim 1 or 2), whose checks are the same
+// for every encoding with such tables (Transformer-XL's [d_model, d_model] W_r would be 17 GB
+// at d_model 65,536; its one size check is an even d_model).
+PositionEncodingPtr make_position_probe(const PositionConfig& cfg, Generator& gen);
 
 }  // namespace relpos::nn

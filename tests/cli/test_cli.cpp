@@ -332,3 +332,22 @@ TEST_CASE("cli: a one-line data file (no newline) trains and samples, a bad head
   std::filesystem::remove_all(dir);
   std::filesystem::remove(data);
 }
+
+TEST_CASE("cli: every file in cli/verbs is a verb that --help lists and that prints its own help", "[cli][structure]") {
+  // One verb per file (cli/command.h); the table in cli/commands.cpp must list each of them.
+  const Run top = run("--help");
+  REQUIRE(top.code == 0);
+  int verbs = 0;
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::filesystem::path(RELPOS_SOURCE_DIR) / "cli" / "verbs")) {
+    if (e.path().extension() != ".cpp") continue;
+    const std::string verb = e.path().stem().string();
+    INFO(verb);
+    CHECK_THAT(top.out, Catch::Contains("  " + verb + " "));
+    const Run r = run(verb + " --help");
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("relpos " + verb));
+    ++verbs;
+  }
+  CHECK(verbs == 12);
+}

@@ -86,7 +86,7 @@ TEST_CASE("cli: every verb on every encoding", "[cli][every_verb]") {
 
       r = cli("sample " + dir + " --tokens 5 --seed 1");
       INFO("sample: " << r.out);
-      if (cfg.model.kind == "decoder" && cfg.data.task == "text") {
+      if (relpos::train::text_decoder(cfg)) {
         REQUIRE(r.code == 0);
       } else {
         REQUIRE(r.code == 2);  // refused with a usage/config error, not a crash

@@ -31,7 +31,7 @@ std::string tmp_run(const std::string& name) {
 // Losses of `steps` AdamW steps of a tiny decoder with position encoding `pos` on `dev`.
 std::vector<double> train_steps(const std::string& pos, Device dev, int steps) {
   nn::ModelConfig cfg;
-  cfg.kind = "decoder";
+  cfg.kind = nn::ModelKind::Decoder;
   cfg.vocab = 11;
   cfg.d_model = 32;
   cfg.n_layers = 2;

@@ -81,7 +81,8 @@ std::vector<Tensor> layer_outputs(bool fused, const nn::PositionConfig& pc, cons
   nn::MultiHeadAttention attn(ac, pos, true, g, DType::F64);
   Variable x = rand_var({2, 11, 16}, 4);
   nn::AttentionStats st;
-  Variable y = attn.forward(x, x, causal, kp, 0, 0, nullptr, nullptr, &st, index);
+  Variable y =
+      attn.forward({.xq = x, .xkv = x, .causal = causal, .key_padding = kp, .position_index = index}, {.stats = &st});
   y.backward(Tensor::ones(y.shape(), DType::F64));
   if (formed_probs) *formed_probs = st.probs.defined();
   std::vector<Tensor> out{y.data(), x.grad(), Tensor::scalar(st.max_abs_logit, DType::F64),
@@ -422,7 +423,7 @@ TEST_CASE("attention layers with dropout: fused path on == off in training (t5, 
       attn.train(training);
       Variable x = rand_var({2, 11, 16}, 4);
       Generator drop(99);
-      Variable y = attn.forward(x, x, true, Tensor(), 0, 0, nullptr, &drop);
+      Variable y = attn.forward({.xq = x, .xkv = x, .causal = true}, {.gen = &drop});
       y.backward(Tensor::ones(y.shape(), DType::F64));
       std::vector<Tensor> out{y.data(), x.grad(), Tensor::scalar(double(drop.state().offset), DType::F64)};
       for (auto& [n, p] : attn.named_parameters())

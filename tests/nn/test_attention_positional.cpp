@@ -53,7 +53,7 @@ TEST_CASE("attention gradcheck: every variant, self-attention, causal and bidire
       auto pos = s.attn->position();
       auto fn = [&](const std::vector<Variable>& in) {
         Variable h = pos->embed(in[0], 0);  // absolute variants act on the input
-        return s.attn->forward(h, h, causal, Tensor(), 0, 0);
+        return s.attn->forward({.xq = h, .xkv = h, .causal = causal});
       };
       INFO(label(v) << (causal ? " causal" : " bidirectional"));
       test::require_gradcheck("attention " + label(v), fn, inputs);
@@ -69,7 +69,9 @@ TEST_CASE("attention gradcheck: cross-attention Lq != Lk with offsets and key pa
     pad.narrow(1, 4, 2).select(0, 1).fill_(1.0);  // batch 1: last two keys are padding
     std::vector<Variable> inputs{xq, xkv};
     for (auto& p : s.attn->parameters()) inputs.push_back(p);
-    auto fn = [&](const std::vector<Variable>& in) { return s.attn->forward(in[0], in[1], false, pad, 7, 2); };
+    auto fn = [&](const std::vector<Variable>& in) {
+      return s.attn->forward({.xq = in[0], .xkv = in[1], .key_padding = pad, .q_offset = 7, .k_offset = 2});
+    };
     INFO(label(v));
     test::require_gradcheck("cross-attention " + label(v), fn, inputs);
   }
@@ -81,12 +83,14 @@ TEST_CASE("attention: token-by-token decoding with a KV cache equals the full ca
     s.attn->eval();
     auto pos = s.attn->position();
     Variable x = test::rand_var({2, 6, 8}, 31, -1, 1, false);
-    Tensor full = s.attn->forward(pos->embed(x, 0), pos->embed(x, 0), true, Tensor(), 0, 0).data();
+    Tensor full = s.attn->forward({.xq = pos->embed(x, 0), .xkv = pos->embed(x, 0), .causal = true}).data();
     nn::KVCache cache;
     std::vector<Tensor> steps;
     for (int64_t t = 0; t < 6; ++t) {
       Variable xt = pos->embed(narrow(x, 1, t, 1), t);
-      steps.push_back(s.attn->forward(xt, xt, true, Tensor(), t, t, &cache).data());
+      steps.push_back(
+          s.attn->forward({.xq = xt, .xkv = xt, .causal = true, .q_offset = t, .k_offset = t}, {.cache = &cache})
+              .data());
     }
     INFO(label(v));
     REQUIRE(test::allclose(k::cat(steps, 1), full, 1e-10, 1e-12));
@@ -117,7 +121,7 @@ TEST_CASE("attention: masked keys get zero probability and zero bias gradient", 
   ac.n_heads = H;
   nn::MultiHeadAttention attn(ac, pos, true, gen, DType::F64);
   Variable x = test::rand_var({2, L, 8}, 51);
-  Variable y = attn.forward(x, x, /*causal=*/true, Tensor(), 0, 0);
+  Variable y = attn.forward({.xq = x, .xkv = x, .causal = true});
   Generator g(3);
   y.backward(Tensor::randn(y.shape(), g, DType::F64));
   // Toeplitz entry t is distance t - (L - 1); t > L - 1 are future keys.
@@ -133,6 +137,6 @@ TEST_CASE("attention: masked keys get zero probability and zero bias gradient", 
   // Future keys have probability exactly 0: a huge bias on them changes nothing, bit for bit.
   Tensor before = y.data().clone();
   pos->table.data().narrow(1, L, L - 1).fill_(1e6);
-  Tensor after = attn.forward(x, x, true, Tensor(), 0, 0).data();
+  Tensor after = attn.forward({.xq = x, .xkv = x, .causal = true}).data();
   REQUIRE(after.to_vector<double>() == before.to_vector<double>());
 }

@@ -138,7 +138,7 @@ TEST_CASE("attention matches an independent PyTorch reference (output and every 
 
       Variable x(to_tensor(fx.at("x"), "x"), true);
       Tensor upstream = to_tensor(fx.at("upstream_grad"), "upstream_grad");
-      Variable y = s.attn->forward(x, x, causal, Tensor(), 0, 0);
+      Variable y = s.attn->forward({.xq = x, .xkv = x, .causal = causal});
       y.backward(upstream);
 
       // name -> (relpos, torch)

@@ -27,7 +27,7 @@ TEST_CASE("fire: the bias scale alpha applies to FIRE's bias", "[nn][fire][bias_
   Variable x = test::rand_var({1, 5, 8}, 3, -1, 1, false);
   auto out = [&] {
     NoGradGuard ng;
-    return s.attn->forward(x, x, true, Tensor(), 0, 0).data().clone();
+    return s.attn->forward({.xq = x, .xkv = x, .causal = true}).data().clone();
   };
   const Tensor at07 = out();
   alpha.data().fill_(0.0);
@@ -51,10 +51,12 @@ TEST_CASE("fire: the bias scale alpha applies to FIRE's bias", "[nn][fire][bias_
   Variable xg = test::rand_var({2, 5, 8}, 11);
   std::vector<Variable> inputs{xg};
   for (auto& p : s.attn->parameters()) inputs.push_back(p);
-  auto fn = [&](const std::vector<Variable>& in) { return s.attn->forward(in[0], in[0], true, Tensor(), 0, 0); };
+  auto fn = [&](const std::vector<Variable>& in) {
+    return s.attn->forward({.xq = in[0], .xkv = in[0], .causal = true});
+  };
   test::require_gradcheck("fire attention with alpha", fn, inputs);
   // alpha receives a gradient
-  Variable y = s.attn->forward(xg, xg, true, Tensor(), 0, 0);
+  Variable y = s.attn->forward({.xq = xg, .xkv = xg, .causal = true});
   sum(y * y).backward();
   REQUIRE(alpha.grad().defined());
   auto g = alpha.grad().to_vector<double>();

@@ -58,7 +58,7 @@ Fixture read_fixture(const std::string& path) {
 
 nn::ModelConfig model_config(const Fixture& f) {
   nn::ModelConfig c;
-  c.kind = f.m("model.kind", "decoder");
+  c.kind = *nn::parse_model_kind(f.m("model.kind", "decoder"));
   c.vocab = std::stoll(f.m("model.vocab", "0"));
   c.d_model = std::stoll(f.m("model.d_model", "0"));
   c.n_layers = std::stoll(f.m("model.n_layers", "0"));
@@ -103,7 +103,7 @@ double max_abs(const Tensor& t) {
 }
 
 Variable forward(const nn::Model& model, const nn::ModelConfig& cfg, const Fixture& f) {
-  if (cfg.kind == "encoder_decoder") return model.forward_seq2seq(f.at("input"), f.at("dec_input"));
+  if (cfg.kind == nn::ModelKind::EncoderDecoder) return model.forward_seq2seq(f.at("input"), f.at("dec_input"));
   return model.forward(f.at("input"), Tensor(), nullptr, nullptr,
                        f.has("position_index") ? f.at("position_index") : Tensor());
 }
@@ -204,7 +204,7 @@ TEST_CASE("fused_attention capability: declared == the path each encoding's laye
   for (const auto& path : fixture_files()) {
     Fixture f = read_fixture(path);
     const nn::ModelConfig cfg = model_config(f);
-    if (cfg.kind == "encoder_decoder") continue;  // the decoder also has cross-attention (always fusable)
+    if (cfg.kind == nn::ModelKind::EncoderDecoder) continue;  // the decoder also has cross-attention (always fusable)
     INFO(fs::path(path).stem().string() << " (position " << cfg.position << ")");
     nn::Model model(cfg, 0);
     NoGradGuard ng;

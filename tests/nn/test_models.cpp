@@ -1,6 +1,11 @@
 // Models: parameter names and sharing, incremental decoding equals the full pass, a small
 // model's full gradcheck, and validation errors.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
 
 #include "../helpers.h"
 #include "relpos/nn/models.h"
@@ -12,7 +17,9 @@ namespace {
 
 nn::ModelConfig tiny(const std::string& kind, const std::string& pos, DType dt = DType::F64) {
   nn::ModelConfig c;
-  c.kind = kind;
+  const std::optional<nn::ModelKind> k = nn::parse_model_kind(kind);
+  REQUIRE(k.has_value());
+  c.kind = *k;
   c.vocab = 11;
   c.d_model = 8;
   c.n_layers = 2;
@@ -118,10 +125,35 @@ TEST_CASE("models: validation names the offending fields", "[nn][models]") {
   auto c = tiny("decoder", "t5");
   c.n_heads = 3;
   REQUIRE_THROWS_WITH(nn::Model(c), Contains("d_model (8)") && Contains("n_heads (3)"));
-  c = tiny("transformer", "t5");
-  REQUIRE_THROWS_WITH(nn::Model(c), Contains("model.kind") && Contains("'transformer'"));
+  // (an unknown model.kind cannot reach a ModelConfig: parse_model_kind refuses it, and the
+  // config names it: tests/trainers/test_config.cpp)
   c = tiny("decoder", "t6");
   REQUIRE_THROWS_WITH(nn::Model(c), Contains("'t6'") && Contains("did you mean 't5'"));
   nn::Model m(tiny("decoder", "learned"));
   REQUIRE_THROWS_WITH(m.forward(tokens(1, 40, 1)), Contains("max_len 32"));
+}
+
+TEST_CASE("model kind: names are parsed in nn/models only and kinds are compared as values elsewhere", "[structure]") {
+  for (const std::string& name : nn::model_kind_names())
+    CHECK(nn::model_kind_name(*nn::parse_model_kind(name)) == name);
+  CHECK_FALSE(nn::parse_model_kind("decoder_only").has_value());
+  CHECK(fmt::format("{}", nn::ModelKind::EncoderDecoder) == "encoder_decoder");
+  // `x == "decoder"`, `"encoder" != x` anywhere in the library but nn/models.cpp
+  const std::regex compare(R"re((==|!=)\s*"(encoder|decoder|encoder_decoder)"|"(encoder|decoder|encoder_decoder)"\s*(==|!=))re");
+  std::vector<std::string> found;
+  for (const char* top : {"core", "kernels", "autograd", "nn", "trainers", "cli"})
+    for (const auto& e : std::filesystem::recursive_directory_iterator(std::filesystem::path(RELPOS_SOURCE_DIR) / top)) {
+      const auto& p = e.path();
+      if (!e.is_regular_file() || p.filename() == "models.cpp" ||
+          (p.extension() != ".cpp" && p.extension() != ".h" && p.extension() != ".cu"))
+        continue;
+      std::ifstream f(p);
+      std::string line;
+      for (int n = 1; std::getline(f, line); ++n)
+        if (std::regex_search(line, compare)) found.push_back(p.string() + ":" + std::to_string(n) + ": " + line);
+    }
+  std::string all;
+  for (const auto& l : found) all += l + "\n";
+  INFO("compare nn::ModelKind values instead:\n" << all);
+  CHECK(found.empty());
 }

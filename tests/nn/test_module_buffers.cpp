@@ -48,7 +48,7 @@ TEST_CASE("module: a non-learnable bias scale is a buffer (moved by to(), not in
 
 TEST_CASE("module: named_buffers() lists the buffers of submodules under dotted names", "[nn][module]") {
   nn::ModelConfig c;
-  c.kind = "decoder";
+  c.kind = nn::ModelKind::Decoder;
   c.vocab = 11;
   c.d_model = 8;
   c.n_layers = 2;

@@ -35,8 +35,9 @@ TEST_CASE("position facts: no position-type name is compared outside nn/position
           found.push_back(fs::relative(p, RELPOS_SOURCE_DIR).string() + ":" + std::to_string(n) + ": " + line);
     }
   }
-  INFO("compare PositionFacts (nn/positional/registry.h) instead of the type name:");
-  for (const auto& l : found) INFO(l);
+  std::string all;
+  for (const auto& l : found) all += l + "\n";
+  INFO("compare PositionFacts (nn/positional/registry.h) instead of the type name:\n" << all);
   CHECK(found.empty());
 }
 

@@ -53,8 +53,14 @@ void attention_gradchecks(const std::string& type, const Params& params, bool ca
     if (cross) inputs.push_back(xkv);
     for (auto& p : s.attn->parameters()) inputs.push_back(p);
     auto fn = [&](const std::vector<Variable>& in) {
-      if (cross) return s.attn->forward(in[0], in[1], false, pad, q_off, k_off, nullptr, nullptr, nullptr, cross_index);
-      return s.attn->forward(in[0], in[0], mode == 1, Tensor(), 0, 0, nullptr, nullptr, nullptr, self_index);
+      if (cross)
+        return s.attn->forward({.xq = in[0],
+                                .xkv = in[1],
+                                .key_padding = pad,
+                                .q_offset = q_off,
+                                .k_offset = k_off,
+                                .position_index = cross_index});
+      return s.attn->forward({.xq = in[0], .xkv = in[0], .causal = mode == 1, .position_index = self_index});
     };
     std::string what = type;
     for (auto& [k, v] : params) what += " " + k + "=" + v;
@@ -151,8 +157,8 @@ TEST_CASE("relative_2d: score_bias sits exactly where the Toeplitz bias does (af
   Variable x = test::rand_var({2, L, 8}, 91, -1, 1, false);
   Tensor pad = Tensor::zeros({2, L}, DType::F64);
   pad.select(0, 1).narrow(0, 3, 2).fill_(1.0);
-  Tensor a = s.attn->forward(x, x, false, pad, 0, 0).data();
-  Tensor b = same.forward(x, x, false, pad, 0, 0).data();
+  Tensor a = s.attn->forward({.xq = x, .xkv = x, .key_padding = pad}).data();
+  Tensor b = same.forward({.xq = x, .xkv = x, .key_padding = pad}).data();
   REQUIRE(test::allclose(a, b, 1e-12, 1e-14));
 }
 
@@ -176,11 +182,11 @@ TEST_CASE("relative_2d: errors", "[positional][errors]") {
                       Contains("unknown parameter 'grid'"));
   auto s = make_attention("relative_2d", {{"grid_h", "2"}, {"grid_w", "3"}});
   Variable x = test::rand_var({1, 6, 8}, 1);
-  REQUIRE_THROWS_WITH(s.attn->forward(x, x, /*causal=*/true, Tensor(), 0, 0), Contains("encoder-only"));
+  REQUIRE_THROWS_WITH(s.attn->forward({.xq = x, .xkv = x, .causal = true}), Contains("encoder-only"));
   Variable x7 = test::rand_var({1, 7, 8}, 1);
-  REQUIRE_THROWS_WITH(s.attn->forward(x7, x7, false, Tensor(), 0, 0), Contains("2x3 grid holds 6 tokens"));
+  REQUIRE_THROWS_WITH(s.attn->forward({.xq = x7, .xkv = x7}), Contains("2x3 grid holds 6 tokens"));
   Tensor bad = Tensor::from_vector(std::vector<int64_t>(36, 15), {6, 6});
-  REQUIRE_THROWS_WITH(s.attn->forward(x, x, false, Tensor(), 0, 0, nullptr, nullptr, nullptr, bad),
+  REQUIRE_THROWS_WITH(s.attn->forward({.xq = x, .xkv = x, .position_index = bad}),
                       Contains("value 15") && Contains("0..14"));
 }
 
@@ -247,7 +253,7 @@ TEST_CASE("graph_spd: the unreachable row and clipped distances receive gradient
   Variable x = test::rand_var({2, 5, 8}, 5, -1, 1, false);
   Tensor pad = Tensor::zeros({2, 5}, DType::F64);
   pad.select(0, 1).narrow(0, 4, 1).fill_(1.0);  // example 1: node 4 is padding
-  Variable y = s.attn->forward(x, x, false, pad, 0, 0, nullptr, nullptr, nullptr, spd);
+  Variable y = s.attn->forward({.xq = x, .xkv = x, .key_padding = pad, .position_index = spd});
   Generator g(2);
   y.backward(Tensor::randn(y.shape(), g, DType::F64));
   Tensor grad = param(*s.attn->position(), "table").grad();
@@ -273,21 +279,19 @@ TEST_CASE("graph_spd: float64 gradcheck through attention, every parameter", "[p
 TEST_CASE("graph_spd: errors", "[positional][errors]") {
   auto s = make_attention("graph_spd");
   Variable x = test::rand_var({2, 5, 8}, 1);
-  REQUIRE_THROWS_WITH(s.attn->forward(x, x, false, Tensor(), 0, 0),
-                      Contains("needs shortest-path distances") && Contains("position_index") &&
-                          Contains("[B, L, L]"));
+  REQUIRE_THROWS_WITH(s.attn->forward({.xq = x, .xkv = x}),
+                      Contains("needs shortest-path distances") && Contains("position_index") && Contains("[B, L, L]"));
   Tensor spd = nn::shortest_path_distances(golden_graphs(), 5);
-  REQUIRE_THROWS_WITH(s.attn->forward(x, x, true, Tensor(), 0, 0, nullptr, nullptr, nullptr, spd),
+  REQUIRE_THROWS_WITH(s.attn->forward({.xq = x, .xkv = x, .causal = true, .position_index = spd}),
                       Contains("encoder-only"));
   Tensor wrong = nn::shortest_path_distances(golden_graphs(), 6);
-  REQUIRE_THROWS_WITH(s.attn->forward(x, x, false, Tensor(), 0, 0, nullptr, nullptr, nullptr, wrong),
+  REQUIRE_THROWS_WITH(s.attn->forward({.xq = x, .xkv = x, .position_index = wrong}),
                       Contains("[B, Lq, Lk] = [B, 5, 5]") && Contains("[2, 6, 6]"));
   Tensor three = nn::shortest_path_distances({golden_graphs()[0], golden_graphs()[0], golden_graphs()[1]}, 5);
-  REQUIRE_THROWS_WITH(s.attn->forward(x, x, false, Tensor(), 0, 0, nullptr, nullptr, nullptr, three),
+  REQUIRE_THROWS_WITH(s.attn->forward({.xq = x, .xkv = x, .position_index = three}),
                       Contains("[B, H, Lq, Lk] = [2, 2, 5, 5]"));
   Tensor neg = Tensor::from_vector(std::vector<int64_t>(25, -2), {5, 5});
-  REQUIRE_THROWS_WITH(s.attn->forward(x, x, false, Tensor(), 0, 0, nullptr, nullptr, nullptr, neg),
-                      Contains("distance -2 is invalid"));
+  REQUIRE_THROWS_WITH(s.attn->forward({.xq = x, .xkv = x, .position_index = neg}), Contains("distance -2 is invalid"));
   REQUIRE_THROWS_WITH(make_attention("graph_spd", {{"max_dist", "0"}}), Contains("max_dist must be >= 1"));
 }
 
@@ -440,12 +444,13 @@ TEST_CASE("deberta: token-by-token decoding with a KV cache equals the full caus
   auto s = make_attention("deberta", {{"position_buckets", "4"}, {"max_relative_positions", "8"}}, 2, 8, true);
   s.attn->eval();
   Variable x = test::rand_var({2, 7, 8}, 31, -1, 1, false);
-  Tensor full = s.attn->forward(x, x, true, Tensor(), 0, 0).data();
+  Tensor full = s.attn->forward({.xq = x, .xkv = x, .causal = true}).data();
   nn::KVCache cache;
   std::vector<Tensor> steps;
   for (int64_t t = 0; t < 7; ++t) {
     Variable xt = narrow(x, 1, t, 1);
-    steps.push_back(s.attn->forward(xt, xt, true, Tensor(), t, t, &cache).data());
+    steps.push_back(
+        s.attn->forward({.xq = xt, .xkv = xt, .causal = true, .q_offset = t, .k_offset = t}, {.cache = &cache}).data());
   }
   REQUIRE(test::allclose(k::cat(steps, 1), full, 1e-10, 1e-12));
 }
@@ -467,7 +472,7 @@ TEST_CASE("deberta: errors", "[positional][errors]") {
 namespace {
 nn::ModelConfig encoder(const std::string& pos, Params params, int64_t layers = 2) {
   nn::ModelConfig c;
-  c.kind = "encoder";
+  c.kind = nn::ModelKind::Encoder;
   c.vocab = 11;
   c.d_model = 8;
   c.n_layers = layers;
@@ -556,10 +561,10 @@ TEST_CASE("models: encoder-only variants are rejected in a decoder, graph_spd ne
   for (const char* pos : {"relative_2d", "graph_spd"}) {
     Params p = std::string(pos) == "relative_2d" ? Params{{"grid_h", "2"}, {"grid_w", "3"}} : Params{};
     auto c = encoder(pos, p);
-    c.kind = "decoder";
+    c.kind = nn::ModelKind::Decoder;
     INFO(pos);
     REQUIRE_THROWS_WITH(nn::Model(c), Contains("encoder-only") && Contains(pos));
-    c.kind = "encoder_decoder";
+    c.kind = nn::ModelKind::EncoderDecoder;
     REQUIRE_THROWS_WITH(nn::Model(c), Contains("encoder-only"));
   }
   nn::Model m(encoder("graph_spd", {}));

@@ -96,7 +96,9 @@ TEST_CASE("newer encodings: gradcheck through attention, self-attention causal a
       std::vector<Variable> inputs{x};
       for (auto& p : s.attn->parameters()) inputs.push_back(p);
       REQUIRE(inputs.size() >= 9);  // q/k/v/o weights and biases, alpha, and the encoding's own
-      auto fn = [&](const std::vector<Variable>& in) { return s.attn->forward(in[0], in[0], causal, Tensor(), 0, 0); };
+      auto fn = [&](const std::vector<Variable>& in) {
+        return s.attn->forward({.xq = in[0], .xkv = in[0], .causal = causal});
+      };
       INFO(label(v) << (causal ? " causal" : " bidirectional"));
       test::require_gradcheck("attention " + label(v), fn, inputs);
     }
@@ -115,8 +117,9 @@ TEST_CASE("newer encodings: gradcheck with Lq != Lk and offsets (cross-attention
     // causal-only: 3 queries at positions 5..7 over keys 2..7 (the last chunk of a sequence);
     // otherwise cross-attention with queries at 7..9, keys at 2..7 and key padding.
     auto fn = [&](const std::vector<Variable>& in) {
-      if (causal_only(v)) return s.attn->forward(in[0], in[1], true, Tensor(), 5, 2);
-      return s.attn->forward(in[0], in[1], false, pad, 7, 2);
+      if (causal_only(v))
+        return s.attn->forward({.xq = in[0], .xkv = in[1], .causal = true, .q_offset = 5, .k_offset = 2});
+      return s.attn->forward({.xq = in[0], .xkv = in[1], .key_padding = pad, .q_offset = 7, .k_offset = 2});
     };
     INFO(label(v));
     test::require_gradcheck("offsets " + label(v), fn, inputs);
@@ -132,12 +135,14 @@ TEST_CASE("newer encodings: decoding with a KV cache (1 and 3 tokens a step) equ
       auto s = make_attention(v.type, v.params, 2, 8, true);
       s.attn->eval();
       Variable x = test::rand_var({2, 6, 8}, 31, -1, 1, false);
-      Tensor full = s.attn->forward(x, x, true, Tensor(), 0, 0).data();
+      Tensor full = s.attn->forward({.xq = x, .xkv = x, .causal = true}).data();
       nn::KVCache cache;
       std::vector<Tensor> steps;
       for (int64_t t = 0; t < 6; t += chunk) {
         Variable xt = narrow(x, 1, t, chunk);
-        steps.push_back(s.attn->forward(xt, xt, true, Tensor(), t, t, &cache).data());
+        steps.push_back(
+            s.attn->forward({.xq = xt, .xkv = xt, .causal = true, .q_offset = t, .k_offset = t}, {.cache = &cache})
+                .data());
       }
       INFO(label(v) << " chunk " << chunk);
       REQUIRE(test::allclose(k::cat(steps, 1), full, 1e-10, 1e-12));
@@ -148,7 +153,7 @@ TEST_CASE("newer encodings: model decode_step equals the full forward, per-layer
           "[nn][models][kvcache][newrpe]") {
   for (std::string pos : {"kerple_log", "kerple_power", "fire", "sandwich", "dynamic_bias", "xpos", "cope"}) {
     nn::ModelConfig c;
-    c.kind = "decoder";
+    c.kind = nn::ModelKind::Decoder;
     c.vocab = 11;
     c.d_model = 8;
     c.n_layers = 2;
@@ -185,10 +190,10 @@ TEST_CASE("xpos and cope are rejected in bidirectional attention and in encoders
     auto s = make_attention(type);
     REQUIRE(s.attn->position()->causal_only());
     Variable x = test::rand_var({1, 4, 8}, 1, -1, 1, false);
-    REQUIRE_THROWS_WITH(s.attn->forward(x, x, false, Tensor(), 0, 0),
+    REQUIRE_THROWS_WITH(s.attn->forward({.xq = x, .xkv = x}),
                         Contains("'" + type + "'") && Contains("only works with causal attention"));
     nn::ModelConfig c;
-    c.kind = "encoder";
+    c.kind = nn::ModelKind::Encoder;
     c.vocab = 11;
     c.d_model = 8;
     c.n_heads = 2;
@@ -526,9 +531,11 @@ TEST_CASE("rope set_eval_scaling: changes long-range scores, factor 1 is a no-op
   REQUIRE(scaled == Approx(score(70, 0)).epsilon(1e-10));
   // the attention output follows
   Variable x = test::rand_var({1, 40, 8}, 3, -1, 1, false);
-  Tensor before = s.attn->forward(x, x, true, Tensor(), 200, 200).data();
+  Tensor before = s.attn->forward({.xq = x, .xkv = x, .causal = true, .q_offset = 200, .k_offset = 200}).data();
   pos->set_eval_scaling(pp({{"scaling", "ntk"}, {"factor", "8"}}));
-  REQUIRE_FALSE(test::allclose(s.attn->forward(x, x, true, Tensor(), 200, 200).data(), before, 1e-6, 1e-9));
+  REQUIRE_FALSE(
+      test::allclose(s.attn->forward({.xq = x, .xkv = x, .causal = true, .q_offset = 200, .k_offset = 200}).data(),
+                     before, 1e-6, 1e-9));
   // errors
   REQUIRE_THROWS_WITH(pos->set_eval_scaling(pp({{"factr", "2"}})), Contains("did you mean 'factor'"));
   REQUIRE_THROWS_WITH(pos->set_eval_scaling(pp({{"factor", "0.5"}})), Contains("factor must be >= 1"));

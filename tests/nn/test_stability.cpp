@@ -67,7 +67,9 @@ TEST_CASE("attention with qk_norm and attn_softcap: gradcheck of inputs and ever
         Variable x = test::rand_var({2, 5, 8}, 17);
         std::vector<Variable> inputs{x};
         for (auto& p : attn->parameters()) inputs.push_back(p);
-        auto fn = [&](const std::vector<Variable>& in) { return attn->forward(in[0], in[0], true, Tensor(), 0, 0); };
+        auto fn = [&](const std::vector<Variable>& in) {
+          return attn->forward({.xq = in[0], .xkv = in[0], .causal = true});
+        };
         INFO(type << " qk_norm=" << qk << " softcap=" << cap);
         test::require_gradcheck("attention stability", fn, inputs);
       }
@@ -80,10 +82,10 @@ TEST_CASE("qk_norm: parameters q_norm/k_norm exist and the output ignores the sc
     for (auto& [n, p] : attn->named_parameters()) has = has || n.rfind("q_norm.", 0) == 0;
     CHECK(has == (qk != "none"));
     Variable x = test::rand_var({1, 6, 8}, 23, -1, 1, false);
-    Tensor before = attn->forward(x, x, true, Tensor(), 0, 0).data().clone();
+    Tensor before = attn->forward({.xq = x, .xkv = x, .causal = true}).data().clone();
     for (auto& [n, p] : attn->named_parameters())
       if (n.rfind("q_proj.", 0) == 0 || n.rfind("k_proj.", 0) == 0) k::mul_(p.data(), 10.0);
-    Tensor after = attn->forward(x, x, true, Tensor(), 0, 0).data();
+    Tensor after = attn->forward({.xq = x, .xkv = x, .causal = true}).data();
     INFO("qk_norm " << qk);
     // LayerNorm's eps (1e-5) makes the invariance approximate: (10x)^2 var vs var + eps
     double diff = 0;
@@ -98,11 +100,11 @@ TEST_CASE("attn_softcap: every logit the monitors see is within the cap", "[nn][
   auto attn = stable_attention("alibi", "none", 0.75);
   Variable x = test::rand_var({2, 7, 8}, 29, -3, 3, false);
   nn::AttentionStats st;
-  attn->forward(x, x, true, Tensor(), 0, 0, nullptr, nullptr, &st);
+  attn->forward({.xq = x, .xkv = x, .causal = true}, {.stats = &st});
   CHECK(st.max_abs_logit <= 0.75);
   CHECK(st.max_abs_logit > 0.1);
   auto raw = stable_attention("alibi", "none", 0.0);
   nn::AttentionStats st2;
-  raw->forward(x, x, true, Tensor(), 0, 0, nullptr, nullptr, &st2);
+  raw->forward({.xq = x, .xkv = x, .causal = true}, {.stats = &st2});
   CHECK(st2.max_abs_logit > 0.75);
 }

@@ -66,7 +66,7 @@ std::vector<double> head_embedding(double d, const std::vector<double>& w_r, int
 
 nn::ModelConfig tiny(const std::string& pos, const std::string& norm = "pre") {
   nn::ModelConfig c;
-  c.kind = "decoder";
+  c.kind = nn::ModelKind::Decoder;
   c.vocab = 11;
   c.d_model = 8;
   c.n_layers = 2;
@@ -195,9 +195,10 @@ TEST_CASE("transformer_xl: float64 gradcheck through attention (inputs, u, v, W_
       Variable x = test::rand_var({2, 5, 8}, 11);
       std::vector<Variable> in{x};
       in.insert(in.end(), weights.begin(), weights.end());
-      test::require_gradcheck("txl self", [&](const std::vector<Variable>& v) {
-        return s.attn->forward(v[0], v[0], true, Tensor(), 0, 0);
-      }, in);
+      test::require_gradcheck(
+          "txl self",
+          [&](const std::vector<Variable>& v) { return s.attn->forward({.xq = v[0], .xkv = v[0], .causal = true}); },
+          in);
     }
     {  // memory layout: queries 4..6 over keys 0..6, key padding
       Variable xq = test::rand_var({2, 3, 8}, 12), xkv = test::rand_var({2, 7, 8}, 13);
@@ -205,9 +206,12 @@ TEST_CASE("transformer_xl: float64 gradcheck through attention (inputs, u, v, W_
       pad.select(0, 1).narrow(0, 0, 2).fill_(1.0);  // batch 1: first two memory keys are padding
       std::vector<Variable> in{xq, xkv};
       in.insert(in.end(), weights.begin(), weights.end());
-      test::require_gradcheck("txl memory", [&](const std::vector<Variable>& v) {
-        return s.attn->forward(v[0], v[1], true, pad, 4, 0);
-      }, in);
+      test::require_gradcheck(
+          "txl memory",
+          [&](const std::vector<Variable>& v) {
+            return s.attn->forward({.xq = v[0], .xkv = v[1], .causal = true, .key_padding = pad, .q_offset = 4});
+          },
+          in);
     }
   }
 }
@@ -228,13 +232,15 @@ TEST_CASE("transformer_xl: token-by-token decoding with a KV cache equals the fu
   auto s = test::make_attention("transformer_xl", {}, 2, 8, true);
   s.attn->eval();
   Variable x = test::rand_var({2, 6, 8}, 31, -1, 1, false);
-  Tensor full = s.attn->forward(x, x, true, Tensor(), 0, 0).data();
+  Tensor full = s.attn->forward({.xq = x, .xkv = x, .causal = true}).data();
   nn::KVCache cache;
   std::vector<Tensor> steps;
-  steps.push_back(s.attn->forward(narrow(x, 1, 0, 2), narrow(x, 1, 0, 2), true, Tensor(), 0, 0, &cache).data());
+  steps.push_back(
+      s.attn->forward({.xq = narrow(x, 1, 0, 2), .xkv = narrow(x, 1, 0, 2), .causal = true}, {.cache = &cache}).data());
   for (int64_t t = 2; t < 6; ++t) {
     Variable xt = narrow(x, 1, t, 1);
-    steps.push_back(s.attn->forward(xt, xt, true, Tensor(), t, t, &cache).data());
+    steps.push_back(
+        s.attn->forward({.xq = xt, .xkv = xt, .causal = true, .q_offset = t, .k_offset = t}, {.cache = &cache}).data());
   }
   REQUIRE(test::allclose(k::cat(steps, 1), full, 1e-10, 1e-12));
 
@@ -251,12 +257,12 @@ TEST_CASE("transformer_xl: token-by-token decoding with a KV cache equals the fu
 TEST_CASE("transformer_xl: causal only, bidirectional use is rejected", "[nn][txl]") {
   auto s = test::make_attention("transformer_xl");
   Variable x = test::rand_var({1, 3, 8}, 1);
-  REQUIRE_THROWS_WITH(s.attn->forward(x, x, false, Tensor(), 0, 0),
+  REQUIRE_THROWS_WITH(s.attn->forward({.xq = x, .xkv = x}),
                       Contains("transformer_xl") && Contains("only works with causal attention"));
   auto c = tiny("transformer_xl");
-  c.kind = "encoder";
+  c.kind = nn::ModelKind::Encoder;
   REQUIRE_THROWS_WITH(nn::Model(c), Contains("causal-only") && Contains("encoder"));
-  c.kind = "encoder_decoder";
+  c.kind = nn::ModelKind::EncoderDecoder;
   REQUIRE_THROWS_WITH(nn::Model(c), Contains("causal-only"));
   REQUIRE_THROWS_WITH(make_txl(8, 2, {{"clamp_len", "-3"}}), Contains("clamp_len"));
   REQUIRE_THROWS_WITH(make_txl(8, 2, {{"clamp_length", "3"}}), Contains("did you mean 'clamp_len'"));
@@ -428,7 +434,7 @@ TEST_CASE("segment memory: a decoder trained on segments uses its memory (copy f
   // the memory. Bounds stated before running: uniform guessing costs ln(11) = 2.40 nats; after
   // training, segment 2 must cost < 0.5 nats with memory and stay > 1.5 nats without it.
   nn::ModelConfig c;
-  c.kind = "decoder";
+  c.kind = nn::ModelKind::Decoder;
   c.vocab = 11;
   c.d_model = 32;
   c.n_layers = 2;

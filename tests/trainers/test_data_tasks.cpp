@@ -34,8 +34,9 @@ TEST_CASE("data tasks: no task name is compared outside the task table and the t
           found.push_back(fs::relative(p, RELPOS_SOURCE_DIR).string() + ":" + std::to_string(n) + ": " + line);
     }
   }
-  INFO("read the task's facts (find_data_task, trainers/data_tasks.h) instead of comparing its name:");
-  for (const auto& l : found) INFO(l);
+  std::string all;
+  for (const auto& l : found) all += l + "\n";
+  INFO("read the task's facts (find_data_task, trainers/data_tasks.h) instead of comparing its name:\n" << all);
   CHECK(found.empty());
 }
 

@@ -1,0 +1,80 @@
+// relpos info
+// Version, commit, build, BLAS (library, core, threading), CPU threads, CUDA, MPI, devices.
+#include <fmt/format.h>
+
+#include "command.h"
+#include "relpos/core/cuda_runtime.h"
+#include "relpos/kernels/ops.h"
+#include "relpos/version.h"
+#include "relpos_build_info.h"
+#ifdef RELPOS_WITH_MPI
+#include "relpos/trainers/mpi/comm_mpi.h"
+#endif
+
+#if defined(RELPOS_BLAS_IS_OPENBLAS)
+extern "C" char* openblas_get_config(void);
+extern "C" int openblas_get_parallel(void);
+#endif
+
+namespace relpos::cli {
+namespace {
+
+std::string blas_description() {
+#if defined(RELPOS_BLAS_IS_OPENBLAS)
+  const int par = openblas_get_parallel();
+  return fmt::format("{} ({}; threading: {})", RELPOS_BLAS_VENDOR, openblas_get_config(),
+                     par == 0   ? "sequential"
+                     : par == 1 ? "pthreads"
+                     : par == 2 ? "OpenMP"
+                                : "unknown");
+#else
+  return fmt::format("{} ({})", RELPOS_BLAS_VENDOR, RELPOS_BLAS_LIBRARIES);
+#endif
+}
+
+void print_devices() {
+  fmt::print("CUDA:         {}\n", cuda::built_with_cuda()
+                                       ? fmt::format("built; {}; {}", cuda::runtime_version(), k::cuda_library_info())
+                                       : std::string("not built"));
+#ifdef RELPOS_WITH_MPI
+  fmt::print("MPI:          built; {} (data-parallel: mpirun -np N relpos train)\n", train::mpi_library_version());
+#else
+  fmt::print("MPI:          built without (RELPOS_MPI=OFF)\n");
+#endif
+  const auto devs = cuda::devices();
+  fmt::print("CUDA devices: {}\n", devs.size());
+  for (const auto& d : devs)
+    fmt::print("  cuda:{}  {}  compute capability {}.{}, {} SMs, {:.1f} GiB ({:.1f} GiB free)\n", d.index, d.name,
+               d.cc_major, d.cc_minor, d.multiprocessors, double(d.total_memory) / double(1ull << 30),
+               double(d.free_memory) / double(1ull << 30));
+}
+
+int run() {
+  const k::BlasCore& core = k::ensure_blas_core();  // before the BLAS line: it names the core
+  fmt::print("relpos {}\n", RELPOS_VERSION);
+  fmt::print("git commit:   {}\n", RELPOS_GIT_COMMIT);
+  fmt::print("build type:   {}{}\n", RELPOS_BUILD_TYPE,
+             std::string(RELPOS_NATIVE_BUILD) == "ON" ? " (-march=native)" : "");
+  fmt::print("compiler:     {} (C++{})\n", RELPOS_COMPILER, __cplusplus / 100 % 100);
+  fmt::print("BLAS:         {}\n", blas_description());
+  fmt::print("BLAS library: {}\n", RELPOS_BLAS_LIBRARIES);
+  static const char* const kTier[] = {"SSE", "AVX", "AVX2+FMA", "AVX-512"};
+  if (core.library == "OpenBLAS")
+    fmt::print("BLAS core:    {} ({} kernels; CPU: {}){}\n", core.core, kTier[core.core_tier()], kTier[core.cpu_tier],
+               core.note.empty() ? "" : "; " + core.note);
+  fmt::print("CPU threads:  {} (OpenMP)\n", k::num_threads());
+  print_devices();
+  return 0;
+}
+
+Action setup(CLI::App&) {
+  return [](Context&) { return run(); };
+}
+
+}  // namespace
+
+Command info_command() {
+  return {"info", "print build and device information", setup};
+}
+
+}  // namespace relpos::cli
