@@ -284,6 +284,7 @@ T online_row(RowState<T>& st, T* si, int64_t c, bool stats, const T* mask) {
   T mt = -std::numeric_limits<T>::infinity();
 #pragma omp simd reduction(max : mt)  // (without the pragma: a serial vmaxss chain, 70% of the forward)
   for (int64_t jj = 0; jj < c; ++jj) mt = si[jj] > mt ? si[jj] : mt;
+  mt = fast::simd_max_fixup(mt, si, c);
   const T m_new = std::max(st.m, mt);
   if (std::isinf(m_new) && m_new < 0) {  // nothing visible so far: E = 0
     std::fill(si, si + c, T(0));

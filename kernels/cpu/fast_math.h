@@ -8,8 +8,21 @@
 #pragma once
 #include <bit>
 #include <cstdint>
+#include <limits>
 
 namespace relpos::k::fast {
+
+// The max m of a[0..n) as an OpenMP simd max reduction computed it. That reduction starts from
+// the type's lowest *finite* value under clang (-inf under GCC), so a fully masked row (every
+// entry -inf) comes out as lowest instead of -inf. Returns what a serial max gives: -inf for
+// such a row (a scan only when m is at lowest).
+template <typename T>
+inline T simd_max_fixup(T m, const T* a, int64_t n) {
+  if (m > std::numeric_limits<T>::lowest()) return m;
+  for (int64_t i = 0; i < n; ++i)
+    if (a[i] > -std::numeric_limits<T>::infinity()) return m;  // an entry is lowest itself
+  return -std::numeric_limits<T>::infinity();
+}
 
 inline float exp_f32(float x) {
   const bool underflow = x < -87.3f;

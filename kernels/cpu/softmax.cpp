@@ -46,6 +46,7 @@ Tensor softmax(const Tensor& x, int64_t dim) {
     T m = -std::numeric_limits<T>::infinity();
 #pragma omp simd reduction(max : m)
     for (int64_t i = 0; i < n; ++i) m = a[i] > m ? a[i] : m;
+    m = fast::simd_max_fixup(m, a, n);
     if (std::isinf(m) && m < 0) {  // fully masked row: define as zeros, not NaN
       for (int64_t i = 0; i < n; ++i) o[i] = T(0);
       return;
