@@ -3,13 +3,13 @@
 // sequence (latest first), summing the gradients that arrive for each node; a node becomes
 // ready when its count drops to zero. The order is a pure function of the graph, so
 // backward is deterministic.
-#include "relpos/autograd/engine.h"
+#include "autograd/engine.h"
 
 #include <queue>
 #include <unordered_map>
 
-#include "relpos/autograd/grad_mode.h"
-#include "relpos/kernels/ops.h"
+#include "autograd/grad_mode.h"
+#include "kernels/ops.h"
 
 namespace relpos {
 

@@ -1,7 +1,7 @@
 // autograd/engine.h — runs backward: topological order over the graph reachable from the
 // root, each node run once after every consumer of its output has contributed.
 #pragma once
-#include "relpos/autograd/variable.h"
+#include "autograd/variable.h"
 
 namespace relpos {
 

@@ -5,8 +5,8 @@
 #pragma once
 #include <initializer_list>
 
-#include "relpos/autograd/grad_mode.h"
-#include "relpos/autograd/variable.h"
+#include "autograd/grad_mode.h"
+#include "autograd/variable.h"
 
 namespace relpos {
 

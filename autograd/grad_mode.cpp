@@ -1,4 +1,4 @@
-#include "relpos/autograd/grad_mode.h"
+#include "autograd/grad_mode.h"
 
 namespace relpos {
 

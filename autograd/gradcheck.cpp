@@ -1,12 +1,12 @@
-#include "relpos/autograd/gradcheck.h"
+#include "autograd/gradcheck.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <cmath>
 
-#include "relpos/autograd/grad_mode.h"
-#include "relpos/kernels/ops.h"
+#include "autograd/grad_mode.h"
+#include "kernels/ops.h"
 
 namespace relpos {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "relpos/autograd/variable.h"
+#include "autograd/variable.h"
 
 namespace relpos {
 

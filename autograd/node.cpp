@@ -1,9 +1,9 @@
-#include "relpos/autograd/node.h"
+#include "autograd/node.h"
 
 #include <atomic>
 
-#include "relpos/autograd/variable.h"
-#include "relpos/kernels/ops.h"
+#include "autograd/variable.h"
+#include "kernels/ops.h"
 
 namespace relpos {
 

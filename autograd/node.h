@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "relpos/core/tensor.h"
+#include "core/tensor.h"
 
 namespace relpos {
 

@@ -3,9 +3,9 @@
 #pragma once
 #include <vector>
 
-#include "relpos/autograd/variable.h"
-#include "relpos/core/rng.h"
-#include "relpos/kernels/ops.h"
+#include "autograd/variable.h"
+#include "core/rng.h"
+#include "kernels/ops.h"
 
 namespace relpos {
 

@@ -1,6 +1,6 @@
-#include "relpos/autograd/variable.h"
+#include "autograd/variable.h"
 
-#include "relpos/autograd/engine.h"
+#include "autograd/engine.h"
 
 namespace relpos {
 

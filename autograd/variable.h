@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "relpos/autograd/node.h"
-#include "relpos/core/tensor.h"
+#include "autograd/node.h"
+#include "core/tensor.h"
 
 namespace relpos {
 

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <string>
 
-#include "relpos/core/cuda_runtime.h"
-#include "relpos/kernels/ops.h"
+#include "core/cuda_runtime.h"
+#include "kernels/ops.h"
 #include "../tests/kernels/backend_cases.h"
 
 using namespace relpos;

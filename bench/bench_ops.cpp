@@ -28,8 +28,8 @@
 #include <string>
 #include <vector>
 
-#include "relpos/core/tensor.h"
-#include "relpos/kernels/ops.h"
+#include "core/tensor.h"
+#include "kernels/ops.h"
 
 using namespace relpos;
 

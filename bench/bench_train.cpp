@@ -32,12 +32,12 @@
 
 #include <fmt/format.h>
 
-#include "relpos/autograd/ops.h"
-#include "relpos/kernels/ops.h"
-#include "relpos/nn/models.h"
-#include "relpos/nn/optim/adam.h"
-#include "relpos/nn/optim/clip.h"
-#include "relpos/nn/optim/param_groups.h"
+#include "autograd/ops.h"
+#include "kernels/ops.h"
+#include "nn/models.h"
+#include "nn/optim/adam.h"
+#include "nn/optim/clip.h"
+#include "nn/optim/param_groups.h"
 
 using namespace relpos;
 

@@ -3,7 +3,7 @@
 # batch G trained by
 #   1 process x 1 thread   (batch G)          the baseline
 #   1 process x 2 threads  (batch G)          OpenMP inside the ops
-#   2 ranks   x 1 thread   (batch G/2 each)   mpirun -np 2 (trainers/data_parallel.h)
+#   2 ranks   x 1 thread   (batch G/2 each)   mpirun -np 2 (trainers/dist/data_parallel.h)
 # Reports tokens/s (median over the logged windows after the first), rank 0's comm_fraction,
 # and the last training loss (the runs see the same data: losses agree to float rounding).
 #   bench/data_parallel_bench.sh [CONFIG]     default configs/quickstart.yaml with the

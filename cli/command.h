@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "relpos/core/error.h"
-#include "relpos/trainers/comm.h"
+#include "core/error.h"
+#include "trainers/dist/comm.h"
 
 namespace relpos::cli {
 

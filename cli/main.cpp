@@ -11,8 +11,8 @@
 #include <utility>
 
 #include "command.h"
-#include "relpos/core/error.h"
-#include "relpos/kernels/ops.h"
+#include "core/error.h"
+#include "kernels/ops.h"
 #include "relpos/version.h"
 #include "relpos_build_info.h"
 

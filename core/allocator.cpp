@@ -1,11 +1,11 @@
-#include "relpos/core/allocator.h"
+#include "core/allocator.h"
 
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
 
-#include "relpos/core/error.h"
+#include "core/error.h"
 
 namespace relpos::cpu_allocator {
 

@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "relpos/core/cuda_runtime.h"
-#include "relpos/core/error.h"
+#include "core/cuda_runtime.h"
+#include "core/error.h"
 
 #define CUDA_CHECK(call)                                                                   \
   do {                                                                                     \

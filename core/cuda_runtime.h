@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "relpos/core/dtype.h"
+#include "core/dtype.h"
 
 namespace relpos::cuda {
 

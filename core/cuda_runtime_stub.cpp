@@ -1,6 +1,6 @@
 // core/cuda_runtime_stub.cpp — used when relpos is built without CUDA (RELPOS_CUDA=OFF).
-#include "relpos/core/cuda_runtime.h"
-#include "relpos/core/error.h"
+#include "core/cuda_runtime.h"
+#include "core/error.h"
 
 namespace relpos::cuda {
 

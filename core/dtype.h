@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "relpos/core/error.h"
+#include "core/error.h"
 
 namespace relpos {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "relpos/core/tensor.h"
+#include "core/tensor.h"
 
 namespace relpos {
 

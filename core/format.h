@@ -2,7 +2,7 @@
 #pragma once
 #include <fmt/format.h>
 
-#include "relpos/core/tensor.h"
+#include "core/tensor.h"
 
 template <>
 struct fmt::formatter<relpos::Tensor> : fmt::formatter<std::string> {

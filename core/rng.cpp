@@ -1,4 +1,4 @@
-#include "relpos/core/rng.h"
+#include "core/rng.h"
 
 #include <cmath>
 #include <numbers>

@@ -1,9 +1,9 @@
-#include "relpos/core/shape.h"
+#include "core/shape.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "relpos/core/error.h"
+#include "core/error.h"
 
 namespace relpos {
 

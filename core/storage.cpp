@@ -1,12 +1,12 @@
-#include "relpos/core/storage.h"
+#include "core/storage.h"
 
 #include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <vector>
 
-#include "relpos/core/allocator.h"
-#include "relpos/core/cuda_runtime.h"
+#include "core/allocator.h"
+#include "core/cuda_runtime.h"
 
 namespace relpos {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "relpos/core/dtype.h"
+#include "core/dtype.h"
 
 namespace relpos {
 

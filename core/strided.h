@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "relpos/core/shape.h"
+#include "core/shape.h"
 
 namespace relpos {
 

@@ -1,4 +1,4 @@
-#include "relpos/core/tensor.h"
+#include "core/tensor.h"
 
 #include <fmt/format.h>
 
@@ -7,8 +7,8 @@
 #include <cstring>
 #include <numeric>
 
-#include "relpos/core/cuda_runtime.h"
-#include "relpos/core/strided.h"
+#include "core/cuda_runtime.h"
+#include "core/strided.h"
 
 namespace relpos {
 

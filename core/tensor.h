@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "relpos/core/dtype.h"
-#include "relpos/core/rng.h"
-#include "relpos/core/shape.h"
-#include "relpos/core/storage.h"
+#include "core/dtype.h"
+#include "core/rng.h"
+#include "core/shape.h"
+#include "core/storage.h"
 
 namespace relpos {
 

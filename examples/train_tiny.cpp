@@ -6,7 +6,7 @@
 #include <relpos/autograd/ops.h>
 #include <relpos/nn/models.h>
 #include <relpos/nn/optim/adam.h>
-#include <relpos/trainers/checkpoint.h>
+#include <relpos/trainers/io/checkpoint.h>
 
 #include <cstdio>
 #include <string>

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "relpos/core/error.h"
-#include "relpos/trainers/config.h"
+#include "core/error.h"
+#include "trainers/config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string in(reinterpret_cast<const char*>(data), size);

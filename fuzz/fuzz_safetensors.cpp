@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <string>
 
-#include "relpos/core/error.h"
+#include "core/error.h"
 #include "fuzz_common.h"
-#include "relpos/trainers/safetensors.h"
+#include "trainers/io/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path = relpos::fuzz::scratch_path("st.safetensors");

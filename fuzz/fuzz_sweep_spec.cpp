@@ -6,8 +6,8 @@
 #include <string>
 
 #include "fuzz_common.h"
-#include "relpos/core/error.h"
-#include "relpos/trainers/sweep.h"
+#include "core/error.h"
+#include "trainers/experiments/sweep.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path = relpos::fuzz::scratch_path("spec.yaml");

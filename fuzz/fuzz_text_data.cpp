@@ -5,10 +5,10 @@
 #include <cstdint>
 #include <string>
 
-#include "relpos/core/error.h"
+#include "core/error.h"
 #include "fuzz_common.h"
-#include "relpos/trainers/data.h"
-#include "relpos/trainers/file_io.h"
+#include "trainers/data/data.h"
+#include "trainers/io/file_io.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

@@ -4,12 +4,12 @@
 //   k::cuda — kernels/cuda/*.cu: cuBLAS + CUDA kernels; kernels/cuda/stub.cpp when built
 //             without nvcc (every entry throws "built without CUDA support")
 #pragma once
-#include "relpos/kernels/ops.h"
+#include "kernels/ops.h"
 
 namespace relpos::k::cpu {
-#include "relpos/kernels/backend_ops.inc"
+#include "kernels/backend_ops.inc"
 }  // namespace relpos::k::cpu
 
 namespace relpos::k::cuda {
-#include "relpos/kernels/backend_ops.inc"
+#include "kernels/backend_ops.inc"
 }  // namespace relpos::k::cuda

@@ -1,6 +1,6 @@
 // kernels/composite.cpp — public ops that are compositions of other ops (or pure views), so
 // they run on every device without a backend kernel of their own.
-#include "relpos/kernels/ops.h"
+#include "kernels/ops.h"
 
 namespace relpos::k {
 

@@ -4,7 +4,7 @@
 // backend's job, so a message is the same whichever device raised it.
 #include <array>
 
-#include "relpos/kernels/backend.h"
+#include "kernels/backend.h"
 
 namespace relpos::k {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "relpos/core/rng.h"
-#include "relpos/core/tensor.h"
+#include "core/rng.h"
+#include "core/tensor.h"
 
 namespace relpos::k {
 

@@ -1,11 +1,11 @@
-#include "relpos/nn/attention.h"
+#include "nn/attention.h"
 
 #include <cmath>
 #include <limits>
 
-#include "relpos/autograd/grad_mode.h"
-#include "relpos/autograd/ops.h"
-#include "relpos/nn/layers.h"
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
+#include "nn/layers.h"
 
 namespace relpos::nn {
 

@@ -15,11 +15,11 @@
 #pragma once
 #include <memory>
 
-#include "relpos/core/rng.h"
-#include "relpos/nn/layers.h"
-#include "relpos/nn/linear.h"
-#include "relpos/nn/positional/position_encoding.h"
-#include "relpos/nn/stability.h"
+#include "core/rng.h"
+#include "nn/layers.h"
+#include "nn/linear.h"
+#include "nn/positional/position_encoding.h"
+#include "nn/stability.h"
 
 namespace relpos::nn {
 

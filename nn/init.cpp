@@ -1,4 +1,4 @@
-#include "relpos/nn/init.h"
+#include "nn/init.h"
 
 #include <cmath>
 

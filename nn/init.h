@@ -1,7 +1,7 @@
 // nn/init.h — parameter initialisers (write into a tensor from a seeded Generator).
 #pragma once
-#include "relpos/core/rng.h"
-#include "relpos/core/tensor.h"
+#include "core/rng.h"
+#include "core/tensor.h"
 
 namespace relpos::nn::init {
 

@@ -1,7 +1,7 @@
-#include "relpos/nn/layers.h"
+#include "nn/layers.h"
 
-#include "relpos/autograd/ops.h"
-#include "relpos/nn/init.h"
+#include "autograd/ops.h"
+#include "nn/init.h"
 
 namespace relpos::nn {
 

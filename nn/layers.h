@@ -3,9 +3,9 @@
 #pragma once
 #include <memory>
 
-#include "relpos/core/rng.h"
-#include "relpos/nn/linear.h"
-#include "relpos/nn/module.h"
+#include "core/rng.h"
+#include "nn/linear.h"
+#include "nn/module.h"
 
 namespace relpos::nn {
 

@@ -1,9 +1,9 @@
-#include "relpos/nn/linear.h"
+#include "nn/linear.h"
 
 #include <cmath>
 
-#include "relpos/autograd/ops.h"
-#include "relpos/nn/init.h"
+#include "autograd/ops.h"
+#include "nn/init.h"
 
 namespace relpos::nn {
 

@@ -1,8 +1,8 @@
 // nn/linear.h — y = x W^T + b with W: [out, in], b: [out] (PyTorch layout).
 // x: [..., in] -> [..., out]. W^T is a transposed view handed to BLAS, never copied.
 #pragma once
-#include "relpos/nn/module.h"
-#include "relpos/core/rng.h"
+#include "nn/module.h"
+#include "core/rng.h"
 
 namespace relpos::nn {
 

@@ -1,10 +1,10 @@
-#include "relpos/nn/models.h"
+#include "nn/models.h"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-#include "relpos/autograd/ops.h"
+#include "autograd/ops.h"
 
 namespace relpos::nn {
 

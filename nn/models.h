@@ -22,8 +22,8 @@
 #include <string_view>
 #include <vector>
 
-#include "relpos/nn/positional/registry.h"
-#include "relpos/nn/transformer.h"
+#include "nn/positional/registry.h"
+#include "nn/transformer.h"
 
 namespace relpos::nn {
 

@@ -1,4 +1,4 @@
-#include "relpos/nn/module.h"
+#include "nn/module.h"
 
 #include <algorithm>
 #include <unordered_set>

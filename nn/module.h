@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "relpos/autograd/variable.h"
+#include "autograd/variable.h"
 
 namespace relpos::nn {
 

@@ -1,8 +1,8 @@
 // nn/stability.cpp — softcap and z-loss (see stability.h), composed of autograd ops.
-#include "relpos/nn/stability.h"
+#include "nn/stability.h"
 
-#include "relpos/autograd/ops.h"
-#include "relpos/core/error.h"
+#include "autograd/ops.h"
+#include "core/error.h"
 
 namespace relpos::nn {
 

@@ -10,7 +10,7 @@
 #pragma once
 #include <string>
 
-#include "relpos/autograd/variable.h"
+#include "autograd/variable.h"
 
 namespace relpos::nn {
 

@@ -1,7 +1,7 @@
-#include "relpos/nn/transformer.h"
+#include "nn/transformer.h"
 
-#include "relpos/autograd/ops.h"
-#include "relpos/nn/positional/registry.h"
+#include "autograd/ops.h"
+#include "nn/positional/registry.h"
 
 namespace relpos::nn {
 

@@ -8,8 +8,8 @@
 #include <memory>
 #include <vector>
 
-#include "relpos/nn/attention.h"
-#include "relpos/nn/layers.h"
+#include "nn/attention.h"
+#include "nn/layers.h"
 
 namespace relpos::nn {
 

@@ -6,9 +6,9 @@
 #include <string_view>
 #include <vector>
 
-#include "relpos/autograd/gradcheck.h"
-#include "relpos/autograd/ops.h"
-#include "relpos/core/tensor.h"
+#include "autograd/gradcheck.h"
+#include "autograd/ops.h"
+#include "core/tensor.h"
 
 namespace relpos::test {
 

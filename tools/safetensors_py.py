@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """An independent, standard-library-only safetensors reader and writer, to cross-check
-relpos's C++ implementation (trainers/safetensors.cpp) against a second one.
+relpos's C++ implementation (trainers/io/safetensors.cpp) against a second one.
 
   /usr/bin/python3 tools/safetensors_py.py dump FILE
       Read FILE strictly (header length, JSON, offsets sorted/contiguous/covering, byte

@@ -1,5 +1,5 @@
 // trainers/available_memory.cpp — see available_memory.h.
-#include "relpos/trainers/available_memory.h"
+#include "trainers/available_memory.h"
 
 #include <filesystem>
 #include <fstream>

@@ -1,6 +1,6 @@
 // trainers/config.cpp — YAML -> Config. A Section reads one mapping: each getter marks its
 // key as used and checks type and range; finish() rejects the keys nobody asked for.
-#include "relpos/trainers/config.h"
+#include "trainers/config.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -13,13 +13,13 @@
 #include <set>
 #include <sstream>
 
-#include "relpos/autograd/grad_mode.h"
-#include "relpos/nn/positional/params.h"
+#include "autograd/grad_mode.h"
+#include "nn/positional/params.h"
 #include <cctype>
-#include "relpos/nn/positional/registry.h"
-#include "relpos/trainers/data_tasks.h"
-#include "relpos/trainers/file_io.h"
-#include "relpos/trainers/limits.h"
+#include "nn/positional/registry.h"
+#include "trainers/data/data_tasks.h"
+#include "trainers/io/file_io.h"
+#include "trainers/limits.h"
 
 namespace relpos::train {
 

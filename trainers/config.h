@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "relpos/nn/models.h"
+#include "nn/models.h"
 
 namespace YAML {
 class Node;

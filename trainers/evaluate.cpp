@@ -2,14 +2,14 @@
 // computed with tensor ops and reduced over the batch on the tensor side; the host only reads
 // the final [L] vectors (per-position sums) once per batch, and builds the int64 window
 // inputs/targets from the token stream.
-#include "relpos/trainers/evaluate.h"
+#include "trainers/evaluate.h"
 
 #include <algorithm>
 
-#include "relpos/autograd/grad_mode.h"
-#include "relpos/kernels/ops.h"
-#include "relpos/trainers/data_tasks.h"
-#include "relpos/trainers/segments.h"
+#include "autograd/grad_mode.h"
+#include "kernels/ops.h"
+#include "trainers/data/data_tasks.h"
+#include "trainers/data/segments.h"
 
 namespace relpos::train {
 

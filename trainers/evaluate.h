@@ -23,10 +23,10 @@
 #include <string>
 #include <vector>
 
-#include "relpos/core/tensor.h"
-#include "relpos/nn/models.h"
-#include "relpos/trainers/config.h"
-#include "relpos/trainers/data.h"
+#include "core/tensor.h"
+#include "nn/models.h"
+#include "trainers/config.h"
+#include "trainers/data/data.h"
 
 namespace relpos::train {
 

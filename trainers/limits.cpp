@@ -1,5 +1,5 @@
 // trainers/limits.cpp — see limits.h.
-#include "relpos/trainers/limits.h"
+#include "trainers/limits.h"
 
 #include <fmt/format.h>
 
@@ -8,12 +8,12 @@
 #include <sstream>
 #include <thread>
 
-#include "relpos/core/error.h"
-#include "relpos/trainers/available_memory.h"
-#include "relpos/trainers/data_tasks.h"
-#include "relpos/core/shape.h"
-#include "relpos/nn/attention.h"
-#include "relpos/nn/positional/registry.h"
+#include "core/error.h"
+#include "trainers/available_memory.h"
+#include "trainers/data/data_tasks.h"
+#include "core/shape.h"
+#include "nn/attention.h"
+#include "nn/positional/registry.h"
 
 namespace relpos::train {
 

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "relpos/trainers/config.h"
+#include "trainers/config.h"
 
 namespace relpos::train {
 

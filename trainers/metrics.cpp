@@ -1,5 +1,5 @@
 // trainers/metrics.cpp — see metrics.h.
-#include "relpos/trainers/metrics.h"
+#include "trainers/metrics.h"
 
 #include <fmt/format.h>
 
@@ -12,9 +12,9 @@
 #include <unordered_map>
 #include <utility>
 
-#include "relpos/core/error.h"
-#include "relpos/trainers/file_io.h"
-#include "relpos/trainers/limits.h"
+#include "core/error.h"
+#include "trainers/io/file_io.h"
+#include "trainers/limits.h"
 
 namespace relpos {
 

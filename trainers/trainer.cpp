@@ -1,4 +1,4 @@
-#include "relpos/trainers/trainer.h"
+#include "trainers/trainer.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -11,23 +11,23 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "relpos/autograd/grad_mode.h"
-#include "relpos/autograd/ops.h"
-#include "relpos/core/cuda_runtime.h"
-#include "relpos/kernels/ops.h"
-#include "relpos/nn/optim/adam.h"
-#include "relpos/nn/optim/clip.h"
-#include "relpos/nn/optim/param_groups.h"
-#include "relpos/nn/optim/schedule.h"
-#include "relpos/nn/optim/sgd.h"
-#include "relpos/nn/stability.h"
-#include "relpos/trainers/checkpoint.h"
-#include "relpos/trainers/data_parallel.h"
-#include "relpos/trainers/data_tasks.h"
-#include "relpos/trainers/file_io.h"
-#include "relpos/trainers/limits.h"
-#include "relpos/trainers/metrics.h"
-#include "relpos/trainers/segments.h"
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
+#include "core/cuda_runtime.h"
+#include "kernels/ops.h"
+#include "nn/optim/adam.h"
+#include "nn/optim/clip.h"
+#include "nn/optim/param_groups.h"
+#include "nn/optim/schedule.h"
+#include "nn/optim/sgd.h"
+#include "nn/stability.h"
+#include "trainers/io/checkpoint.h"
+#include "trainers/dist/data_parallel.h"
+#include "trainers/data/data_tasks.h"
+#include "trainers/io/file_io.h"
+#include "trainers/limits.h"
+#include "trainers/metrics.h"
+#include "trainers/data/segments.h"
 
 namespace fs = std::filesystem;
 

@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "relpos/nn/models.h"
-#include "relpos/trainers/comm.h"
-#include "relpos/trainers/config.h"
-#include "relpos/trainers/data.h"
+#include "nn/models.h"
+#include "trainers/dist/comm.h"
+#include "trainers/config.h"
+#include "trainers/data/data.h"
 
 namespace relpos::train {
 

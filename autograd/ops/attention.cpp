@@ -6,8 +6,8 @@
 //   backward: also dqr, with w's gradient entering dP
 // and its index-bias variant (Swin 2D, Graphormer): S += table[index[(b,) i, j], h];
 //   backward: also dtable (each table row's cells of dS, summed)
-#include "relpos/autograd/function.h"
-#include "relpos/autograd/ops.h"
+#include "autograd/function.h"
+#include "autograd/ops.h"
 
 namespace relpos {
 

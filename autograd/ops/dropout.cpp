@@ -1,7 +1,7 @@
 // autograd/ops/dropout.cpp — inverted dropout: y = x * m, m in {0, 1/(1-p)} drawn from a
 // seeded Generator; backward dx = g * m.
-#include "relpos/autograd/function.h"
-#include "relpos/autograd/ops.h"
+#include "autograd/function.h"
+#include "autograd/ops.h"
 
 namespace relpos {
 

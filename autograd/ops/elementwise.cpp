@@ -1,8 +1,8 @@
 // autograd/ops/elementwise.cpp — pointwise ops. Forward calls the kernel; backward
 // multiplies the incoming gradient by the local derivative and, for broadcast inputs,
 // sums it back to the input's shape (k::sum_to).
-#include "relpos/autograd/function.h"
-#include "relpos/autograd/ops.h"
+#include "autograd/function.h"
+#include "autograd/ops.h"
 
 namespace relpos {
 

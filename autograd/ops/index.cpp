@@ -2,8 +2,8 @@
 //   embedding:    y[..., :] = W[idx[...], :]          dW[r] = sum_{idx == r} g
 //   index_select: y = x.index_select(dim, idx)        dx = index_add(zeros, dim, idx, g)
 //   gather:       y[i][j] = x[i][idx[i][j]] (dim 1)    dx = scatter_add(zeros, dim, idx, g)
-#include "relpos/autograd/function.h"
-#include "relpos/autograd/ops.h"
+#include "autograd/function.h"
+#include "autograd/ops.h"
 
 namespace relpos {
 

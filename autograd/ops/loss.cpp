@@ -1,7 +1,7 @@
 // autograd/ops/loss.cpp — fused cross-entropy (log-softmax + NLL, ignore_index,
 // mean/sum/none). Backward: dlogits = g * (softmax(logits) - onehot(target)) / count.
-#include "relpos/autograd/function.h"
-#include "relpos/autograd/ops.h"
+#include "autograd/function.h"
+#include "autograd/ops.h"
 
 namespace relpos {
 

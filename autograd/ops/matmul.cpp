@@ -1,8 +1,8 @@
 // autograd/ops/matmul.cpp — C = A @ B with A: [..., M, K], B: [..., K, N].
 // Backward: dA = dC @ B^T, dB = A^T @ dC (transposed views go to BLAS as flags), then
 // summed over broadcast batch dims.
-#include "relpos/autograd/function.h"
-#include "relpos/autograd/ops.h"
+#include "autograd/function.h"
+#include "autograd/ops.h"
 
 namespace relpos {
 

@@ -1,7 +1,7 @@
 // autograd/ops/norm.cpp — LayerNorm / RMSNorm over the last dim; the fused kernels in
 // kernels/cpu/norm.cpp hold both formulas (forward saves mean and rstd per row).
-#include "relpos/autograd/function.h"
-#include "relpos/autograd/ops.h"
+#include "autograd/function.h"
+#include "autograd/ops.h"
 
 namespace relpos {
 

@@ -3,8 +3,8 @@
 // the local derivative.
 #include <algorithm>
 
-#include "relpos/autograd/function.h"
-#include "relpos/autograd/ops.h"
+#include "autograd/function.h"
+#include "autograd/ops.h"
 
 namespace relpos {
 

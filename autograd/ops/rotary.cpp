@@ -4,8 +4,8 @@
 //   backward: dx = R^T g, the same pass with s negated (exact for any c, s: scales folded in,
 //             e.g. YaRN's mscale, need no special case)
 // The cos/sin table is a constant (built from fixed frequencies), so it gets no gradient.
-#include "relpos/autograd/function.h"
-#include "relpos/autograd/ops.h"
+#include "autograd/function.h"
+#include "autograd/ops.h"
 
 namespace relpos {
 

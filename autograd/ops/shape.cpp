@@ -1,8 +1,8 @@
 // autograd/ops/shape.cpp — view ops (no copy in forward) and cat/split. Backward maps the
 // gradient back to the input's layout: reshape back, transpose back, inverse permutation,
 // zero-pad for narrow/select, sum over broadcast dims for expand, slice for cat.
-#include "relpos/autograd/function.h"
-#include "relpos/autograd/ops.h"
+#include "autograd/function.h"
+#include "autograd/ops.h"
 
 namespace relpos {
 

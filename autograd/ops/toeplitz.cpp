@@ -2,8 +2,8 @@
 //   forward:  S'[b,h,i,j] = S[b,h,i,j] + T[h, j - i + Lq - 1]
 //   backward: dS = g;  dT[h,t] = sum over b and the diagonal j - i + Lq - 1 = t of g
 // Masked cells reach here with g = 0 (masked_fill's backward), so they add nothing to dT.
-#include "relpos/autograd/function.h"
-#include "relpos/autograd/ops.h"
+#include "autograd/function.h"
+#include "autograd/ops.h"
 
 namespace relpos {
 

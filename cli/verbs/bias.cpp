@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
-#include "relpos/trainers/inspect.h"
-#include "relpos/trainers/limits.h"
+#include "trainers/experiments/inspect.h"
+#include "trainers/limits.h"
 
 namespace relpos::cli {
 namespace {

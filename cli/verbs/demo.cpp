@@ -1,6 +1,6 @@
 // relpos demo [--data PATH] [--steps N] [--batch B] [--lr LR] [--seed S] [--eval-every N]
-// The character-level MLP language model (trainers/demo.h).
-#include "relpos/trainers/demo.h"
+// The character-level MLP language model (trainers/experiments/demo.h).
+#include "trainers/experiments/demo.h"
 
 #include <fmt/format.h>
 

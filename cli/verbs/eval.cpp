@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
-#include "relpos/nn/positional/param_docs.h"
-#include "relpos/trainers/evaluate.h"
-#include "relpos/trainers/limits.h"
-#include "relpos/trainers/trainer.h"
+#include "nn/positional/param_docs.h"
+#include "trainers/evaluate.h"
+#include "trainers/limits.h"
+#include "trainers/trainer.h"
 
 namespace relpos::cli {
 namespace {

@@ -8,8 +8,8 @@
 #include <cmath>
 
 #include "command.h"
-#include "relpos/trainers/inspect.h"
-#include "relpos/trainers/inspect_run.h"
+#include "trainers/experiments/inspect.h"
+#include "trainers/experiments/inspect_run.h"
 
 namespace relpos::cli {
 namespace {

@@ -3,12 +3,12 @@
 #include <fmt/format.h>
 
 #include "command.h"
-#include "relpos/core/cuda_runtime.h"
-#include "relpos/kernels/ops.h"
+#include "core/cuda_runtime.h"
+#include "kernels/ops.h"
 #include "relpos/version.h"
 #include "relpos_build_info.h"
 #ifdef RELPOS_WITH_MPI
-#include "relpos/trainers/mpi/comm_mpi.h"
+#include "trainers/dist/mpi/comm_mpi.h"
 #endif
 
 #if defined(RELPOS_BLAS_IS_OPENBLAS)

@@ -10,11 +10,11 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
-#include "relpos/trainers/config.h"
-#include "relpos/trainers/file_io.h"
-#include "relpos/trainers/inspect_run.h"
-#include "relpos/trainers/limits.h"
-#include "relpos/trainers/trainer.h"
+#include "trainers/config.h"
+#include "trainers/io/file_io.h"
+#include "trainers/experiments/inspect_run.h"
+#include "trainers/limits.h"
+#include "trainers/trainer.h"
 
 namespace relpos::cli {
 namespace {

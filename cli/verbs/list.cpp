@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 
 #include "command.h"
-#include "relpos/nn/positional/param_docs.h"
-#include "relpos/nn/positional/registry.h"
+#include "nn/positional/param_docs.h"
+#include "nn/positional/registry.h"
 
 namespace relpos::cli {
 namespace {

@@ -5,8 +5,8 @@
 #include <charconv>
 
 #include "command.h"
-#include "relpos/trainers/limits.h"
-#include "relpos/trainers/trainer.h"
+#include "trainers/limits.h"
+#include "trainers/trainer.h"
 
 namespace relpos::cli {
 namespace {

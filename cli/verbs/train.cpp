@@ -8,11 +8,11 @@
 #include <cstdio>
 
 #include "command.h"
-#include "relpos/trainers/config.h"
-#include "relpos/trainers/evaluate.h"
-#include "relpos/trainers/trainer.h"
+#include "trainers/config.h"
+#include "trainers/evaluate.h"
+#include "trainers/trainer.h"
 #ifdef RELPOS_WITH_MPI
-#include "relpos/trainers/mpi/comm_mpi.h"
+#include "trainers/dist/mpi/comm_mpi.h"
 #endif
 
 namespace relpos::cli {

@@ -4,10 +4,10 @@
 #include <fmt/format.h>
 
 #include "command.h"
-#include "relpos/trainers/config.h"
-#include "relpos/trainers/data.h"
-#include "relpos/trainers/data_tasks.h"
-#include "relpos/trainers/limits.h"
+#include "trainers/config.h"
+#include "trainers/data/data.h"
+#include "trainers/data/data_tasks.h"
+#include "trainers/limits.h"
 
 namespace relpos::cli {
 namespace {

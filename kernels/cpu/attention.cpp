@@ -36,8 +36,8 @@
 #include <string>
 #include <vector>
 
-#include "relpos/kernels/backend.h"
-#include "relpos/kernels/cpu/fast_math.h"
+#include "kernels/backend.h"
+#include "kernels/cpu/fast_math.h"
 
 namespace relpos::k::cpu {
 

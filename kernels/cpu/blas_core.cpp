@@ -20,7 +20,7 @@
 #include <mutex>
 #include <string>
 
-#include "relpos/kernels/backend.h"
+#include "kernels/backend.h"
 
 namespace relpos::k {
 

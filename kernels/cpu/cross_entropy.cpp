@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "relpos/kernels/backend.h"
+#include "kernels/backend.h"
 
 namespace relpos::k::cpu {
 

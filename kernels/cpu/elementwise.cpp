@@ -7,9 +7,9 @@
 #include <numbers>
 #include <type_traits>
 
-#include "relpos/core/strided.h"
-#include "relpos/kernels/backend.h"
-#include "relpos/kernels/cpu/fast_math.h"
+#include "core/strided.h"
+#include "kernels/backend.h"
+#include "kernels/cpu/fast_math.h"
 
 namespace relpos::k::cpu {
 

@@ -2,7 +2,7 @@
 // backwards. Every index is bounds-checked (the error names the index and the size).
 // Scatter-adds are deterministic: each output row/column is owned by one thread, and
 // contributions are added in index order.
-#include "relpos/kernels/backend.h"
+#include "kernels/backend.h"
 
 namespace relpos::k::cpu {
 

@@ -2,7 +2,7 @@
 // hidden from query position q_offset + i when k_offset + j > q_offset + i. No mask tensor.
 #include <algorithm>
 
-#include "relpos/kernels/backend.h"
+#include "kernels/backend.h"
 
 namespace relpos::k::cpu {
 

@@ -6,7 +6,7 @@
 // product is one GEMM of (batch*M) x K by K x N.
 #include <cblas.h>
 
-#include "relpos/kernels/backend.h"
+#include "kernels/backend.h"
 
 namespace relpos::k::cpu {
 

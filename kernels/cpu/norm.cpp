@@ -9,7 +9,7 @@
 #include <cmath>
 #include <vector>
 
-#include "relpos/kernels/backend.h"
+#include "kernels/backend.h"
 
 namespace relpos::k::cpu {
 

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <vector>
 
-#include "relpos/kernels/backend.h"
+#include "kernels/backend.h"
 
 namespace relpos::k::cpu {
 

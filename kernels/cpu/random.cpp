@@ -1,7 +1,7 @@
 // kernels/cpu/random.cpp — dropout masks from a seeded Generator. Element i uses draw
 // offset + i (rng_uniform), so the mask depends only on the generator state — not on the
 // thread count or the device (kernels/cuda/random.cu computes the same draws).
-#include "relpos/kernels/backend.h"
+#include "kernels/backend.h"
 
 namespace relpos::k::cpu {
 

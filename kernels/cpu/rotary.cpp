@@ -3,7 +3,7 @@
 //   c = cs[0, m, p], s = cs[1, m, p] (s negated for the inverse), channels >= 2 half copied.
 // Pairs are (p, p + half) (half style) or (2p, 2p + 1) (interleaved). Rows are independent,
 // so any thread count gives the same bits.
-#include "relpos/kernels/backend.h"
+#include "kernels/backend.h"
 
 namespace relpos::k::cpu {
 

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <limits>
 
-#include "relpos/kernels/cpu/fast_math.h"
-#include "relpos/kernels/backend.h"
+#include "kernels/cpu/fast_math.h"
+#include "kernels/backend.h"
 
 namespace relpos::k::cpu {
 

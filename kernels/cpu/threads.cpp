@@ -2,7 +2,7 @@
 #include <cblas.h>
 #include <omp.h>
 
-#include "relpos/kernels/ops.h"
+#include "kernels/ops.h"
 
 namespace relpos::k {
 

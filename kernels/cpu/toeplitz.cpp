@@ -5,7 +5,7 @@
 //   backward: dT[h, t] = sum_b sum_{j - i + Lq - 1 = t} dS[b, h, i, j]
 // The backward walks each diagonal in a fixed order (b, then i), so it is deterministic; one
 // thread owns each head.
-#include "relpos/kernels/backend.h"
+#include "kernels/backend.h"
 
 namespace relpos::k::cpu {
 

@@ -2,7 +2,7 @@
 // CUDA flash kernel yet (issue 9); the attention layer takes the reference path (matmul,
 // Toeplitz add, masks, softmax: all CUDA kernels) for tensors on cuda, so these entries are
 // reached only by a direct call, which gets a clear refusal.
-#include "relpos/kernels/cuda/host.h"
+#include "kernels/cuda/host.h"
 
 namespace relpos::k::cuda {
 

@@ -2,7 +2,7 @@
 // function the device side (launch.h) throws through.
 #include <limits>
 
-#include "relpos/kernels/cuda/host.h"
+#include "kernels/cuda/host.h"
 
 namespace relpos::k::cuda {
 

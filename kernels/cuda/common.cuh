@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "relpos/kernels/cuda/launch.h"
+#include "kernels/cuda/launch.h"
 
 // Every CUDA runtime call and every launch goes through these: a failure throws
 // relpos::Error naming the op, the call and CUDA's status string.

@@ -1,7 +1,7 @@
 // kernels/cuda/cross_entropy.cpp — CUDA entry points of the fused cross-entropy. Targets are
 // copied to the host once to validate them and count the rows not ignored (count is a host
 // integer in the op's contract); the rest runs on the device (cross_entropy.cu).
-#include "relpos/kernels/cuda/host.h"
+#include "kernels/cuda/host.h"
 
 namespace relpos::k::cuda {
 

@@ -4,7 +4,7 @@
 //   backward: dx[n, c] = T(scale_n * exp(x - lse_n)), then dx[n, target] -= T(scale_n)
 #include <cmath>
 
-#include "relpos/kernels/cuda/common.cuh"
+#include "kernels/cuda/common.cuh"
 
 namespace relpos::k::cuda::dev {
 

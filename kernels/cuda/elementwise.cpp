@@ -1,7 +1,7 @@
 // kernels/cuda/elementwise.cpp — CUDA entry points of the elementwise ops: the validation of
 // kernels/cpu/elementwise.cpp (same messages), a fresh contiguous output, then one strided
 // launch (kernels/cuda/elementwise.cu). causal_fill is here too (masking.cu).
-#include "relpos/kernels/cuda/host.h"
+#include "kernels/cuda/host.h"
 
 namespace relpos::k::cuda {
 

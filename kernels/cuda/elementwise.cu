@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "relpos/kernels/cuda/common.cuh"
+#include "kernels/cuda/common.cuh"
 
 namespace relpos::k::cuda::dev {
 

@@ -1,8 +1,8 @@
 // kernels/cuda/host.h — host-side helpers of the CUDA backend's entry points
 // (kernels/cuda/*.cpp): tensors -> the raw descriptions of kernels/cuda/launch.h.
 #pragma once
-#include "relpos/kernels/backend.h"
-#include "relpos/kernels/cuda/launch.h"
+#include "kernels/backend.h"
+#include "kernels/cuda/launch.h"
 
 namespace relpos::k::cuda {
 

@@ -4,7 +4,7 @@
 // device -> host sync per call). For the scatter-adds the host also builds the CSR list of
 // each output element's contributions, in the CPU's loop order; index.cu sums each list
 // with one thread (deterministic, no atomics, bit-identical to the CPU).
-#include "relpos/kernels/cuda/host.h"
+#include "kernels/cuda/host.h"
 
 namespace relpos::k::cuda {
 

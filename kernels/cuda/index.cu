@@ -3,7 +3,7 @@
 // output element into a CSR list (stable counting sort, so each list is in the CPU's loop
 // order) and segment_sum gives each output element one thread that adds its list in order,
 // in T, starting from 0 — the same additions in the same order as kernels/cpu/index.cpp.
-#include "relpos/kernels/cuda/common.cuh"
+#include "kernels/cuda/common.cuh"
 
 namespace relpos::k::cuda::dev {
 

@@ -1,7 +1,7 @@
 // kernels/cuda/info.cpp — k::cuda_library_info() of a CUDA build: the cuBLAS version.
 #include <fmt/format.h>
 
-#include "relpos/kernels/cuda/host.h"
+#include "kernels/cuda/host.h"
 
 namespace relpos::k {
 

@@ -1,7 +1,7 @@
 // kernels/cuda/info.cu — library versions for `relpos info` (no handle, no device needed).
 #include <cublas_v2.h>
 
-#include "relpos/kernels/cuda/launch.h"
+#include "kernels/cuda/launch.h"
 
 namespace relpos::k::cuda::dev {
 

@@ -1,6 +1,6 @@
 // kernels/cuda/masking.cu — the causal mask as a predicate (kernels/cpu/masking.cpp):
 // key k_offset + j is hidden from query q_offset + i when k_offset + j > q_offset + i.
-#include "relpos/kernels/cuda/common.cuh"
+#include "kernels/cuda/common.cuh"
 
 namespace relpos::k::cuda::dev {
 

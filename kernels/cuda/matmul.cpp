@@ -3,7 +3,7 @@
 // anything else is packed once), batch dims broadcast. When every operand's batch offsets are
 // i * stride for one stride (always for one batch dim or a contiguous batch; 0 for a
 // broadcast operand) the whole product is one strided-batched GEMM, else one GEMM per batch.
-#include "relpos/kernels/cuda/host.h"
+#include "kernels/cuda/host.h"
 
 namespace relpos::k::cuda {
 

@@ -8,7 +8,7 @@
 #include <climits>
 #include <mutex>
 
-#include "relpos/kernels/cuda/common.cuh"
+#include "kernels/cuda/common.cuh"
 
 namespace relpos::k::cuda::dev {
 

@@ -1,6 +1,6 @@
 // kernels/cuda/norm.cpp — CUDA entry points of LayerNorm / RMSNorm forward and backward
 // (validation as kernels/cpu/norm.cpp; kernels in norm.cu).
-#include "relpos/kernels/cuda/host.h"
+#include "kernels/cuda/host.h"
 
 namespace relpos::k::cuda {
 

@@ -8,7 +8,7 @@
 //   dw, db   (one thread per column, rows in order, no atomics): dw = sum gy * xh, db = sum gy
 #include <cmath>
 
-#include "relpos/kernels/cuda/common.cuh"
+#include "kernels/cuda/common.cuh"
 
 namespace relpos::k::cuda::dev {
 

@@ -3,7 +3,7 @@
 // reduce.cpp.
 #include <cmath>
 
-#include "relpos/kernels/cuda/host.h"
+#include "kernels/cuda/host.h"
 
 namespace relpos::k::cuda {
 

@@ -4,7 +4,7 @@
 // step gives the same bits as the CPU.
 #include <cmath>
 
-#include "relpos/kernels/cuda/common.cuh"
+#include "kernels/cuda/common.cuh"
 
 namespace relpos::k::cuda::dev {
 

@@ -1,5 +1,5 @@
 // kernels/cuda/random.cpp — CUDA entry point of dropout_mask (kernel in random.cu).
-#include "relpos/kernels/cuda/host.h"
+#include "kernels/cuda/host.h"
 
 namespace relpos::k::cuda {
 

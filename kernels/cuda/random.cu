@@ -1,8 +1,8 @@
 // kernels/cuda/random.cu — dropout masks: element i uses counter-based draw first + i of the
 // generator (core/rng.h, the same host/device function kernels/cpu/random.cpp calls), so the
 // mask equals the CPU's for the same seed and offset.
-#include "relpos/core/rng.h"
-#include "relpos/kernels/cuda/common.cuh"
+#include "core/rng.h"
+#include "kernels/cuda/common.cuh"
 
 namespace relpos::k::cuda::dev {
 

@@ -3,7 +3,7 @@
 // last and made contiguous; reduce.cu then reduces each row with one block.
 #include <algorithm>
 
-#include "relpos/kernels/cuda/host.h"
+#include "kernels/cuda/host.h"
 
 namespace relpos::k::cuda {
 

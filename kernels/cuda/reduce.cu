@@ -4,7 +4,7 @@
 // not change from run to run (it may differ from the CPU's sequential sum in the last bits).
 #include <cmath>
 
-#include "relpos/kernels/cuda/common.cuh"
+#include "kernels/cuda/common.cuh"
 
 namespace relpos::k::cuda::dev {
 

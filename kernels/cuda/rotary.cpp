@@ -1,6 +1,6 @@
 // kernels/cuda/rotary.cpp — CUDA entry point of rotary (validation as kernels/cpu/rotary.cpp;
 // kernel in rotary.cu).
-#include "relpos/kernels/cuda/host.h"
+#include "kernels/cuda/host.h"
 
 namespace relpos::k::cuda {
 

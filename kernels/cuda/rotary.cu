@@ -1,6 +1,6 @@
 // kernels/cuda/rotary.cu — rotary position encoding (kernels/cpu/rotary.cpp): one thread per
 // (row, channel); a channel below 2 half computes its pair's member, the rest copy.
-#include "relpos/kernels/cuda/common.cuh"
+#include "kernels/cuda/common.cuh"
 
 namespace relpos::k::cuda::dev {
 

@@ -1,7 +1,7 @@
 // kernels/cuda/softmax.cpp — CUDA entry points of the softmax family: the dim is moved last
 // (a copy only if needed, as kernels/cpu/softmax.cpp does), softmax.cu does one block per
 // row, and the result is moved back.
-#include "relpos/kernels/cuda/host.h"
+#include "kernels/cuda/host.h"
 
 namespace relpos::k::cuda {
 

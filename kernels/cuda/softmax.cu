@@ -7,7 +7,7 @@
 //   log_sm_bwd:    o = gy - exp(y) * sum(gy)
 #include <cmath>
 
-#include "relpos/kernels/cuda/common.cuh"
+#include "kernels/cuda/common.cuh"
 
 namespace relpos::k::cuda::dev {
 

@@ -1,7 +1,7 @@
 // kernels/cuda/stub.cpp — the CUDA backend of a build without nvcc: every op of
 // kernels/backend_ops.inc refuses with a message saying so. Builds with nvcc compile
 // kernels/cuda/*.cu instead. (Generated from backend_ops.inc; parameter names dropped.)
-#include "relpos/kernels/backend.h"
+#include "kernels/backend.h"
 
 namespace relpos::k::cuda {
 

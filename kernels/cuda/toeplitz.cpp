@@ -1,6 +1,6 @@
 // kernels/cuda/toeplitz.cpp — CUDA entry points of toeplitz_add and toeplitz_diag_sum
 // (validation as kernels/cpu/toeplitz.cpp; kernels in toeplitz.cu).
-#include "relpos/kernels/cuda/host.h"
+#include "kernels/cuda/host.h"
 
 namespace relpos::k::cuda {
 

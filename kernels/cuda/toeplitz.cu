@@ -3,7 +3,7 @@
 //   backward: dt[h, d] = sum_b sum_{j - i + Lq - 1 = d} ds[b, h, i, j]
 // The backward gives each (h, d) one thread that walks its diagonal in the CPU's order
 // (b, then i) with a float64 accumulator: deterministic and bit-identical to the CPU.
-#include "relpos/kernels/cuda/common.cuh"
+#include "kernels/cuda/common.cuh"
 
 namespace relpos::k::cuda::dev {
 

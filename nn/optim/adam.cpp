@@ -1,10 +1,10 @@
-#include "relpos/nn/optim/adam.h"
+#include "nn/optim/adam.h"
 
 #include <cmath>
 #include <unordered_map>
 
-#include "relpos/autograd/grad_mode.h"
-#include "relpos/kernels/ops.h"
+#include "autograd/grad_mode.h"
+#include "kernels/ops.h"
 
 namespace relpos::nn::optim {
 

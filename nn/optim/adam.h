@@ -24,8 +24,8 @@
 #include <utility>
 #include <vector>
 
-#include "relpos/autograd/variable.h"
-#include "relpos/nn/optim/param_groups.h"
+#include "autograd/variable.h"
+#include "nn/optim/param_groups.h"
 
 namespace relpos::nn::optim {
 

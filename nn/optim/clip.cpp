@@ -1,10 +1,10 @@
-#include "relpos/nn/optim/clip.h"
+#include "nn/optim/clip.h"
 
 #include <cmath>
 #include <unordered_set>
 
-#include "relpos/autograd/grad_mode.h"
-#include "relpos/kernels/ops.h"
+#include "autograd/grad_mode.h"
+#include "kernels/ops.h"
 
 namespace relpos::nn::optim {
 

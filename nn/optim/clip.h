@@ -11,7 +11,7 @@
 #pragma once
 #include <vector>
 
-#include "relpos/autograd/variable.h"
+#include "autograd/variable.h"
 
 namespace relpos::nn::optim {
 

@@ -1,4 +1,4 @@
-#include "relpos/nn/optim/param_groups.h"
+#include "nn/optim/param_groups.h"
 
 #include <algorithm>
 #include <cmath>

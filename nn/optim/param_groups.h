@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "relpos/autograd/variable.h"
-#include "relpos/nn/module.h"
+#include "autograd/variable.h"
+#include "nn/module.h"
 
 namespace relpos::nn::optim {
 

@@ -1,10 +1,10 @@
-#include "relpos/nn/optim/schedule.h"
+#include "nn/optim/schedule.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numbers>
 
-#include "relpos/core/error.h"
+#include "core/error.h"
 
 namespace relpos::nn::optim {
 

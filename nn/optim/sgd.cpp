@@ -1,7 +1,7 @@
-#include "relpos/nn/optim/sgd.h"
+#include "nn/optim/sgd.h"
 
-#include "relpos/autograd/grad_mode.h"
-#include "relpos/kernels/ops.h"
+#include "autograd/grad_mode.h"
+#include "kernels/ops.h"
 
 namespace relpos::nn::optim {
 

@@ -3,7 +3,7 @@
 #pragma once
 #include <vector>
 
-#include "relpos/autograd/variable.h"
+#include "autograd/variable.h"
 
 namespace relpos::nn::optim {
 

@@ -9,10 +9,10 @@
 // make the slopes a trainable [H] parameter initialised to the reference values.
 #include <cmath>
 
-#include "relpos/autograd/ops.h"
-#include "relpos/core/rng.h"
-#include "relpos/nn/positional/alibi_slopes.h"
-#include "relpos/nn/positional/position_encoding.h"
+#include "autograd/ops.h"
+#include "core/rng.h"
+#include "nn/positional/alibi_slopes.h"
+#include "nn/positional/position_encoding.h"
 
 namespace relpos::nn {
 

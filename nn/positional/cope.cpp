@@ -22,11 +22,11 @@
 // Parameters: npos_max (16).
 #include <cmath>
 
-#include "relpos/autograd/ops.h"
-#include "relpos/core/rng.h"
-#include "relpos/kernels/ops.h"
-#include "relpos/nn/init.h"
-#include "relpos/nn/positional/position_encoding.h"
+#include "autograd/ops.h"
+#include "core/rng.h"
+#include "kernels/ops.h"
+#include "nn/init.h"
+#include "nn/positional/position_encoding.h"
 
 namespace relpos::nn {
 

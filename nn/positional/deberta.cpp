@@ -43,12 +43,12 @@
 #include <map>
 #include <vector>
 
-#include "relpos/autograd/ops.h"
-#include "relpos/core/rng.h"
-#include "relpos/nn/init.h"
-#include "relpos/nn/linear.h"
-#include "relpos/nn/positional/deberta_bucket.h"
-#include "relpos/nn/positional/position_encoding.h"
+#include "autograd/ops.h"
+#include "core/rng.h"
+#include "nn/init.h"
+#include "nn/linear.h"
+#include "nn/positional/deberta_bucket.h"
+#include "nn/positional/position_encoding.h"
 
 namespace relpos::nn {
 

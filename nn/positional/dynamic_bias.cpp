@@ -13,10 +13,10 @@
 // log_distance (false).
 #include <cmath>
 
-#include "relpos/autograd/ops.h"
-#include "relpos/core/rng.h"
-#include "relpos/nn/positional/position_encoding.h"
-#include "relpos/nn/positional/position_mlp.h"
+#include "autograd/ops.h"
+#include "core/rng.h"
+#include "nn/positional/position_encoding.h"
+#include "nn/positional/position_mlp.h"
 
 namespace relpos::nn {
 

@@ -20,10 +20,10 @@
 // Parameters: width (32), init_c (0.1), init_L (512), eps (1e-6).
 #include <cmath>
 
-#include "relpos/autograd/ops.h"
-#include "relpos/core/rng.h"
-#include "relpos/nn/positional/position_encoding.h"
-#include "relpos/nn/positional/position_mlp.h"
+#include "autograd/ops.h"
+#include "core/rng.h"
+#include "nn/positional/position_encoding.h"
+#include "nn/positional/position_mlp.h"
 
 namespace relpos::nn {
 

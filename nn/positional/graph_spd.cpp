@@ -19,15 +19,15 @@
 //    edge encoding; a pipeline can add a token node to the graph it passes in.
 // One table per stack (shared by its layers, as Graphormer computes the bias once).
 // Encoder only: causal attention is rejected. Parameters: max_dist (20).
-#include "relpos/nn/positional/graph_spd.h"
+#include "nn/positional/graph_spd.h"
 
 #include <algorithm>
 #include <deque>
 
-#include "relpos/autograd/ops.h"
-#include "relpos/core/rng.h"
-#include "relpos/nn/init.h"
-#include "relpos/nn/positional/position_encoding.h"
+#include "autograd/ops.h"
+#include "core/rng.h"
+#include "nn/init.h"
+#include "nn/positional/position_encoding.h"
 
 namespace relpos::nn {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "relpos/core/tensor.h"
+#include "core/tensor.h"
 
 namespace relpos::nn {
 

@@ -16,10 +16,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "relpos/autograd/ops.h"
-#include "relpos/core/rng.h"
-#include "relpos/nn/positional/position_encoding.h"
-#include "relpos/nn/positional/positive_param.h"
+#include "autograd/ops.h"
+#include "core/rng.h"
+#include "nn/positional/position_encoding.h"
+#include "nn/positional/positive_param.h"
 
 namespace relpos::nn {
 

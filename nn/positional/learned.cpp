@@ -2,10 +2,10 @@
 // the token embeddings: x[b, t] += E[offset + t]. No extrapolation: positions beyond
 // max_len are an error. Gradient: dE[p] = sum over (b, t) at position p of dx (scatter-add).
 // Parameters: max_len (default: the model's max_len).
-#include "relpos/autograd/ops.h"
-#include "relpos/core/rng.h"
-#include "relpos/nn/init.h"
-#include "relpos/nn/positional/position_encoding.h"
+#include "autograd/ops.h"
+#include "core/rng.h"
+#include "nn/init.h"
+#include "nn/positional/position_encoding.h"
 
 namespace relpos::nn {
 

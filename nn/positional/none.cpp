@@ -1,7 +1,7 @@
 // nn/positional/none.cpp — NoPE: no position information at all (a causal decoder can
 // still infer positions from the mask; an encoder cannot).
-#include "relpos/nn/positional/position_encoding.h"
-#include "relpos/core/rng.h"
+#include "nn/positional/position_encoding.h"
+#include "core/rng.h"
 
 namespace relpos::nn {
 

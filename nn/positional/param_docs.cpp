@@ -1,13 +1,13 @@
 // nn/positional/param_docs.cpp — see param_docs.h. One entry per parameter a variant's make_*
 // accepts (its check_known list), with the default that make_* uses.
-#include "relpos/nn/positional/param_docs.h"
+#include "nn/positional/param_docs.h"
 
 #include <fmt/format.h>
 
 #include <map>
 
-#include "relpos/core/error.h"
-#include "relpos/nn/positional/registry.h"
+#include "core/error.h"
+#include "nn/positional/registry.h"
 
 namespace relpos::nn {
 

@@ -1,4 +1,4 @@
-#include "relpos/nn/positional/params.h"
+#include "nn/positional/params.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "relpos/core/error.h"
+#include "core/error.h"
 
 namespace relpos::nn {
 

@@ -30,9 +30,9 @@
 #include <utility>
 #include <vector>
 
-#include "relpos/core/rng.h"
-#include "relpos/nn/module.h"
-#include "relpos/nn/positional/params.h"
+#include "core/rng.h"
+#include "nn/module.h"
+#include "nn/positional/params.h"
 
 namespace relpos::nn {
 

@@ -1,10 +1,10 @@
-#include "relpos/nn/positional/position_mlp.h"
+#include "nn/positional/position_mlp.h"
 
 #include <cmath>
 #include <string>
 
-#include "relpos/autograd/ops.h"
-#include "relpos/nn/init.h"
+#include "autograd/ops.h"
+#include "nn/init.h"
 
 namespace relpos::nn {
 

@@ -6,8 +6,8 @@
 #pragma once
 #include <vector>
 
-#include "relpos/core/rng.h"
-#include "relpos/nn/module.h"
+#include "core/rng.h"
+#include "nn/module.h"
 
 namespace relpos::nn {
 

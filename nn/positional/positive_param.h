@@ -7,7 +7,7 @@
 #pragma once
 #include <cmath>
 
-#include "relpos/autograd/ops.h"
+#include "autograd/ops.h"
 
 namespace relpos::nn {
 

@@ -1,12 +1,12 @@
 // nn/positional/registry.cpp — the list of position encodings. One line per variant.
-#include "relpos/nn/positional/registry.h"
+#include "nn/positional/registry.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "relpos/autograd/ops.h"
-#include "relpos/core/shape.h"
-#include "relpos/nn/positional/params.h"
+#include "autograd/ops.h"
+#include "core/shape.h"
+#include "nn/positional/params.h"
 
 namespace relpos::nn {
 

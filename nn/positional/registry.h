@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "relpos/core/rng.h"
-#include "relpos/nn/positional/position_encoding.h"
+#include "core/rng.h"
+#include "nn/positional/position_encoding.h"
 
 namespace relpos::nn {
 

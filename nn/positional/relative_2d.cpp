@@ -16,10 +16,10 @@
 // Encoder only: Swin attends bidirectionally within a window; causal attention is rejected.
 // Init: normal(init_std) like every relpos table (Swin: zeros, then trunc_normal std .02).
 // Parameters: grid_h, grid_w (required, >= 1).
-#include "relpos/autograd/ops.h"
-#include "relpos/core/rng.h"
-#include "relpos/nn/init.h"
-#include "relpos/nn/positional/position_encoding.h"
+#include "autograd/ops.h"
+#include "core/rng.h"
+#include "nn/init.h"
+#include "nn/positional/position_encoding.h"
 
 namespace relpos::nn {
 

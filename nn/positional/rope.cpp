@@ -23,10 +23,10 @@
 #include <cmath>
 #include <numbers>
 
-#include "relpos/autograd/ops.h"
-#include "relpos/core/rng.h"
-#include "relpos/nn/positional/position_encoding.h"
-#include "relpos/nn/positional/rope_freqs.h"
+#include "autograd/ops.h"
+#include "core/rng.h"
+#include "nn/positional/position_encoding.h"
+#include "nn/positional/rope_freqs.h"
 
 namespace relpos::nn {
 

@@ -12,9 +12,9 @@
 // Parameters: dim (d', even; default head_dim — NeMo's hidden_size is "per attention head").
 #include <cmath>
 
-#include "relpos/autograd/ops.h"
-#include "relpos/core/rng.h"
-#include "relpos/nn/positional/position_encoding.h"
+#include "autograd/ops.h"
+#include "core/rng.h"
+#include "nn/positional/position_encoding.h"
 
 namespace relpos::nn {
 

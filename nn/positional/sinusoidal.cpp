@@ -4,9 +4,9 @@
 // Parameters: base (default 10000). Positions start at the given offset (KV-cache decoding).
 #include <cmath>
 
-#include "relpos/autograd/ops.h"
-#include "relpos/core/rng.h"
-#include "relpos/nn/positional/position_encoding.h"
+#include "autograd/ops.h"
+#include "core/rng.h"
+#include "nn/positional/position_encoding.h"
 
 namespace relpos::nn {
 

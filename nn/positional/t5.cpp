@@ -10,11 +10,11 @@
 // Parameters: num_buckets (32), max_distance (128), scale (false).
 #include <cmath>
 
-#include "relpos/autograd/ops.h"
-#include "relpos/core/rng.h"
-#include "relpos/nn/init.h"
-#include "relpos/nn/positional/position_encoding.h"
-#include "relpos/nn/positional/t5_bucket.h"
+#include "autograd/ops.h"
+#include "core/rng.h"
+#include "nn/init.h"
+#include "nn/positional/position_encoding.h"
+#include "nn/positional/t5_bucket.h"
 
 namespace relpos::nn {
 

@@ -31,10 +31,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "relpos/autograd/ops.h"
-#include "relpos/core/rng.h"
-#include "relpos/nn/init.h"
-#include "relpos/nn/positional/position_encoding.h"
+#include "autograd/ops.h"
+#include "core/rng.h"
+#include "nn/init.h"
+#include "nn/positional/position_encoding.h"
 
 namespace relpos::nn {
 

@@ -18,9 +18,9 @@
 #include <cmath>
 #include <limits>
 
-#include "relpos/autograd/ops.h"
-#include "relpos/core/rng.h"
-#include "relpos/nn/positional/position_encoding.h"
+#include "autograd/ops.h"
+#include "core/rng.h"
+#include "nn/positional/position_encoding.h"
 
 namespace relpos::nn {
 

@@ -1,6 +1,6 @@
 """relpos's validation batches, reproduced: the counter-based generator (core/rng.cpp), the
-text windows (trainers/text_data.cpp) and the patch_grid / graph tasks
-(trainers/structured_tasks.cpp). See docs/model.md "Evaluation windows"."""
+text windows (trainers/data/text_data.cpp) and the patch_grid / graph tasks
+(trainers/data/structured_tasks.cpp). See docs/model.md "Evaluation windows"."""
 from collections import deque
 
 import torch
@@ -94,7 +94,7 @@ class StructuredData:
 
 
 class SyntheticData:
-    """copy / reverse / sort / recall / addition (trainers/tasks.cpp); tokens 0 PAD, 1 BOS,
+    """copy / reverse / sort / recall / addition (trainers/data/tasks.cpp); tokens 0 PAD, 1 BOS,
     2 SEP, 3 EOS, symbols from 4. Validation batch i at length n uses Generator(0xE7A10000 + i)."""
 
     PAD, BOS, SEP, EOS, FIRST = 0, 1, 2, 3, 4

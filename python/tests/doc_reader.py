@@ -599,7 +599,7 @@ def seq_task_batches(cfg, kind, seq_len=None):
             elif task == "sort":
                 y = sorted(x)
             else:
-                raise NotImplementedError(task + " (layout only in trainers/tasks.cpp header)")
+                raise NotImplementedError(task + " (layout only in trainers/data/tasks.cpp header)")
             rows.append((x, y))
         if kind == "decoder":
             inp = []; tgt = []

@@ -2,8 +2,8 @@
 // hooks, and the engine's handling of shared subgraphs and branches without gradient.
 #include <catch2/catch.hpp>
 
-#include "relpos/autograd/grad_mode.h"
-#include "relpos/autograd/ops.h"
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
 
 using namespace relpos;
 using Catch::Contains;

@@ -10,8 +10,8 @@
 #include <limits>
 #include <vector>
 
-#include "relpos/autograd/function.h"
-#include "relpos/autograd/ops.h"
+#include "autograd/function.h"
+#include "autograd/ops.h"
 #include "../helpers.h"
 
 using namespace relpos;

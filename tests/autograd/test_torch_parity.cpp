@@ -19,8 +19,8 @@
 
 #include <unistd.h>
 
-#include "relpos/autograd/ops.h"
-#include "relpos/core/tensor.h"
+#include "autograd/ops.h"
+#include "core/tensor.h"
 
 using namespace relpos;
 using nlohmann::json;

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "../cli_run.h"
-#include "relpos/trainers/file_io.h"
+#include "trainers/io/file_io.h"
 
 namespace {
 

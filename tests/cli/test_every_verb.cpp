@@ -15,8 +15,8 @@
 #include <string>
 
 #include "../cli_run.h"
-#include "relpos/nn/positional/registry.h"
-#include "relpos/trainers/config.h"
+#include "nn/positional/registry.h"
+#include "trainers/config.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;

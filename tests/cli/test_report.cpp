@@ -12,8 +12,8 @@
 #include <regex>
 #include <sstream>
 
-#include "relpos/trainers/sweep.h"
-#include "relpos/trainers/trainer.h"
+#include "trainers/experiments/sweep.h"
+#include "trainers/trainer.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;

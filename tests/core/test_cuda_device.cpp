@@ -2,9 +2,9 @@
 // without one; the no-GPU behaviour is tested everywhere.
 #include <catch2/catch.hpp>
 
-#include "relpos/core/cuda_runtime.h"
-#include "relpos/core/tensor.h"
-#include "relpos/kernels/ops.h"
+#include "core/cuda_runtime.h"
+#include "core/tensor.h"
+#include "kernels/ops.h"
 #include "../helpers.h"
 
 using namespace relpos;

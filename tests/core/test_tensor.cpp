@@ -2,8 +2,8 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "relpos/core/format.h"
-#include "relpos/core/tensor.h"
+#include "core/format.h"
+#include "core/tensor.h"
 
 using namespace relpos;
 using Catch::Contains;

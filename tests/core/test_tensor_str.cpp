@@ -1,7 +1,7 @@
 // tests/core/test_tensor_str.cpp — Tensor::str, which error messages and test logs rely on.
 #include <catch2/catch.hpp>
 
-#include "relpos/core/tensor.h"
+#include "core/tensor.h"
 
 using namespace relpos;
 

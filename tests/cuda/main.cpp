@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "relpos/core/cuda_runtime.h"
+#include "core/cuda_runtime.h"
 
 int main(int argc, char** argv) {
   if (!relpos::cuda::available()) {

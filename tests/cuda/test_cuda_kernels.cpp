@@ -7,8 +7,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "relpos/core/cuda_runtime.h"
-#include "relpos/kernels/ops.h"
+#include "core/cuda_runtime.h"
+#include "kernels/ops.h"
 #include "../helpers.h"
 #include "../kernels/backend_cases.h"
 

@@ -2,7 +2,7 @@
 // machine has no CUDA device (see tests/cuda/main.cpp).
 #include <catch2/catch.hpp>
 
-#include "relpos/core/tensor.h"
+#include "core/tensor.h"
 
 using namespace relpos;
 

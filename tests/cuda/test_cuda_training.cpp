@@ -7,15 +7,15 @@
 #include <cmath>
 #include <filesystem>
 
-#include "relpos/autograd/ops.h"
-#include "relpos/kernels/ops.h"
-#include "relpos/nn/models.h"
-#include "relpos/nn/optim/adam.h"
-#include "relpos/nn/optim/clip.h"
-#include "relpos/nn/optim/param_groups.h"
-#include "relpos/nn/positional/registry.h"
-#include "relpos/trainers/checkpoint.h"
-#include "relpos/trainers/trainer.h"
+#include "autograd/ops.h"
+#include "kernels/ops.h"
+#include "nn/models.h"
+#include "nn/optim/adam.h"
+#include "nn/optim/clip.h"
+#include "nn/optim/param_groups.h"
+#include "nn/positional/registry.h"
+#include "trainers/io/checkpoint.h"
+#include "trainers/trainer.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;

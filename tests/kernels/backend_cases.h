@@ -14,9 +14,9 @@
 #include <tuple>
 #include <vector>
 
-#include "relpos/autograd/ops.h"
-#include "relpos/core/tensor.h"
-#include "relpos/kernels/ops.h"
+#include "autograd/ops.h"
+#include "core/tensor.h"
+#include "kernels/ops.h"
 
 namespace relpos::cases {
 

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <set>
 
-#include "relpos/core/cuda_runtime.h"
+#include "core/cuda_runtime.h"
 #include "../helpers.h"
 #include "backend_cases.h"
 

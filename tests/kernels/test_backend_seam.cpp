@@ -9,9 +9,9 @@
 #include <limits>
 #include <vector>
 
-#include "relpos/autograd/ops.h"
-#include "relpos/kernels/ops.h"
-#include "relpos/nn/positional/registry.h"
+#include "autograd/ops.h"
+#include "kernels/ops.h"
+#include "nn/positional/registry.h"
 #include "../helpers.h"
 
 using namespace relpos;

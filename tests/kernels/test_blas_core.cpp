@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "relpos/kernels/ops.h"
+#include "kernels/ops.h"
 
 using namespace relpos;
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "relpos/kernels/cpu/fast_math.h"
+#include "kernels/cpu/fast_math.h"
 
 TEST_CASE("fast exp_f32 is within 3e-7 relative of std::exp, exact 0 below the range", "[kernels]") {
   double worst = 0;

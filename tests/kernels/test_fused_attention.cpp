@@ -10,11 +10,11 @@
 #include <limits>
 #include <map>
 
-#include "relpos/autograd/ops.h"
-#include "relpos/kernels/ops.h"
-#include "relpos/nn/attention.h"
-#include "relpos/nn/positional/graph_spd.h"
-#include "relpos/nn/positional/registry.h"
+#include "autograd/ops.h"
+#include "kernels/ops.h"
+#include "nn/attention.h"
+#include "nn/positional/graph_spd.h"
+#include "nn/positional/registry.h"
 #include "../helpers.h"
 
 using namespace relpos;

@@ -9,9 +9,9 @@
 #include <numbers>
 #include <vector>
 
-#include "relpos/autograd/ops.h"
-#include "relpos/core/cuda_runtime.h"
-#include "relpos/kernels/ops.h"
+#include "autograd/ops.h"
+#include "core/cuda_runtime.h"
+#include "kernels/ops.h"
 
 using namespace relpos;
 using Catch::Contains;

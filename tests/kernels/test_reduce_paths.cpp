@@ -1,7 +1,7 @@
 // The leading-dims column-sum path of k::reduce against a straightforward loop.
 #include <catch2/catch.hpp>
 
-#include "relpos/kernels/ops.h"
+#include "kernels/ops.h"
 
 using namespace relpos;
 

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "relpos/kernels/ops.h"
+#include "kernels/ops.h"
 
 using namespace relpos;
 

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "relpos/nn/attention.h"
-#include "relpos/nn/positional/registry.h"
+#include "nn/attention.h"
+#include "nn/positional/registry.h"
 
 namespace relpos::test {
 

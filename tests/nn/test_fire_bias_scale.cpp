@@ -5,7 +5,7 @@
 // gradcheck over inputs, the FIRE parameters and alpha passes.
 #include <catch2/catch.hpp>
 
-#include "relpos/autograd/grad_mode.h"
+#include "autograd/grad_mode.h"
 #include "../helpers.h"
 #include "../nn/attention_fixture.h"
 

@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "../helpers.h"
-#include "relpos/nn/layers.h"
+#include "nn/layers.h"
 
 using namespace relpos;
 

@@ -21,12 +21,12 @@
 #include <set>
 #include <string>
 
-#include "relpos/autograd/grad_mode.h"
-#include "relpos/autograd/ops.h"
-#include "relpos/nn/models.h"
-#include "relpos/nn/optim/adam.h"
-#include "relpos/nn/positional/registry.h"
-#include "relpos/trainers/safetensors.h"
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
+#include "nn/models.h"
+#include "nn/optim/adam.h"
+#include "nn/positional/registry.h"
+#include "trainers/io/safetensors.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;

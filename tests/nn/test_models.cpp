@@ -8,7 +8,7 @@
 #include <regex>
 
 #include "../helpers.h"
-#include "relpos/nn/models.h"
+#include "nn/models.h"
 
 using namespace relpos;
 using Catch::Contains;

@@ -3,11 +3,11 @@
 // 150 steps both models must be below 0.1 nats (memorised the batch).
 #include <catch2/catch.hpp>
 
-#include "relpos/autograd/ops.h"
-#include "relpos/nn/models.h"
-#include "relpos/nn/optim/adam.h"
-#include "relpos/nn/optim/clip.h"
-#include "relpos/nn/optim/param_groups.h"
+#include "autograd/ops.h"
+#include "nn/models.h"
+#include "nn/optim/adam.h"
+#include "nn/optim/clip.h"
+#include "nn/optim/param_groups.h"
 
 using namespace relpos;
 

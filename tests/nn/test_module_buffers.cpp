@@ -9,7 +9,7 @@
 
 #include "../helpers.h"
 #include "../nn/attention_fixture.h"
-#include "relpos/nn/models.h"
+#include "nn/models.h"
 
 using namespace relpos;
 

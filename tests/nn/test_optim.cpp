@@ -11,15 +11,15 @@
 #include <nlohmann/json.hpp>
 #include <numbers>
 
-#include "relpos/autograd/grad_mode.h"
-#include "relpos/autograd/ops.h"
-#include "relpos/kernels/ops.h"
-#include "relpos/nn/linear.h"
-#include "relpos/nn/module.h"
-#include "relpos/nn/optim/adam.h"
-#include "relpos/nn/optim/clip.h"
-#include "relpos/nn/optim/param_groups.h"
-#include "relpos/nn/optim/schedule.h"
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
+#include "kernels/ops.h"
+#include "nn/linear.h"
+#include "nn/module.h"
+#include "nn/optim/adam.h"
+#include "nn/optim/clip.h"
+#include "nn/optim/param_groups.h"
+#include "nn/optim/schedule.h"
 
 using namespace relpos;
 using namespace relpos::nn::optim;

@@ -8,10 +8,10 @@
 #include <set>
 #include <sstream>
 
-#include "relpos/core/error.h"
-#include "relpos/core/rng.h"
-#include "relpos/nn/positional/param_docs.h"
-#include "relpos/nn/positional/registry.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "nn/positional/param_docs.h"
+#include "nn/positional/registry.h"
 
 using namespace relpos;
 using namespace relpos::nn;

@@ -5,9 +5,9 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 
-#include "relpos/nn/positional/registry.h"
-#include "relpos/trainers/config.h"
-#include "relpos/trainers/limits.h"
+#include "nn/positional/registry.h"
+#include "trainers/config.h"
+#include "trainers/limits.h"
 
 using namespace relpos;
 

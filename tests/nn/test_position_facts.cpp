@@ -9,7 +9,7 @@
 #include <regex>
 #include <string>
 
-#include "relpos/nn/positional/registry.h"
+#include "nn/positional/registry.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;

@@ -5,9 +5,9 @@
 
 #include "../helpers.h"
 #include "attention_fixture.h"
-#include "relpos/nn/positional/alibi_slopes.h"
-#include "relpos/nn/positional/rope_freqs.h"
-#include "relpos/nn/positional/t5_bucket.h"
+#include "nn/positional/alibi_slopes.h"
+#include "nn/positional/rope_freqs.h"
+#include "nn/positional/t5_bucket.h"
 
 using namespace relpos;
 using Catch::Contains;

@@ -9,10 +9,10 @@
 
 #include "../helpers.h"
 #include "attention_fixture.h"
-#include "relpos/nn/linear.h"
-#include "relpos/nn/models.h"
-#include "relpos/nn/positional/deberta_bucket.h"
-#include "relpos/nn/positional/graph_spd.h"
+#include "nn/linear.h"
+#include "nn/models.h"
+#include "nn/positional/deberta_bucket.h"
+#include "nn/positional/graph_spd.h"
 
 using namespace relpos;
 using Catch::Contains;

@@ -8,7 +8,7 @@
 
 #include "../helpers.h"
 #include "attention_fixture.h"
-#include "relpos/nn/models.h"
+#include "nn/models.h"
 
 using namespace relpos;
 using Catch::Contains;

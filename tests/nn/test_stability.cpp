@@ -6,7 +6,7 @@
 
 #include "../helpers.h"
 #include "attention_fixture.h"
-#include "relpos/nn/stability.h"
+#include "nn/stability.h"
 
 using namespace relpos;
 

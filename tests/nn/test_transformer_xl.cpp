@@ -7,11 +7,11 @@
 
 #include "../helpers.h"
 #include "attention_fixture.h"
-#include "relpos/nn/models.h"
-#include "relpos/nn/optim/adam.h"
-#include "relpos/nn/optim/clip.h"
-#include "relpos/nn/optim/param_groups.h"
-#include "relpos/trainers/inspect.h"
+#include "nn/models.h"
+#include "nn/optim/adam.h"
+#include "nn/optim/clip.h"
+#include "nn/optim/param_groups.h"
+#include "trainers/experiments/inspect.h"
 
 using namespace relpos;
 using Catch::Contains;

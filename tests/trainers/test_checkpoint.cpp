@@ -13,13 +13,13 @@
 #include <limits>
 #include <sstream>
 
-#include "relpos/autograd/ops.h"
-#include "relpos/core/error.h"
-#include "relpos/nn/linear.h"
-#include "relpos/nn/optim/adam.h"
-#include "relpos/trainers/checkpoint.h"
-#include "relpos/trainers/metrics.h"
-#include "relpos/trainers/safetensors.h"
+#include "autograd/ops.h"
+#include "core/error.h"
+#include "nn/linear.h"
+#include "nn/optim/adam.h"
+#include "trainers/io/checkpoint.h"
+#include "trainers/metrics.h"
+#include "trainers/io/safetensors.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;

@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "relpos/trainers/config.h"
+#include "trainers/config.h"
 
 using namespace relpos;
 using Catch::Contains;

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "relpos/trainers/data.h"
+#include "trainers/data/data.h"
 
 using namespace relpos;
 using Catch::Contains;

@@ -1,4 +1,4 @@
-// The data tasks' facts live in one table (trainers/data_tasks.h): config validation, the
+// The data tasks' facts live in one table (trainers/data/data_tasks.h): config validation, the
 // memory estimate, evaluation, sweeps and the CLI read them. This file checks that no task name is
 // compared anywhere else in trainers/ or cli/, and that the facts agree with what the datasets do.
 #include <catch2/catch.hpp>
@@ -8,8 +8,8 @@
 #include <regex>
 #include <string>
 
-#include "relpos/trainers/config.h"
-#include "relpos/trainers/data_tasks.h"
+#include "trainers/config.h"
+#include "trainers/data/data_tasks.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;
@@ -36,7 +36,7 @@ TEST_CASE("data tasks: no task name is compared outside the task table and the t
   }
   std::string all;
   for (const auto& l : found) all += l + "\n";
-  INFO("read the task's facts (find_data_task, trainers/data_tasks.h) instead of comparing its name:\n" << all);
+  INFO("read the task's facts (find_data_task, trainers/data/data_tasks.h) instead of comparing its name:\n" << all);
   CHECK(found.empty());
 }
 

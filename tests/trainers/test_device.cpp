@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <vector>
 
-#include "relpos/core/cuda_runtime.h"
-#include "relpos/trainers/trainer.h"
+#include "core/cuda_runtime.h"
+#include "trainers/trainer.h"
 
 using namespace relpos;
 using Catch::Contains;

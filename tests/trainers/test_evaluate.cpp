@@ -6,8 +6,8 @@
 #include <cmath>
 #include <set>
 
-#include "relpos/trainers/evaluate.h"
-#include "relpos/trainers/trainer.h"
+#include "trainers/evaluate.h"
+#include "trainers/trainer.h"
 
 using namespace relpos;
 using train::kIgnore;

@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "../trainers/hostile_helpers.h"
-#include "relpos/trainers/config.h"
-#include "relpos/trainers/data.h"
-#include "relpos/trainers/file_io.h"
+#include "trainers/config.h"
+#include "trainers/data/data.h"
+#include "trainers/io/file_io.h"
 
 using namespace relpos::hostile;
 using Catch::Contains;

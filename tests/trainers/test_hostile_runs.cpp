@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "../trainers/hostile_helpers.h"
-#include "relpos/trainers/checkpoint.h"
-#include "relpos/trainers/trainer.h"
+#include "trainers/io/checkpoint.h"
+#include "trainers/trainer.h"
 
 using namespace relpos;
 using namespace relpos::hostile;

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "relpos/trainers/config.h"
-#include "relpos/trainers/limits.h"
-#include "relpos/nn/models.h"
-#include "relpos/nn/positional/registry.h"
+#include "trainers/config.h"
+#include "trainers/limits.h"
+#include "nn/models.h"
+#include "nn/positional/registry.h"
 
 #include <chrono>
 

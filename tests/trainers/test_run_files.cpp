@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "relpos/trainers/checkpoint.h"
-#include "relpos/trainers/file_io.h"
-#include "relpos/trainers/sweep.h"
-#include "relpos/trainers/trainer.h"
+#include "trainers/io/checkpoint.h"
+#include "trainers/io/file_io.h"
+#include "trainers/experiments/sweep.h"
+#include "trainers/trainer.h"
 
 using namespace relpos;
 using Catch::Contains;

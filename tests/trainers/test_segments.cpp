@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <numeric>
 
-#include "relpos/trainers/evaluate.h"
-#include "relpos/trainers/segments.h"
-#include "relpos/trainers/trainer.h"
+#include "trainers/evaluate.h"
+#include "trainers/data/segments.h"
+#include "trainers/trainer.h"
 
 using namespace relpos;
 

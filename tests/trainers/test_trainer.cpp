@@ -8,8 +8,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "relpos/trainers/checkpoint.h"
-#include "relpos/trainers/trainer.h"
+#include "trainers/io/checkpoint.h"
+#include "trainers/trainer.h"
 
 using namespace relpos;
 using Catch::Contains;

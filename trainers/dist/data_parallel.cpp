@@ -1,5 +1,5 @@
-// trainers/data_parallel.cpp — see data_parallel.h.
-#include "relpos/trainers/data_parallel.h"
+// trainers/dist/data_parallel.cpp — see data_parallel.h.
+#include "trainers/dist/data_parallel.h"
 
 #include <fmt/format.h>
 
@@ -9,8 +9,8 @@
 #include <string_view>
 #include <thread>
 
-#include "relpos/core/error.h"
-#include "relpos/core/shape.h"
+#include "core/error.h"
+#include "core/shape.h"
 
 namespace relpos::train {
 namespace {

@@ -1,5 +1,5 @@
-// trainers/mpi/comm_mpi.cpp — see comm_mpi.h.
-#include "relpos/trainers/mpi/comm_mpi.h"
+// trainers/dist/mpi/comm_mpi.cpp — see comm_mpi.h.
+#include "trainers/dist/mpi/comm_mpi.h"
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "relpos/core/error.h"
+#include "core/error.h"
 
 namespace relpos::train {
 namespace {

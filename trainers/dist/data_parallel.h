@@ -1,4 +1,4 @@
-// trainers/data_parallel.h — what `relpos train` does differently as one of N ranks.
+// trainers/dist/data_parallel.h — what `relpos train` does differently as one of N ranks.
 //
 // Every rank builds the same model from the same seed and draws the same *global* batch of
 // N x data.batch_size rows (drawing is cheap next to a step); rank r keeps rows
@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "relpos/autograd/variable.h"
-#include "relpos/nn/models.h"
-#include "relpos/trainers/comm.h"
-#include "relpos/trainers/config.h"
-#include "relpos/trainers/data.h"
+#include "autograd/variable.h"
+#include "nn/models.h"
+#include "trainers/dist/comm.h"
+#include "trainers/config.h"
+#include "trainers/data/data.h"
 
 namespace relpos::train {
 

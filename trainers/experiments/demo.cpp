@@ -1,4 +1,4 @@
-#include "relpos/trainers/demo.h"
+#include "trainers/experiments/demo.h"
 
 #include <fmt/format.h>
 
@@ -8,11 +8,11 @@
 #include <iterator>
 #include <numbers>
 
-#include "relpos/autograd/grad_mode.h"
-#include "relpos/autograd/ops.h"
-#include "relpos/nn/linear.h"
-#include "relpos/nn/init.h"
-#include "relpos/nn/optim/sgd.h"
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
+#include "nn/linear.h"
+#include "nn/init.h"
+#include "nn/optim/sgd.h"
 
 namespace relpos::demo {
 

@@ -1,7 +1,7 @@
-// trainers/sweep.cpp — the sweep runner (see sweep.h): spec parsing, the point list,
+// trainers/experiments/sweep.cpp — the sweep runner (see sweep.h): spec parsing, the point list,
 // skip/resume bookkeeping in the index files (sweep.jsonl, sweep.shard-*.jsonl,
 // sweep.point-*.jsonl), shards and single points, N points at once on split threads.
-#include "relpos/trainers/sweep.h"
+#include "trainers/experiments/sweep.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -25,15 +25,15 @@
 #include <thread>
 #include <tuple>
 
-#include "relpos/kernels/ops.h"
-#include "relpos/nn/positional/params.h"
-#include "relpos/trainers/checkpoint.h"
-#include "relpos/trainers/data.h"
-#include "relpos/trainers/data_tasks.h"
-#include "relpos/trainers/evaluate.h"
-#include "relpos/trainers/file_io.h"
-#include "relpos/trainers/limits.h"
-#include "relpos/trainers/trainer.h"
+#include "kernels/ops.h"
+#include "nn/positional/params.h"
+#include "trainers/io/checkpoint.h"
+#include "trainers/data/data.h"
+#include "trainers/data/data_tasks.h"
+#include "trainers/evaluate.h"
+#include "trainers/io/file_io.h"
+#include "trainers/limits.h"
+#include "trainers/trainer.h"
 
 namespace fs = std::filesystem;
 

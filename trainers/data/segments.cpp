@@ -1,8 +1,8 @@
-// trainers/segments.cpp — see segments.h. The host builds int64 token batches from the
+// trainers/data/segments.cpp — see segments.h. The host builds int64 token batches from the
 // stream (as every text dataset does); no model tensor is touched here.
-#include "relpos/trainers/segments.h"
+#include "trainers/data/segments.h"
 
-#include "relpos/core/error.h"
+#include "core/error.h"
 
 namespace relpos::train {
 

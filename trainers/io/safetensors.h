@@ -1,4 +1,4 @@
-// trainers/safetensors.h — read and write named tensors in the safetensors format
+// trainers/io/safetensors.h — read and write named tensors in the safetensors format
 // (huggingface/safetensors), the file format of relpos checkpoints:
 //   [0, 8)        N, the header length in bytes, unsigned 64-bit little-endian
 //   [8, 8 + N)    a UTF-8 JSON object, padded with spaces (0x20) to a multiple of 8 bytes:
@@ -34,7 +34,7 @@
 #include <utility>
 #include <vector>
 
-#include "relpos/core/tensor.h"
+#include "core/tensor.h"
 
 namespace relpos {
 

@@ -1,5 +1,5 @@
-// trainers/comm.cpp — see comm.h.
-#include "relpos/trainers/comm.h"
+// trainers/dist/comm.cpp — see comm.h.
+#include "trainers/dist/comm.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-// trainers/text_data.cpp — character-level language modelling on a UTF-8 text file.
+// trainers/data/text_data.cpp — character-level language modelling on a UTF-8 text file.
 // Vocabulary: the distinct characters (code points) of the file, sorted; saved with each
 // run so a checkpoint decodes the same way. Split: the first (1 - val_fraction) of the
 // characters train (n_train = int(n * (1 - val_fraction))), the rest validate. A training batch
@@ -16,8 +16,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "relpos/trainers/data.h"
-#include "relpos/trainers/file_io.h"
+#include "trainers/data/data.h"
+#include "trainers/io/file_io.h"
 
 namespace relpos::train {
 

@@ -1,13 +1,13 @@
-#include "relpos/trainers/inspect.h"
+#include "trainers/experiments/inspect.h"
 
 #include <algorithm>
 
-#include "relpos/autograd/grad_mode.h"
-#include "relpos/autograd/ops.h"
-#include "relpos/nn/attention.h"
-#include "relpos/nn/positional/graph_spd.h"
-#include "relpos/nn/positional/registry.h"
-#include "relpos/trainers/data_tasks.h"
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
+#include "nn/attention.h"
+#include "nn/positional/graph_spd.h"
+#include "nn/positional/registry.h"
+#include "trainers/data/data_tasks.h"
 
 namespace relpos::inspect {
 

@@ -1,8 +1,8 @@
-// trainers/safetensors.cpp — see safetensors.h. The writer builds the header with
+// trainers/io/safetensors.cpp — see safetensors.h. The writer builds the header with
 // nlohmann::ordered_json (insertion order, compact dump); the reader parses it with a
 // callback that catches duplicate keys (plain nlohmann keeps the last one silently) and
 // checks every number with overflow-safe arithmetic before anything is allocated.
-#include "relpos/trainers/safetensors.h"
+#include "trainers/io/safetensors.h"
 
 #include <fmt/format.h>
 
@@ -17,8 +17,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "relpos/core/error.h"
-#include "relpos/trainers/file_io.h"
+#include "core/error.h"
+#include "trainers/io/file_io.h"
 
 namespace relpos {
 

@@ -1,4 +1,4 @@
-// trainers/segments.h — consecutive segments for Transformer-XL training and evaluation
+// trainers/data/segments.h — consecutive segments for Transformer-XL training and evaluation
 // (model.mem_len > 0). B parallel streams walk through a token stream L tokens at a time:
 // batch k holds, for every row b, tokens [s_b + kL, s_b + (k+1)L) and their next tokens, so
 // the segment memory of row b (nn::SegmentMemory) always holds row b's preceding text. When a
@@ -7,8 +7,8 @@
 #pragma once
 #include <vector>
 
-#include "relpos/core/rng.h"
-#include "relpos/trainers/data.h"
+#include "core/rng.h"
+#include "trainers/data/data.h"
 
 namespace relpos::train {
 

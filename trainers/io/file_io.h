@@ -1,4 +1,4 @@
-// trainers/file_io.h — the small POSIX file layer under checkpoints and metrics: a write-only
+// trainers/io/file_io.h — the small POSIX file layer under checkpoints and metrics: a write-only
 // file whose bytes reach the disk (fsync) before it is closed, directory fsync (so a rename
 // or a new entry survives a power loss), and atomic replacement of a whole file through a
 // sibling temporary. Every error is a relpos::Error naming the path and the system's reason.

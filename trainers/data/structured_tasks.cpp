@@ -1,4 +1,4 @@
-// trainers/structured_tasks.cpp — toy encoder tasks for the index-based encodings.
+// trainers/data/structured_tasks.cpp — toy encoder tasks for the index-based encodings.
 // Tokens: 0 PAD, 1..3 reserved, then symbols 4 .. 4+V-1 (as in tasks.cpp).
 //   patch_grid  a grid_h x grid_w grid of random symbols, flattened row-major (the patch
 //               order relative_2d assumes); the label of patch (r, c) is the symbol of the
@@ -8,8 +8,8 @@
 //               shortest-path distance to node 0, as symbol min(d, V - 2), or symbol V - 1 when
 //               unreachable. The batch carries the [B, L, L] shortest-path distances
 //               (position_index) that graph_spd reads.
-#include "relpos/nn/positional/graph_spd.h"
-#include "relpos/trainers/data_tasks.h"
+#include "nn/positional/graph_spd.h"
+#include "trainers/data/data_tasks.h"
 
 namespace relpos::train {
 

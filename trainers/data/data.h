@@ -1,4 +1,4 @@
-// trainers/data.h — datasets behind one interface: character-level text and the synthetic
+// trainers/data/data.h — datasets behind one interface: character-level text and the synthetic
 // tasks (tasks.cpp). A Batch holds int64 tensors; targets use ignore_index (-100) where no
 // loss is taken (prompt tokens, padding).
 #pragma once
@@ -7,10 +7,10 @@
 #include <string_view>
 #include <vector>
 
-#include "relpos/core/rng.h"
-#include "relpos/core/tensor.h"
-#include "relpos/nn/models.h"
-#include "relpos/trainers/config.h"
+#include "core/rng.h"
+#include "core/tensor.h"
+#include "nn/models.h"
+#include "trainers/config.h"
 
 namespace relpos::train {
 

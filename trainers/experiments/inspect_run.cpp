@@ -1,7 +1,7 @@
-// trainers/inspect_run.cpp — `relpos inspect` views (see inspect_run.h). Everything on the
+// trainers/experiments/inspect_run.cpp — `relpos inspect` views (see inspect_run.h). Everything on the
 // model side is tensor ops; the host reads only final, small results (a bias row per layer,
 // one norm per table row) and, for the one-entry gradcheck, writes one parameter element.
-#include "relpos/trainers/inspect_run.h"
+#include "trainers/experiments/inspect_run.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -11,11 +11,11 @@
 #include <set>
 #include <sstream>
 
-#include "relpos/autograd/grad_mode.h"
-#include "relpos/autograd/ops.h"
-#include "relpos/kernels/ops.h"
-#include "relpos/nn/attention.h"
-#include "relpos/nn/positional/registry.h"
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
+#include "kernels/ops.h"
+#include "nn/attention.h"
+#include "nn/positional/registry.h"
 
 namespace relpos::train {
 

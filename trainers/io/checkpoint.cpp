@@ -1,5 +1,5 @@
-// trainers/checkpoint.cpp — see checkpoint.h.
-#include "relpos/trainers/checkpoint.h"
+// trainers/io/checkpoint.cpp — see checkpoint.h.
+#include "trainers/io/checkpoint.h"
 
 #include <fmt/format.h>
 
@@ -10,8 +10,8 @@
 #include <fcntl.h>
 #include <filesystem>
 
-#include "relpos/core/error.h"
-#include "relpos/trainers/file_io.h"
+#include "core/error.h"
+#include "trainers/io/file_io.h"
 
 namespace relpos {
 

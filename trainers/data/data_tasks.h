@@ -1,4 +1,4 @@
-// trainers/data_tasks.h — the data tasks (data.task) and what the rest of relpos needs to know
+// trainers/data/data_tasks.h — the data tasks (data.task) and what the rest of relpos needs to know
 // about each: one entry per task, the one place a task name is compared
 // (tests/trainers/test_data_tasks.cpp greps trainers/ and cli/ for comparisons elsewhere).
 // The datasets themselves: text_data.cpp (text), tasks.cpp (copy .. addition),
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "relpos/trainers/data.h"
+#include "trainers/data/data.h"
 
 namespace relpos::train {
 

@@ -1,5 +1,5 @@
-// trainers/file_io.cpp — see file_io.h.
-#include "relpos/trainers/file_io.h"
+// trainers/io/file_io.cpp — see file_io.h.
+#include "trainers/io/file_io.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -12,7 +12,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "relpos/core/error.h"
+#include "core/error.h"
 
 namespace relpos {
 

@@ -1,5 +1,5 @@
-// trainers/data_tasks.cpp — the data task table (see data_tasks.h).
-#include "relpos/trainers/data_tasks.h"
+// trainers/data/data_tasks.cpp — the data task table (see data_tasks.h).
+#include "trainers/data/data_tasks.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,4 +1,4 @@
-// trainers/inspect_run.h — what `relpos inspect RUN` shows of a trained model (the teaching
+// trainers/experiments/inspect_run.h — what `relpos inspect RUN` shows of a trained model (the teaching
 // views of how gradients reach position encodings):
 //   learned_bias        the additive bias each layer's encoding adds vs distance kj - qi <= 0,
 //                       per head, times alpha (Toeplitz biases: T5 buckets, ALiBi, KERPLE,
@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "relpos/nn/models.h"
-#include "relpos/trainers/config.h"
-#include "relpos/trainers/data.h"
+#include "nn/models.h"
+#include "trainers/config.h"
+#include "trainers/data/data.h"
 
 namespace relpos::train {
 

@@ -1,10 +1,10 @@
-// trainers/comm.h — the processes of a data-parallel run and the few collectives training needs.
+// trainers/dist/comm.h — the processes of a data-parallel run and the few collectives training needs.
 //
 // A Communicator is one rank of `size()` processes. Training uses four things: a deterministic
 // element-wise sum (gradients), an all-gather of small values (losses, config and parameter
 // checksums), a rendezvous with a deadline that names the ranks that did not arrive (so a hung
 // or dead rank stops the job instead of hanging it), and abort. `SingleProcess` is the
-// one-rank communicator; trainers/mpi/comm_mpi.h is the MPI one, used by the `relpos`
+// one-rank communicator; trainers/dist/mpi/comm_mpi.h is the MPI one, used by the `relpos`
 // executable when it is started by mpirun (NCCL for device buffers is planned: today a CUDA
 // run's gradients go through the host).
 #pragma once

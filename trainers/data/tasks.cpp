@@ -1,4 +1,4 @@
-// trainers/tasks.cpp — synthetic sequence tasks with a length parameter, for all three
+// trainers/data/tasks.cpp — synthetic sequence tasks with a length parameter, for all three
 // model kinds. Tokens: 0 PAD, 1 BOS, 2 SEP, 3 EOS, then the task's symbols 4 .. 4+V-1.
 //   copy      x = n random symbols               y = x
 //   reverse                                       y = reversed x
@@ -17,7 +17,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "relpos/trainers/data_tasks.h"
+#include "trainers/data/data_tasks.h"
 
 namespace relpos::train {
 

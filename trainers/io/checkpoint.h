@@ -1,4 +1,4 @@
-// trainers/checkpoint.h — training checkpoints on disk. A checkpoint of step S of a run is
+// trainers/io/checkpoint.h — training checkpoints on disk. A checkpoint of step S of a run is
 // the directory <run_dir>/checkpoints/step_<S, 8 digits zero-padded>/ holding
 //   model.safetensors      the model's state_dict, in the order given
 //   optimizer.safetensors  the optimizer's state_dict (int64 0-d step counters included)
@@ -28,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-#include "relpos/trainers/safetensors.h"
+#include "trainers/io/safetensors.h"
 
 namespace relpos {
 

@@ -1,4 +1,4 @@
-// trainers/inspect.h — what `relpos list`, `relpos bias` and `relpos gradcheck` compute:
+// trainers/experiments/inspect.h — what `relpos list`, `relpos bias` and `relpos gradcheck` compute:
 // the additive bias a freshly built position encoding adds, and float64 gradchecks of a
 // small attention layer with each encoding (inputs, tables, slopes and bias scale alpha).
 #pragma once
@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "relpos/autograd/gradcheck.h"
-#include "relpos/nn/positional/position_encoding.h"
+#include "autograd/gradcheck.h"
+#include "nn/positional/position_encoding.h"
 
 namespace relpos::inspect {
 

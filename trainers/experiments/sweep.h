@@ -1,4 +1,4 @@
-// trainers/sweep.h — `relpos sweep SPEC.yaml`: one base config, a grid and/or a list of
+// trainers/experiments/sweep.h — `relpos sweep SPEC.yaml`: one base config, a grid and/or a list of
 // override sets, one run directory per point, an index (sweep.jsonl), resumable, shardable.
 //
 // Spec (every key but `base`/`config` optional):

@@ -1,4 +1,4 @@
-// trainers/mpi/comm_mpi.h — the MPI communicator (OpenMPI from Debian, or any MPI-3 library).
+// trainers/dist/mpi/comm_mpi.h — the MPI communicator (OpenMPI from Debian, or any MPI-3 library).
 // Built only when CMake finds MPI (RELPOS_MPI); linked into the `relpos` executable, not into
 // the installed library, so library users do not inherit an MPI dependency.
 #pragma once
@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "relpos/trainers/comm.h"
+#include "trainers/dist/comm.h"
 
 namespace relpos::train {
 
