@@ -228,11 +228,14 @@ nn::ModelConfig parse_model(Section s) {
                         k, v);
         // Keys that set table rows, times the width of a row, bound what building the
         // encoding allocates (checked before it is built).
-        if (nn::position_int_cap(k) == nn::kMaxPositionTableRows) {
+        const nn::PositionVariant& variant = nn::find_position_variant(m.position);
+        if (const nn::ParamSpec* spec = variant.param(k); spec && spec->table_rows) {
           const std::string at = where(p.ctx(), kv.second, "model.position." + k);
           int64_t rows = 0;
           try {
-            rows = nn::PositionParams(std::map<std::string, std::string>{{k, v}}).get_int(k, 0);
+            rows = nn::PositionParams(std::map<std::string, std::string>{{k, v}})
+                       .bind(variant.params, "position '" + variant.name + "'")
+                       .get_int(k);
           } catch (const ConfigError& e) {
             fail_config("{}: model.position: {}", at, e.what());
           }

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
-#include "nn/positional/param_docs.h"
+#include "nn/positional/registry.h"
 #include "trainers/evaluate.h"
 #include "trainers/limits.h"
 #include "trainers/trainer.h"
@@ -71,8 +71,7 @@ void print_text(const train::PositionEval& e, int64_t L, int64_t step, const std
 // RoPE context scaling at evaluation time (--rope-scaling, --rope-factor): the run's model with
 // those position settings; returns the note printed beside each result.
 std::string apply_rope_scaling(train::LoadedRun& run, const Args& a) {
-  const auto& docs = nn::position_param_docs(run.cfg.model.position);
-  if (std::none_of(docs.begin(), docs.end(), [](const auto& d) { return d.name == "scaling"; }))
+  if (!nn::find_position_variant(run.cfg.model.position).param("scaling"))
     throw UsageError(
         fmt::format("--rope-scaling: this run uses position encoding '{}', which has no 'scaling' "
                     "parameter (rope has)",

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include "command.h"
-#include "nn/positional/param_docs.h"
 #include "nn/positional/registry.h"
 
 namespace relpos::cli {
@@ -24,8 +23,8 @@ int run(const Args& a) {
     fmt::print("{:<15} {}{}{}\n", v.name, v.description, v.causal_capable ? "" : " [encoder only]",
                a.params && v.per_layer ? " [per layer by default]" : "");
     if (!a.params) continue;
-    for (const auto& d : nn::position_param_docs(v.name))
-      fmt::print("    {:<24} {:<30} default {:<20} {}\n", d.name, d.type, d.default_value, d.meaning);
+    for (const auto& p : v.params)
+      fmt::print("    {:<24} {:<30} default {:<20} {}\n", p.name, p.type_name(), p.default_text(), p.doc);
   }
   return 0;
 }

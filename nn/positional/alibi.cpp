@@ -13,6 +13,7 @@
 #include "core/rng.h"
 #include "nn/positional/alibi_slopes.h"
 #include "nn/positional/position_encoding.h"
+#include "nn/positional/registry.h"
 
 namespace relpos::nn {
 
@@ -56,9 +57,19 @@ class Alibi : public PositionEncoding {
 };
 }  // namespace
 
+namespace {
 PositionEncodingPtr make_alibi(const PositionConfig& cfg, Generator&) {
-  cfg.params.check_known("position 'alibi'", {"learnable"});
-  return std::make_shared<Alibi>(cfg.n_heads, cfg.params.get_bool("learnable", false), cfg.dtype);
+  return std::make_shared<Alibi>(cfg.n_heads, cfg.params.get_bool("learnable"), cfg.dtype);
+}
+}  // namespace
+
+PositionVariant alibi_encoding() {
+  return {.name = "alibi",
+          .description = "ALiBi linear distance bias with reference slopes (Press 2022)",
+          .params = {param::flag("learnable", "false",
+                                 "make the per-head slopes a trained parameter (stored `slopes` [H])")},
+          .make = make_alibi,
+          .fused_attention = true};
 }
 
 }  // namespace relpos::nn

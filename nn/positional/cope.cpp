@@ -27,6 +27,7 @@
 #include "kernels/ops.h"
 #include "nn/init.h"
 #include "nn/positional/position_encoding.h"
+#include "nn/positional/registry.h"
 
 namespace relpos::nn {
 
@@ -71,11 +72,22 @@ class CoPE : public PositionEncoding {
 };
 }  // namespace
 
+namespace {
 PositionEncodingPtr make_cope(const PositionConfig& cfg, Generator& gen) {
-  cfg.params.check_known("position 'cope'", {"npos_max"});
-  int64_t n = cfg.params.get_int("npos_max", 16);
+  int64_t n = cfg.params.get_int("npos_max");
   RELPOS_CHECK_CONFIG(n >= 2, "position 'cope': npos_max must be >= 2, got {}", n);
   return std::make_shared<CoPE>(n, cfg.head_dim, cfg.init_std, gen, cfg.dtype);
+}
+}  // namespace
+
+PositionVariant cope_encoding() {
+  return {
+      .name = "cope",
+      .description = "CoPE: gated contextual positions, interpolated embeddings; causal only (Golovneva 2024)",
+      .params = {param::integer("npos_max", "16", "contextual positions 0 .. npos_max - 1; table [npos_max, head_dim]")
+                     .rows()},
+      .make = make_cope,
+      .per_layer = true};
 }
 
 }  // namespace relpos::nn

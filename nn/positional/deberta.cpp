@@ -49,6 +49,7 @@
 #include "nn/linear.h"
 #include "nn/positional/deberta_bucket.h"
 #include "nn/positional/position_encoding.h"
+#include "nn/positional/registry.h"
 
 namespace relpos::nn {
 
@@ -175,22 +176,40 @@ class Deberta : public PositionEncoding {
 };
 }  // namespace
 
+namespace {
 PositionEncodingPtr make_deberta(const PositionConfig& cfg, Generator& gen) {
   const auto& p = cfg.params;
-  p.check_known("position 'deberta'", {"position_buckets", "max_relative_positions", "pos_att_type", "share_att_key",
-                                       "norm_rel_ebd", "layer_norm_eps"});
-  const int64_t buckets = p.get_int("position_buckets", 256), max_rel = p.get_int("max_relative_positions", 512);
+  const int64_t buckets = p.get_int("position_buckets"), max_rel = p.get_int("max_relative_positions");
   RELPOS_CHECK_CONFIG(max_rel >= 1, "position 'deberta': max_relative_positions must be >= 1, got {}", max_rel);
   RELPOS_CHECK_CONFIG(buckets <= 0 || (buckets >= 2 && buckets % 2 == 0 && max_rel - 1 > buckets / 2),
                       "position 'deberta': position_buckets ({}) must be an even number >= 2 with "
                       "max_relative_positions - 1 ({}) > position_buckets / 2, or <= 0 for no bucketing",
                       buckets, max_rel - 1);
-  const std::string att = p.get_choice("pos_att_type", "c2p|p2c", {"c2p|p2c", "p2c|c2p", "c2p", "p2c"});
+  const std::string att = p.get_choice("pos_att_type");
   const bool c2p = att.find("c2p") != std::string::npos, p2c = att.find("p2c") != std::string::npos;
-  const bool ln = p.get_choice("norm_rel_ebd", "layer_norm", {"layer_norm", "none"}) == "layer_norm";
-  const double eps = p.get_double("layer_norm_eps", 1e-7);
+  const bool ln = p.get_choice("norm_rel_ebd") == "layer_norm";
+  const double eps = p.get_double("layer_norm_eps");
   RELPOS_CHECK_CONFIG(eps > 0, "position 'deberta': layer_norm_eps must be positive, got {}", eps);
-  return std::make_shared<Deberta>(cfg, buckets, max_rel, c2p, p2c, p.get_bool("share_att_key", true), ln, eps, gen);
+  return std::make_shared<Deberta>(cfg, buckets, max_rel, c2p, p2c, p.get_bool("share_att_key"), ln, eps, gen);
+}
+}  // namespace
+
+PositionVariant deberta_encoding() {
+  return {.name = "deberta",
+          .description = "DeBERTa-v2 disentangled c2p + p2c terms, log buckets, shared LayerNorm'd table (He 2021)",
+          .params =
+              {param::integer("position_buckets", "256", "log buckets (<= 0: no bucketing); table [2 span, D]").rows(),
+               param::integer("max_relative_positions", "512", "span without buckets, and the log-bucket range"),
+               param::choice("pos_att_type", {"c2p|p2c", "p2c|c2p", "c2p", "p2c"}, "c2p|p2c",
+                             "which disentangled terms are added"),
+               param::flag("share_att_key", "true",
+                           "project positions with the layer's q_proj / k_proj (else own projections)"),
+               param::choice("norm_rel_ebd", {"layer_norm", "none"}, "layer_norm", "LayerNorm the relative embeddings"),
+               param::real("layer_norm_eps", "1e-7", "epsilon of that LayerNorm")},
+          .make = make_deberta,
+          // log buckets at |rel| > 2 within the gradchecks' lengths
+          .facts = {.probe_score_terms = false,
+                    .gradcheck_params = {{"position_buckets", "4"}, {"max_relative_positions", "8"}}}};
 }
 
 }  // namespace relpos::nn

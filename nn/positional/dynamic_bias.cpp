@@ -17,6 +17,7 @@
 #include "core/rng.h"
 #include "nn/positional/position_encoding.h"
 #include "nn/positional/position_mlp.h"
+#include "nn/positional/registry.h"
 
 namespace relpos::nn {
 
@@ -51,14 +52,25 @@ class DynamicBias : public PositionEncoding {
 };
 }  // namespace
 
+namespace {
 PositionEncodingPtr make_dynamic_bias(const PositionConfig& cfg, Generator& gen) {
   const auto& p = cfg.params;
-  p.check_known("position 'dynamic_bias'", {"depth", "width", "log_distance"});
-  int64_t depth = p.get_int("depth", 2);
+  int64_t depth = p.get_int("depth");
   int64_t width = p.get_int("width", std::max<int64_t>(cfg.d_model / 4, 1));
   RELPOS_CHECK_CONFIG(depth >= 1, "position 'dynamic_bias': depth must be >= 1, got {}", depth);
   RELPOS_CHECK_CONFIG(width >= 1, "position 'dynamic_bias': width must be >= 1, got {}", width);
-  return std::make_shared<DynamicBias>(cfg.n_heads, depth, width, p.get_bool("log_distance", false), gen, cfg.dtype);
+  return std::make_shared<DynamicBias>(cfg.n_heads, depth, width, p.get_bool("log_distance"), gen, cfg.dtype);
+}
+}  // namespace
+
+PositionVariant dynamic_bias_encoding() {
+  return {.name = "dynamic_bias",
+          .description = "MLP over the (optionally log) signed distance, per head (x-transformers DPB)",
+          .params = {param::integer("depth", "2", "hidden layers of the MLP (SiLU)").at_most(64),
+                     param::integer("width", Computed{"max(d_model / 4, 1)"}, "hidden width of the MLP").at_most(1024),
+                     param::flag("log_distance", "false", "feed sign(x) log(|x| + 1) instead of x = i - j")},
+          .make = make_dynamic_bias,
+          .fused_attention = true};
 }
 
 }  // namespace relpos::nn

@@ -24,6 +24,7 @@
 #include "core/rng.h"
 #include "nn/positional/position_encoding.h"
 #include "nn/positional/position_mlp.h"
+#include "nn/positional/registry.h"
 
 namespace relpos::nn {
 
@@ -73,16 +74,28 @@ class Fire : public PositionEncoding {
 };
 }  // namespace
 
+namespace {
 PositionEncodingPtr make_fire(const PositionConfig& cfg, Generator& gen) {
   const auto& p = cfg.params;
-  p.check_known("position 'fire'", {"width", "init_c", "init_L", "eps"});
-  int64_t width = p.get_int("width", 32);
-  double c = p.get_double("init_c", 0.1), L = p.get_double("init_L", 512.0), eps = p.get_double("eps", 1e-6);
+  int64_t width = p.get_int("width");
+  double c = p.get_double("init_c"), L = p.get_double("init_L"), eps = p.get_double("eps");
   RELPOS_CHECK_CONFIG(width >= 1, "position 'fire': width must be >= 1, got {}", width);
   RELPOS_CHECK_CONFIG(c != 0, "position 'fire': init_c must be nonzero (psi would be 0 everywhere)");
   RELPOS_CHECK_CONFIG(L > 0, "position 'fire': init_L must be > 0, got {}", L);
   RELPOS_CHECK_CONFIG(eps > 0, "position 'fire': eps must be > 0, got {}", eps);
   return std::make_shared<Fire>(cfg.n_heads, width, c, L, eps, gen, cfg.dtype);
+}
+}  // namespace
+
+PositionVariant fire_encoding() {
+  return {.name = "fire",
+          .description = "FIRE: MLP of log-distance normalised by the query position, learnable c, L (Li 2023)",
+          .params = {param::integer("width", "32", "hidden width of the MLP 1 -> width -> H (ReLU)").at_most(1024),
+                     param::real("init_c", "0.1", "initial c of psi(x) = log(|c x| + 1) (nonzero)"),
+                     param::real("init_L", "512", "initial threshold L of the normaliser psi(max(L, i))"),
+                     param::real("eps", "1e-6", "added to the normaliser")},
+          .make = make_fire,
+          .per_layer = true};
 }
 
 }  // namespace relpos::nn

@@ -28,6 +28,7 @@
 #include "core/rng.h"
 #include "nn/init.h"
 #include "nn/positional/position_encoding.h"
+#include "nn/positional/registry.h"
 
 namespace relpos::nn {
 
@@ -114,11 +115,28 @@ class GraphSPD : public PositionEncoding {
 };
 }  // namespace
 
+namespace {
 PositionEncodingPtr make_graph_spd(const PositionConfig& cfg, Generator& gen) {
-  cfg.params.check_known("position 'graph_spd'", {"max_dist"});
-  const int64_t md = cfg.params.get_int("max_dist", 20);
+  const int64_t md = cfg.params.get_int("max_dist");
   RELPOS_CHECK_CONFIG(md >= 1, "position 'graph_spd': max_dist must be >= 1, got {}", md);
   return std::make_shared<GraphSPD>(md, cfg.n_heads, cfg.init_std, gen, cfg.dtype);
+}
+}  // namespace
+
+PositionVariant graph_spd_encoding() {
+  return {
+      .name = "graph_spd",
+      .description = "Graphormer spatial bias table[min(spd, max_dist)] from a [B, L, L] distance index (Ying 2021)",
+      .params = {param::integer("max_dist", "20", "distances >= max_dist share a row; table [max_dist + 2, H]").rows()},
+      .make = make_graph_spd,
+      .causal_capable = false,
+      .fused_attention = true,
+      .facts = {.index_task = "graph",
+                .index_bias = true,
+                .probe_score_terms = false,
+                .no_bias_note = "graph encoding: bias[b, h, i, j] = table[min(spd[b, i, j], max_dist), h] "
+                                "(unreachable: row max_dist + 1) needs per-example shortest-path distances "
+                                "(position_index [B, L, L]); `relpos bias` has no graph"}};
 }
 
 }  // namespace relpos::nn

@@ -21,6 +21,7 @@
 #include "core/rng.h"
 #include "nn/positional/position_encoding.h"
 #include "nn/positional/positive_param.h"
+#include "nn/positional/registry.h"
 
 namespace relpos::nn {
 
@@ -51,8 +52,8 @@ class KerpleLog : public PositionEncoding {
 };
 }  // namespace
 
+namespace {
 PositionEncodingPtr make_kerple_log(const PositionConfig& cfg, Generator& gen) {
-  cfg.params.check_known("position 'kerple_log'", {"r1_init", "r2_init"});
   auto init = [&](const std::string& key, double hi) {
     std::vector<double> r;
     if (cfg.params.has(key)) {
@@ -68,6 +69,17 @@ PositionEncodingPtr make_kerple_log(const PositionConfig& cfg, Generator& gen) {
   std::vector<double> r1 = init("r1_init", 2.0);
   std::vector<double> r2 = init("r2_init", 1.0);
   return std::make_shared<KerpleLog>(r1, r2, cfg.dtype);
+}
+}  // namespace
+
+PositionVariant kerple_log_encoding() {
+  return {.name = "kerple_log",
+          .description = "KERPLE log kernel -r1 log(1 + r2 |i-j|), learnable r1, r2 > 0 per head (Chi 2022)",
+          .params = {param::real("r1_init", Computed{"U(0, 2) per head"},
+                                 "initial r1 > 0 of -r1 log(1 + r2 |i - j|), all heads"),
+                     param::real("r2_init", Computed{"U(0, 1) per head"}, "initial r2 > 0, all heads")},
+          .make = make_kerple_log,
+          .fused_attention = true};
 }
 
 }  // namespace relpos::nn

@@ -20,6 +20,7 @@
 #include "core/rng.h"
 #include "nn/positional/position_encoding.h"
 #include "nn/positional/positive_param.h"
+#include "nn/positional/registry.h"
 
 namespace relpos::nn {
 
@@ -61,8 +62,8 @@ class KerplePower : public PositionEncoding {
 };
 }  // namespace
 
+namespace {
 PositionEncodingPtr make_kerple_power(const PositionConfig& cfg, Generator& gen) {
-  cfg.params.check_known("position 'kerple_power'", {"r1_init", "r2_init"});
   std::vector<double> r1, r2;
   if (cfg.params.has("r1_init")) {
     double v = cfg.params.get_double("r1_init", 1.0);
@@ -81,6 +82,17 @@ PositionEncodingPtr make_kerple_power(const PositionConfig& cfg, Generator& gen)
     for (auto& x : r2) x = std::clamp(x, 0.01, 1.99);
   }
   return std::make_shared<KerplePower>(r1, r2, cfg.dtype);
+}
+}  // namespace
+
+PositionVariant kerple_power_encoding() {
+  return {
+      .name = "kerple_power",
+      .description = "KERPLE power kernel -r1 |i-j|^r2, r1 > 0, 0 < r2 < 2 per head (Chi 2022)",
+      .params = {param::real("r1_init", Computed{"U(0, 1) per head"}, "initial r1 > 0 of -r1 |i - j|^r2, all heads"),
+                 param::real("r2_init", Computed{"U(0, 2) per head"}, "initial r2 in (0, 2), all heads")},
+      .make = make_kerple_power,
+      .fused_attention = true};
 }
 
 }  // namespace relpos::nn

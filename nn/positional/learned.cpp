@@ -6,6 +6,7 @@
 #include "core/rng.h"
 #include "nn/init.h"
 #include "nn/positional/position_encoding.h"
+#include "nn/positional/registry.h"
 
 namespace relpos::nn {
 
@@ -33,11 +34,23 @@ class Learned : public PositionEncoding {
 };
 }  // namespace
 
+namespace {
 PositionEncodingPtr make_learned(const PositionConfig& cfg, Generator& gen) {
-  cfg.params.check_known("position 'learned'", {"max_len"});
   int64_t max_len = cfg.params.get_int("max_len", cfg.max_len);
   RELPOS_CHECK_CONFIG(max_len > 0, "position 'learned': max_len must be positive, got {}", max_len);
   return std::make_shared<Learned>(max_len, cfg.d_model, cfg.init_std, gen, cfg.dtype);
+}
+}  // namespace
+
+PositionVariant learned_encoding() {
+  return {.name = "learned",
+          .description = "learned absolute position embeddings [max_len, D]",
+          .params = {param::integer("max_len", Computed{"model.max_len"},
+                                    "rows of the learned table [max_len, D]; longer inputs are an error")
+                         .rows()},
+          .make = make_learned,
+          .fused_attention = true,
+          .facts = {.bounded_by_max_len = true}};
 }
 
 }  // namespace relpos::nn

@@ -1,4 +1,5 @@
-// nn/positional/registry.cpp — the list of position encodings. One line per variant.
+// nn/positional/registry.cpp — the list of position encodings (RELPOS_POSITION_ENCODINGS in
+// registry.h), lookup by name, binding parameters to their schema, and parameter counts.
 #include "nn/positional/registry.h"
 
 #include <fmt/format.h>
@@ -10,74 +11,17 @@
 
 namespace relpos::nn {
 
-PositionEncodingPtr make_none(const PositionConfig&, Generator&);
-PositionEncodingPtr make_sinusoidal(const PositionConfig&, Generator&);
-PositionEncodingPtr make_learned(const PositionConfig&, Generator&);
-PositionEncodingPtr make_t5(const PositionConfig&, Generator&);
-PositionEncodingPtr make_alibi(const PositionConfig&, Generator&);
-PositionEncodingPtr make_rope(const PositionConfig&, Generator&);
-PositionEncodingPtr make_shaw(const PositionConfig&, Generator&);
-PositionEncodingPtr make_transformer_xl(const PositionConfig&, Generator&);
-PositionEncodingPtr make_kerple_log(const PositionConfig&, Generator&);
-PositionEncodingPtr make_kerple_power(const PositionConfig&, Generator&);
-PositionEncodingPtr make_fire(const PositionConfig&, Generator&);
-PositionEncodingPtr make_sandwich(const PositionConfig&, Generator&);
-PositionEncodingPtr make_dynamic_bias(const PositionConfig&, Generator&);
-PositionEncodingPtr make_xpos(const PositionConfig&, Generator&);
-PositionEncodingPtr make_cope(const PositionConfig&, Generator&);
-PositionEncodingPtr make_relative_2d(const PositionConfig&, Generator&);
-PositionEncodingPtr make_graph_spd(const PositionConfig&, Generator&);
-PositionEncodingPtr make_deberta(const PositionConfig&, Generator&);
-
 const std::vector<PositionVariant>& position_variants() {
-  constexpr bool kPerLayer = true, kPerStack = false;  // default of model.position.shared
-  constexpr bool kFused = true, kReference = false;    // PositionVariant::fused_attention
-  constexpr const char* kRotary = "rotary encoding: rotates q and k, no additive bias";
-  static const std::vector<PositionVariant> v = {
-      {"none", "NoPE: no position information", true, make_none, kPerStack, kFused,
-       {.no_bias_note = "no position information"}},
-      {"sinusoidal", "fixed sinusoidal absolute encoding added to the embeddings (Vaswani 2017)", true, make_sinusoidal,
-       kPerStack, kFused},
-      {"learned", "learned absolute position embeddings [max_len, D]", true, make_learned, kPerStack, kFused,
-       {.bounded_by_max_len = true}},
-      {"t5", "T5 bucketed relative bias, table [num_buckets, H] (Raffel 2020)", true, make_t5, kPerStack, kFused},
-      {"alibi", "ALiBi linear distance bias with reference slopes (Press 2022)", true, make_alibi, kPerStack, kFused},
-      {"rope", "rotary embedding of q and k; half/interleaved, linear/NTK/YaRN scaling (Su 2021)", true, make_rope,
-       kPerStack, kFused, {.no_bias_note = kRotary}},
-      {"shaw", "relative key and value embeddings clipped at k_max (Shaw 2018)", true, make_shaw, kPerLayer, kFused},
-      {"transformer_xl", "(q+u).k + (q+v).W_r R[qi-kj]: sinusoidal R, shared u/v, W_r per layer; causal (Dai 2019)",
-       true, make_transformer_xl, kPerStack, kReference},
-      {"kerple_log", "KERPLE log kernel -r1 log(1 + r2 |i-j|), learnable r1, r2 > 0 per head (Chi 2022)", true,
-       make_kerple_log, kPerStack, kFused},
-      {"kerple_power", "KERPLE power kernel -r1 |i-j|^r2, r1 > 0, 0 < r2 < 2 per head (Chi 2022)", true,
-       make_kerple_power, kPerStack, kFused},
-      {"fire", "FIRE: MLP of log-distance normalised by the query position, learnable c, L (Li 2023)", true, make_fire,
-       kPerLayer, kReference},
-      {"sandwich", "Sandwich: parameter-free sum of cosines of the distance, per-head ratio (Chi 2023)", true,
-       make_sandwich, kPerStack, kFused},
-      {"dynamic_bias", "MLP over the (optionally log) signed distance, per head (x-transformers DPB)", true,
-       make_dynamic_bias, kPerStack, kFused},
-      {"xpos", "xPos: RoPE with exponential decay zeta^((m-n)/scale_base); causal only (Sun 2022)", true, make_xpos,
-       kPerStack, kFused, {.no_bias_note = kRotary}},
-      {"cope", "CoPE: gated contextual positions, interpolated embeddings; causal only (Golovneva 2024)", true,
-       make_cope, kPerLayer, kReference},
-      {"relative_2d", "Swin 2D relative bias on a grid_h x grid_w patch grid, table [(2Wh-1)(2Ww-1), H] (Liu 2021)",
-       false, make_relative_2d, kPerStack, kFused,
-       {.grid_params = true, .index_bias = true, .gradcheck_params = {{"grid_h", "3"}, {"grid_w", "4"}}}},
-      {"graph_spd", "Graphormer spatial bias table[min(spd, max_dist)] from a [B, L, L] distance index (Ying 2021)",
-       false, make_graph_spd, kPerStack, kFused,
-       {.index_task = "graph",
-        .index_bias = true,
-        .probe_score_terms = false,
-        .no_bias_note = "graph encoding: bias[b, h, i, j] = table[min(spd[b, i, j], max_dist), h] (unreachable: row "
-                        "max_dist + 1) needs per-example shortest-path distances (position_index [B, L, L]); "
-                        "`relpos bias` has no graph"}},
-      {"deberta", "DeBERTa-v2 disentangled c2p + p2c terms, log buckets, shared LayerNorm'd table (He 2021)", true,
-       make_deberta, kPerStack, kReference,
-       // log buckets at |rel| > 2 within the gradchecks' lengths
-       {.probe_score_terms = false, .gradcheck_params = {{"position_buckets", "4"}, {"max_relative_positions", "8"}}}},
-  };
+#define RELPOS_POSITION_ENCODING_ENTRY(name) name##_encoding(),
+  static const std::vector<PositionVariant> v = {RELPOS_POSITION_ENCODINGS(RELPOS_POSITION_ENCODING_ENTRY)};
+#undef RELPOS_POSITION_ENCODING_ENTRY
   return v;
+}
+
+const ParamSpec* PositionVariant::param(const std::string& key) const {
+  for (const ParamSpec& p : params)
+    if (p.name == key) return &p;
+  return nullptr;
 }
 
 const PositionVariant& find_position_variant(const std::string& name) {
@@ -95,7 +39,26 @@ PositionEncodingPtr make_position_encoding(const PositionConfig& cfg, Generator&
   RELPOS_CHECK(cfg.n_heads > 0 && cfg.head_dim > 0 && cfg.d_model > 0,
                "position encoding '{}': model sizes must be set (d_model {}, n_heads {}, head_dim {})", cfg.type,
                cfg.d_model, cfg.n_heads, cfg.head_dim);
-  return find_position_variant(cfg.type).make(cfg, gen);
+  const PositionVariant& v = find_position_variant(cfg.type);
+  PositionConfig bound = cfg;
+  bound.params = cfg.params.bind(v.params, fmt::format("position '{}'", v.name));
+  return v.make(bound, gen);
+}
+
+std::string position_params_markdown() {
+  auto cell = [](std::string s) {  // a '|' inside a cell would end it
+    std::string r;
+    for (char c : s) r += c == '|' ? std::string("\\|") : std::string(1, c);
+    return r;
+  };
+  std::string out = "| encoding | parameter | type | default | meaning |\n|---|---|---|---|---|\n";
+  for (const auto& v : position_variants()) {
+    if (v.params.empty()) out += fmt::format("| `{}` | — | | | no parameters |\n", v.name);
+    for (const auto& p : v.params)
+      out += fmt::format("| `{}` | `{}` | {} | {} | {} |\n", v.name, p.name, cell(p.type_name()),
+                         cell(p.default_text()), cell(p.doc));
+  }
+  return out;
 }
 
 namespace {

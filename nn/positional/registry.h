@@ -1,6 +1,8 @@
 // nn/positional/registry.h — position encodings by name, so a config can pick one.
-// Adding a variant: one file in nn/positional/, one entry (with its PositionFacts) in registry.cpp,
-// its parameters in param_docs.cpp, tests.
+// Each encoding describes itself in its own file: `PositionVariant <name>_encoding()` gives its
+// name, description, parameter schema, capabilities, facts and constructor. Adding one: that
+// file, one X(<name>) line in RELPOS_POSITION_ENCODINGS below, and regenerated fixtures
+// (docs/DESIGN.md, "Adding an encoding"). Every test iterates position_variants().
 #pragma once
 #include <functional>
 #include <map>
@@ -35,11 +37,15 @@ struct PositionFacts {
   std::map<std::string, std::string> gradcheck_params;
 };
 
+// PositionFacts::no_bias_note of the rotary encodings (rope, xpos).
+inline constexpr const char* kRotaryNote = "rotary encoding: rotates q and k, no additive bias";
+
 struct PositionVariant {
   std::string name;
   std::string description;  // one line, for `relpos list`
-  bool causal_capable = true;
-  std::function<PositionEncodingPtr(const PositionConfig&, Generator&)> make;
+  ParamSchema params;       // model.position.<key>: validation, defaults, `relpos list --params`, docs/config.md
+  std::function<PositionEncodingPtr(const PositionConfig&, Generator&)> make;  // cfg.params bound to `params`
+  bool causal_capable = true;  // false: encoder only (a decoder stack rejects it)
   bool per_layer = false;  // default of model.position_shared: one instance per layer (else per stack)
   // Declared capability: the scores are q k^T (after rotate/rotate_key) plus at most a
   // Toeplitz bias, bucketed content terms (Shaw: PositionEncoding::bucketed_terms) and a
@@ -51,11 +57,28 @@ struct PositionVariant {
   // (tests/nn/test_model_trajectory.cpp); the memory estimate reads it.
   bool fused_attention = false;
   PositionFacts facts{};
+
+  const ParamSpec* param(const std::string& key) const;  // null when the encoding has no such parameter
 };
+
+// The registered encodings, in `relpos list` order: one line each. Each X(name) is defined in
+// nn/positional/<name>.cpp as `PositionVariant name##_encoding()`.
+#define RELPOS_POSITION_ENCODINGS(X)                                                                              \
+  X(none)                                                                                                         \
+  X(sinusoidal) X(learned) X(t5) X(alibi) X(rope) X(shaw) X(transformer_xl) X(kerple_log) X(kerple_power) X(fire) \
+      X(sandwich) X(dynamic_bias) X(xpos) X(cope) X(relative_2d) X(graph_spd) X(deberta)
+
+#define RELPOS_DECLARE_POSITION_ENCODING(name) PositionVariant name##_encoding();
+RELPOS_POSITION_ENCODINGS(RELPOS_DECLARE_POSITION_ENCODING)
+#undef RELPOS_DECLARE_POSITION_ENCODING
 
 const std::vector<PositionVariant>& position_variants();
 const PositionVariant& find_position_variant(const std::string& name);  // error lists the names
+// Binds cfg.params to the variant's schema (unknown keys, types and bounds are refused here)
+// and builds it.
 PositionEncodingPtr make_position_encoding(const PositionConfig& cfg, Generator& gen);
+// The Markdown table docs/config.md embeds between its "relpos list --params --markdown" markers.
+std::string position_params_markdown();
 
 // The number of learnable parameters make_position_encoding(cfg) has, without building it at
 // cfg's sizes: every encoding's count is a polynomial of degree <= 2 in n_heads and in

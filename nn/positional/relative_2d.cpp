@@ -20,6 +20,7 @@
 #include "core/rng.h"
 #include "nn/init.h"
 #include "nn/positional/position_encoding.h"
+#include "nn/positional/registry.h"
 
 namespace relpos::nn {
 
@@ -84,8 +85,8 @@ class Relative2D : public PositionEncoding {
 };
 }  // namespace
 
+namespace {
 PositionEncodingPtr make_relative_2d(const PositionConfig& cfg, Generator& gen) {
-  cfg.params.check_known("position 'relative_2d'", {"grid_h", "grid_w"});
   RELPOS_CHECK_CONFIG(cfg.params.has("grid_h") && cfg.params.has("grid_w"),
                       "position 'relative_2d': parameters grid_h and grid_w (the Wh x Ww patch grid) are required, "
                       "e.g. --param grid_h=2 --param grid_w=3");
@@ -93,6 +94,18 @@ PositionEncodingPtr make_relative_2d(const PositionConfig& cfg, Generator& gen) 
   RELPOS_CHECK_CONFIG(gh >= 1 && gw >= 1, "position 'relative_2d': grid_h ({}) and grid_w ({}) must be >= 1", gh,
                       gw);
   return std::make_shared<Relative2D>(gh, gw, cfg.n_heads, cfg.init_std, gen, cfg.dtype);
+}
+}  // namespace
+
+PositionVariant relative_2d_encoding() {
+  return {.name = "relative_2d",
+          .description = "Swin 2D relative bias on a grid_h x grid_w patch grid, table [(2Wh-1)(2Ww-1), H] (Liu 2021)",
+          .params = {param::integer("grid_h", Computed{"required"}, "patch grid height Wh").rows(),
+                     param::integer("grid_w", Computed{"required"}, "patch grid width Ww").rows()},
+          .make = make_relative_2d,
+          .causal_capable = false,
+          .fused_attention = true,
+          .facts = {.grid_params = true, .index_bias = true, .gradcheck_params = {{"grid_h", "3"}, {"grid_w", "4"}}}};
 }
 
 }  // namespace relpos::nn

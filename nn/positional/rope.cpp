@@ -26,6 +26,7 @@
 #include "autograd/ops.h"
 #include "core/rng.h"
 #include "nn/positional/position_encoding.h"
+#include "nn/positional/registry.h"
 #include "nn/positional/rope_freqs.h"
 
 namespace relpos::nn {
@@ -87,9 +88,22 @@ class Rope : public PositionEncoding {
   RopeFrequencies f_;
 };
 
-// The scaling keys (shared by make_rope and set_eval_scaling); absent keys keep s's value.
+const ParamSchema& rope_params() {
+  static const ParamSchema p = {
+      param::real("base", "10000", "frequency base: inv_freq[p] = base^(-2p/r)"),
+      param::real("fraction", "1", "fraction of head_dim rotated (r = floor(fraction head_dim / 2) * 2)"),
+      param::choice("style", {"half", "interleaved"}, "half", "pairs (p, p + r/2) (GPT-NeoX) or (2p, 2p + 1) (GPT-J)"),
+      param::choice("scaling", {"none", "linear", "ntk", "yarn"}, "none", "context scaling of the frequencies"),
+      param::real("factor", "1", "scaling factor (>= 1)"),
+      param::integer("original_max_len", Computed{"model.max_len"}, "YaRN's original context length L0"),
+      param::real("beta_fast", "32", "YaRN ramp: fast boundary"),
+      param::real("beta_slow", "1", "YaRN ramp: slow boundary")};
+  return p;
+}
+
+// The scaling keys (make_rope and set_eval_scaling); absent keys keep s's value.
 void read_scaling(const PositionParams& p, RopeSettings& s) {
-  s.scaling = p.get_choice("scaling", s.scaling, {"none", "linear", "ntk", "yarn"});
+  s.scaling = p.get_choice("scaling", s.scaling);
   s.factor = p.get_double("factor", s.factor);
   RELPOS_CHECK_CONFIG(s.factor >= 1.0, "position 'rope': factor must be >= 1, got {}", s.factor);
   s.original_max_len = p.get_int("original_max_len", s.original_max_len);
@@ -100,31 +114,43 @@ void read_scaling(const PositionParams& p, RopeSettings& s) {
 }
 
 void Rope::set_eval_scaling(const PositionParams& p) {
-  p.check_known("position 'rope' eval scaling", {"scaling", "factor", "original_max_len", "beta_fast", "beta_slow"});
+  const std::string context = "position 'rope' eval scaling";
+  p.check_known(context, {"scaling", "factor", "original_max_len", "beta_fast", "beta_slow"});
   RopeSettings s = s_;
-  read_scaling(p, s);
+  read_scaling(p.bind(rope_params(), context), s);
   f_ = rope_frequencies(s);
   s_ = std::move(s);
   clear_geometry_cache();  // cos/sin tables of the old frequencies
 }
-}  // namespace
 
 PositionEncodingPtr make_rope(const PositionConfig& cfg, Generator&) {
   const auto& p = cfg.params;
-  p.check_known("position 'rope'", {"base", "fraction", "style", "scaling", "factor", "original_max_len",
-                                    "beta_fast", "beta_slow"});
   RopeSettings s;
-  s.base = p.get_double("base", 10000.0);
-  double fraction = p.get_double("fraction", 1.0);
+  s.base = p.get_double("base");
+  double fraction = p.get_double("fraction");
   RELPOS_CHECK_CONFIG(fraction > 0 && fraction <= 1, "position 'rope': fraction must be in (0, 1], got {}", fraction);
   s.rot_dim = int64_t(double(cfg.head_dim) * fraction) / 2 * 2;
   RELPOS_CHECK_CONFIG(s.rot_dim >= 2, "position 'rope': fraction {} of head_dim {} leaves no rotary pair", fraction,
-               cfg.head_dim);
-  s.style = p.get_choice("style", "half", {"half", "interleaved"});
+                      cfg.head_dim);
+  s.style = p.get_choice("style");
   RELPOS_CHECK_CONFIG(s.base > 1.0, "position 'rope': base must be > 1, got {}", s.base);
-  s.original_max_len = cfg.max_len > 0 ? cfg.max_len : 2048;  // defaults; read_scaling overrides
-  read_scaling(p, s);
+  s.scaling = p.get_choice("scaling");
+  s.factor = p.get_double("factor");
+  s.original_max_len = cfg.max_len > 0 ? cfg.max_len : 2048;
+  s.beta_fast = p.get_double("beta_fast");
+  s.beta_slow = p.get_double("beta_slow");
+  read_scaling(p, s);  // the checks; original_max_len when given
   return std::make_shared<Rope>(s);
+}
+}  // namespace
+
+PositionVariant rope_encoding() {
+  return {.name = "rope",
+          .description = "rotary embedding of q and k; half/interleaved, linear/NTK/YaRN scaling (Su 2021)",
+          .params = rope_params(),
+          .make = make_rope,
+          .fused_attention = true,
+          .facts = {.no_bias_note = kRotaryNote}};
 }
 
 }  // namespace relpos::nn

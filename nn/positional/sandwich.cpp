@@ -15,6 +15,7 @@
 #include "autograd/ops.h"
 #include "core/rng.h"
 #include "nn/positional/position_encoding.h"
+#include "nn/positional/registry.h"
 
 namespace relpos::nn {
 
@@ -46,11 +47,20 @@ class Sandwich : public PositionEncoding {
 };
 }  // namespace
 
+namespace {
 PositionEncodingPtr make_sandwich(const PositionConfig& cfg, Generator&) {
-  cfg.params.check_known("position 'sandwich'", {"dim"});
   int64_t dim = cfg.params.get_int("dim", cfg.head_dim);
   RELPOS_CHECK_CONFIG(dim >= 2 && dim % 2 == 0, "position 'sandwich': dim must be even and >= 2, got {}", dim);
   return std::make_shared<Sandwich>(cfg.n_heads, dim, cfg.dtype);
+}
+}  // namespace
+
+PositionVariant sandwich_encoding() {
+  return {.name = "sandwich",
+          .description = "Sandwich: parameter-free sum of cosines of the distance, per-head ratio (Chi 2023)",
+          .params = {param::integer("dim", Computed{"head_dim"}, "d' of the sinusoid sum (even)").rows()},
+          .make = make_sandwich,
+          .fused_attention = true};
 }
 
 }  // namespace relpos::nn

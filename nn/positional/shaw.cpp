@@ -15,6 +15,7 @@
 #include "core/rng.h"
 #include "nn/init.h"
 #include "nn/positional/position_encoding.h"
+#include "nn/positional/registry.h"
 
 namespace relpos::nn {
 
@@ -71,11 +72,23 @@ class Shaw : public PositionEncoding {
 };
 }  // namespace
 
+namespace {
 PositionEncodingPtr make_shaw(const PositionConfig& cfg, Generator& gen) {
-  cfg.params.check_known("position 'shaw'", {"k_max"});
-  int64_t k = cfg.params.get_int("k_max", 16);
+  int64_t k = cfg.params.get_int("k_max");
   RELPOS_CHECK_CONFIG(k >= 1, "position 'shaw': k_max must be >= 1, got {}", k);
   return std::make_shared<Shaw>(k, cfg.head_dim, cfg.init_std, gen, cfg.dtype);
+}
+}  // namespace
+
+PositionVariant shaw_encoding() {
+  return {.name = "shaw",
+          .description = "relative key and value embeddings clipped at k_max (Shaw 2018)",
+          .params = {param::integer("k_max", "16",
+                                    "distances are clipped to [-k_max, k_max]; tables [2 k_max + 1, head_dim]")
+                         .rows()},
+          .make = make_shaw,
+          .per_layer = true,
+          .fused_attention = true};
 }
 
 }  // namespace relpos::nn

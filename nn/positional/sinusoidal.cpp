@@ -7,6 +7,7 @@
 #include "autograd/ops.h"
 #include "core/rng.h"
 #include "nn/positional/position_encoding.h"
+#include "nn/positional/registry.h"
 
 namespace relpos::nn {
 
@@ -38,11 +39,21 @@ class Sinusoidal : public PositionEncoding {
 };
 }  // namespace
 
+namespace {
 PositionEncodingPtr make_sinusoidal(const PositionConfig& cfg, Generator&) {
-  cfg.params.check_known("position 'sinusoidal'", {"base"});
-  double base = cfg.params.get_double("base", 10000.0);
+  double base = cfg.params.get_double("base");
   RELPOS_CHECK_CONFIG(base > 1.0, "position 'sinusoidal': base must be > 1, got {}", base);
   return std::make_shared<Sinusoidal>(cfg.d_model, base);
+}
+}  // namespace
+
+PositionVariant sinusoidal_encoding() {
+  return {.name = "sinusoidal",
+          .description = "fixed sinusoidal absolute encoding added to the embeddings (Vaswani 2017)",
+          .params = {param::real("base", "10000",
+                                 "frequency base: PE[p, 2i] = sin(p base^(-2i/D)), PE[p, 2i+1] = cos(..)")},
+          .make = make_sinusoidal,
+          .fused_attention = true};
 }
 
 }  // namespace relpos::nn

@@ -14,6 +14,7 @@
 #include "core/rng.h"
 #include "nn/init.h"
 #include "nn/positional/position_encoding.h"
+#include "nn/positional/registry.h"
 #include "nn/positional/t5_bucket.h"
 
 namespace relpos::nn {
@@ -70,13 +71,24 @@ class T5Bias : public PositionEncoding {
 };
 }  // namespace
 
+namespace {
 PositionEncodingPtr make_t5(const PositionConfig& cfg, Generator& gen) {
-  cfg.params.check_known("position 't5'", {"num_buckets", "max_distance", "scale"});
-  int64_t nb = cfg.params.get_int("num_buckets", 32), md = cfg.params.get_int("max_distance", 128);
+  int64_t nb = cfg.params.get_int("num_buckets"), md = cfg.params.get_int("max_distance");
   RELPOS_CHECK_CONFIG(nb >= 4 && nb % 2 == 0, "position 't5': num_buckets must be an even number >= 4, got {}", nb);
   RELPOS_CHECK_CONFIG(md > nb / 2, "position 't5': max_distance ({}) must exceed num_buckets/2 ({})", md, nb / 2);
-  return std::make_shared<T5Bias>(nb, md, cfg.params.get_bool("scale", false), cfg.n_heads, cfg.init_std, gen,
-                                  cfg.dtype);
+  return std::make_shared<T5Bias>(nb, md, cfg.params.get_bool("scale"), cfg.n_heads, cfg.init_std, gen, cfg.dtype);
+}
+}  // namespace
+
+PositionVariant t5_encoding() {
+  return {
+      .name = "t5",
+      .description = "T5 bucketed relative bias, table [num_buckets, H] (Raffel 2020)",
+      .params = {param::integer("num_buckets", "32", "rows of the bias table [num_buckets, H] (even, >= 4)").rows(),
+                 param::integer("max_distance", "128", "distance where the log-spaced buckets end (> num_buckets/2)"),
+                 param::flag("scale", "false", "multiply q.k by 1/sqrt(head_dim) (T5 does not)")},
+      .make = make_t5,
+      .fused_attention = true};
 }
 
 }  // namespace relpos::nn

@@ -35,6 +35,7 @@
 #include "core/rng.h"
 #include "nn/init.h"
 #include "nn/positional/position_encoding.h"
+#include "nn/positional/registry.h"
 
 namespace relpos::nn {
 
@@ -144,9 +145,9 @@ class TransformerXL : public PositionEncoding {
 
 }  // namespace
 
+namespace {
 PositionEncodingPtr make_transformer_xl(const PositionConfig& cfg, Generator& gen) {
-  cfg.params.check_known("position 'transformer_xl'", {"clamp_len"});
-  const int64_t clamp_len = cfg.params.get_int("clamp_len", -1);
+  const int64_t clamp_len = cfg.params.get_int("clamp_len");
   RELPOS_CHECK_CONFIG(clamp_len >= -1, "position 'transformer_xl': clamp_len must be -1 (off) or >= 0, got {}",
                       clamp_len);
   RELPOS_CHECK_CONFIG(cfg.d_model % 2 == 0,
@@ -155,6 +156,14 @@ PositionEncodingPtr make_transformer_xl(const PositionConfig& cfg, Generator& ge
   TxlSizes s{cfg.d_model, cfg.n_heads, cfg.head_dim, clamp_len, cfg.init_std, cfg.dtype};
   using Part = TransformerXL::Part;
   return std::make_shared<TransformerXL>(cfg.shared_across_layers ? Part::Global : Part::Full, s, gen);
+}
+}  // namespace
+
+PositionVariant transformer_xl_encoding() {
+  return {.name = "transformer_xl",
+          .description = "(q+u).k + (q+v).W_r R[qi-kj]: sinusoidal R, shared u/v, W_r per layer; causal (Dai 2019)",
+          .params = {param::integer("clamp_len", "-1", "clamp distances to at most clamp_len (-1: off)")},
+          .make = make_transformer_xl};
 }
 
 }  // namespace relpos::nn

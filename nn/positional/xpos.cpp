@@ -21,6 +21,7 @@
 #include "autograd/ops.h"
 #include "core/rng.h"
 #include "nn/positional/position_encoding.h"
+#include "nn/positional/registry.h"
 
 namespace relpos::nn {
 
@@ -85,17 +86,29 @@ class XPos : public PositionEncoding {
 };
 }  // namespace
 
+namespace {
 PositionEncodingPtr make_xpos(const PositionConfig& cfg, Generator&) {
   const auto& p = cfg.params;
-  p.check_known("position 'xpos'", {"base", "scale_base", "gamma", "style"});
-  double base = p.get_double("base", 10000.0), sb = p.get_double("scale_base", 512.0),
-         gamma = p.get_double("gamma", 0.4);
+  double base = p.get_double("base"), sb = p.get_double("scale_base"), gamma = p.get_double("gamma");
   RELPOS_CHECK_CONFIG(base > 1.0, "position 'xpos': base must be > 1, got {}", base);
   RELPOS_CHECK_CONFIG(sb > 0, "position 'xpos': scale_base must be > 0, got {}", sb);
   RELPOS_CHECK_CONFIG(gamma > 0, "position 'xpos': gamma must be > 0, got {}", gamma);
   RELPOS_CHECK_CONFIG(cfg.head_dim % 2 == 0, "position 'xpos': head_dim must be even, got {}", cfg.head_dim);
-  return std::make_shared<XPos>(base, sb, gamma, p.get_choice("style", "interleaved", {"interleaved", "half"}),
-                                cfg.head_dim);
+  return std::make_shared<XPos>(base, sb, gamma, p.get_choice("style"), cfg.head_dim);
+}
+}  // namespace
+
+PositionVariant xpos_encoding() {
+  return {.name = "xpos",
+          .description = "xPos: RoPE with exponential decay zeta^((m-n)/scale_base); causal only (Sun 2022)",
+          .params = {param::real("base", "10000", "rotation frequency base"),
+                     param::real("scale_base", "512", "decay exponent divisor: zeta^(m / scale_base)"),
+                     param::real("gamma", "0.4", "zeta_p = (2p/d + gamma) / (1 + gamma)"),
+                     param::choice("style", {"interleaved", "half"}, "interleaved",
+                                   "rotation pairs (2p, 2p + 1) or (p, p + d/2)")},
+          .make = make_xpos,
+          .fused_attention = true,
+          .facts = {.no_bias_note = kRotaryNote}};
 }
 
 }  // namespace relpos::nn
