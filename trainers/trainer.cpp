@@ -37,41 +37,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// SGD or Adam/AdamW behind one face.
-class Optimizer {
- public:
-  Optimizer(const nn::Model& m, const OptimConfig& o) {
-    auto groups = nn::optim::param_groups_by_tag(m, o.weight_decay, o.no_decay);
-    if (o.name == "sgd") {
-      sgd_ = std::make_unique<nn::optim::SGD>(m.parameters(), nn::optim::SGDOptions{o.lr, o.momentum, o.weight_decay});
-      return;
-    }
-    nn::optim::AdamOptions a;
-    a.lr = o.lr;
-    a.beta1 = o.beta1;
-    a.beta2 = o.beta2;
-    a.eps = o.eps;
-    if (o.name == "adam")
-      adam_ = std::make_unique<nn::optim::Adam>(groups, a);
-    else
-      adam_ = std::make_unique<nn::optim::AdamW>(groups, a);
-  }
-  void set_lr(double lr) { sgd_ ? sgd_->set_lr(lr) : adam_->set_lr(lr); }
-  void step() { sgd_ ? sgd_->step() : adam_->step(); }
-  void zero_grad() { sgd_ ? sgd_->zero_grad() : adam_->zero_grad(); }
-  std::vector<std::pair<std::string, Tensor>> state_dict() const { return sgd_ ? sgd_->state_dict() : adam_->state_dict(); }
-  void load_state_dict(const std::vector<std::pair<std::string, Tensor>>& s) {
-    sgd_ ? sgd_->load_state_dict(s) : adam_->load_state_dict(s);
-  }
-
- private:
-  std::unique_ptr<nn::optim::SGD> sgd_;
-  std::unique_ptr<nn::optim::AdamBase> adam_;
-};
-
 nlohmann::json rng_json(const GeneratorState& s) { return {{"seed", s.seed}, {"offset", s.offset}}; }
 
 }  // namespace
+
+std::unique_ptr<nn::optim::Optimizer> make_optimizer(const nn::Model& m, const OptimConfig& o) {
+  auto groups = nn::optim::param_groups_by_tag(m, o.weight_decay, o.no_decay);
+  if (o.name == "sgd")
+    return std::make_unique<nn::optim::SGD>(std::move(groups), nn::optim::SGDOptions{o.lr, o.momentum});
+  const nn::optim::AdamOptions a{.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps};
+  if (o.name == "adam") return std::make_unique<nn::optim::Adam>(std::move(groups), a);
+  return std::make_unique<nn::optim::AdamW>(std::move(groups), a);
+}
 
 SavedState parse_state(const nlohmann::json& j, const std::string& ck) {
   const std::string file = ck + "/trainer_state.json";
@@ -336,7 +313,7 @@ class Trainer {
   std::unique_ptr<Dataset> data_;
   std::unique_ptr<nn::Model> model_;
   Device device_ = Device::CPU;
-  std::unique_ptr<Optimizer> opt_;
+  std::unique_ptr<nn::optim::Optimizer> opt_;
   Generator data_gen_, dropout_gen_;
   nn::optim::ScheduleOptions sched_;
   std::vector<Variable> params_, pos_params_;
@@ -416,7 +393,7 @@ void Trainer::build() {
   device_ = train_device(cfg_, dp_.local_rank());
   k::set_allow_tf32(cfg_.train.allow_tf32);
   model_->to(device_);
-  opt_ = std::make_unique<Optimizer>(*model_, cfg_.optim);
+  opt_ = make_optimizer(*model_, cfg_.optim);
   data_gen_ = Generator(cfg_.train.seed + 1);
   dropout_gen_ = Generator(cfg_.train.seed + 2);
   dropout_gen_.set_shard(uint64_t(dp_.rank()), uint64_t(dp_.world()));  // each rank its rows' dropout draws

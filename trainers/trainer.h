@@ -9,16 +9,17 @@
 #pragma once
 #include <functional>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "nn/models.h"
-#include "trainers/dist/comm.h"
+#include "nn/optim/optimizer.h"
 #include "trainers/config.h"
 #include "trainers/data/data.h"
+#include "trainers/dist/comm.h"
 
 namespace relpos::train {
 
@@ -51,6 +52,10 @@ struct TrainOptions {
 };
 
 TrainResult train(const Config& cfg, const TrainOptions& opt = {});
+
+// The optimizer optim.name asks for over m's parameters, in groups by tag: the optim.no_decay
+// tags get weight decay 0 (SGD, Adam and AdamW alike).
+std::unique_ptr<nn::optim::Optimizer> make_optimizer(const nn::Model& m, const OptimConfig& o);
 
 // The CUDA device a rank trains on with train.device: cuda: its local rank (the rank among
 // those on its machine, Communicator::local_rank) modulo the machine's device count, so

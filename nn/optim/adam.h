@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "autograd/variable.h"
+#include "nn/optim/optimizer.h"
 #include "nn/optim/param_groups.h"
 
 namespace relpos::nn::optim {
@@ -39,19 +40,16 @@ struct AdamOptions {
   double weight_decay = 0.0;
 };
 
-using OptimizerState = std::vector<std::pair<std::string, Tensor>>;
-
 // The shared implementation; use Adam or AdamW.
-class AdamBase {
+class AdamBase : public Optimizer {
  public:
-  virtual ~AdamBase() = default;
   AdamBase(const AdamBase&) = delete;
   AdamBase& operator=(const AdamBase&) = delete;
 
-  void step();       // one update of every parameter that has a grad
-  void zero_grad();  // drops every parameter's grad
+  void step() override;       // one update of every parameter that has a grad
+  void zero_grad() override;  // drops every parameter's grad
   // Base lr for the next step() (each group uses lr * lr_scale); finite and >= 0.
-  void set_lr(double lr);
+  void set_lr(double lr) override;
   double lr() const { return opt_.lr; }
   const AdamOptions& options() const { return opt_; }
   const std::vector<ParamGroup>& param_groups() const { return groups_; }
@@ -60,11 +58,11 @@ class AdamBase {
   int64_t param_step(size_t group, size_t index) const;
 
   // Copies of the state, keys as in the header comment, groups and parameters in order.
-  OptimizerState state_dict() const;
+  OptimizerState state_dict() const override;
   // Replaces the whole state. Every key must be present with the parameter's shape and
   // dtype (step: int64 0-d, >= 0), and no other key may be given; errors name the key (and
   // both shapes/dtypes) and leave the state unchanged. The tensors are copied in.
-  void load_state_dict(const OptimizerState& state);
+  void load_state_dict(const OptimizerState& state) override;
 
  protected:
   AdamBase(std::vector<ParamGroup> groups, AdamOptions opt, bool decoupled, const char* who);

@@ -3,7 +3,6 @@
 // decay, LR schedules, gradient clipping, bit-exact optimizer state export/import, and a
 // small Linear regression trained with AdamW + clipping + a warmup-cosine schedule.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -20,6 +19,7 @@
 #include "nn/optim/clip.h"
 #include "nn/optim/param_groups.h"
 #include "nn/optim/schedule.h"
+#include "nn/optim/sgd.h"
 
 using namespace relpos;
 using namespace relpos::nn::optim;
@@ -194,7 +194,7 @@ TEST_CASE("optim: param_groups_by_tag splits by tag and excludes position and no
   REQUIRE_THROWS_WITH(param_groups_by_tag(net, -1.0), Contains("weight_decay"));
 }
 
-TEST_CASE("optim: a parameter in an excluded group is not decayed (AdamW and Adam)", "[optim]") {
+TEST_CASE("optim: a parameter in an excluded group is not decayed (AdamW, Adam and SGD)", "[optim]") {
   Generator gen(11);
   TaggedNet net(gen);
   const std::vector<Variable> decayed{net.emb, net.lin->weight()};
@@ -228,6 +228,25 @@ TEST_CASE("optim: a parameter in an excluded group is not decayed (AdamW and Ada
         REQUIRE(after[j] == Approx(before[j] - 0.1).epsilon(1e-6));
       }
     }
+  }
+  SECTION("SGD (with momentum): with zero grads the update is p -= lr * wd * p in decayed groups only") {
+    SGD sgd(param_groups_by_tag(net, 0.5), SGDOptions{.lr = 0.1, .momentum = 0.9});
+    std::vector<Tensor> dec0 = snapshot(decayed), exc0 = snapshot(excluded);
+    zero_grads(net.parameters());
+    sgd.step();
+    for (size_t i = 0; i < excluded.size(); ++i) REQUIRE(bit_equal(excluded[i].data(), exc0[i]));
+    for (size_t i = 0; i < decayed.size(); ++i) {
+      std::vector<double> before = dec0[i].to_vector<double>(), after = decayed[i].data().to_vector<double>();
+      for (size_t j = 0; j < before.size(); ++j) REQUIRE(after[j] == Approx(before[j] * (1 - 0.1 * 0.5)).epsilon(1e-6));
+    }
+    // its state is keyed by group, and loads back
+    const OptimizerState st = sgd.state_dict();
+    REQUIRE(st.size() == net.parameters().size());
+    REQUIRE(st.front().first.find(".0.momentum_buffer") != std::string::npos);
+    SGD again(param_groups_by_tag(net, 0.5), SGDOptions{.lr = 0.1, .momentum = 0.9});
+    REQUIRE_NOTHROW(again.load_state_dict(st));
+    REQUIRE_THROWS_WITH(again.load_state_dict({{"0.momentum_buffer", st.front().second}}),
+                        Contains("SGD state: unexpected key '0.momentum_buffer'"));
   }
 }
 

@@ -1,17 +1,19 @@
 // The training loop: deterministic reruns, bit-exact resume, NaN policies, metrics,
 // checkpoints that reload for eval/sample, a short text run that learns.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "nn/optim/adam.h"
+#include "nn/optim/sgd.h"
 #include "trainers/io/checkpoint.h"
 #include "trainers/trainer.h"
 
 using namespace relpos;
+using namespace relpos::train;
 using Catch::Contains;
 namespace fs = std::filesystem;
 
@@ -293,4 +295,31 @@ TEST_CASE("trainer: the summary reports the last evaluation that ran", "[trainer
   CHECK(r.final_val_step == 20);  // eval_every 10: steps 10 and 20 evaluated, 30 skipped
   CHECK(std::isfinite(r.final_val_loss));
   CHECK(r.final_val_loss > 0);
+}
+
+TEST_CASE("trainer: every optimizer gets the optim.no_decay groups (SGD included)", "[trainer][optim]") {
+  nn::ModelConfig mc;
+  mc.vocab = 11;
+  mc.d_model = 8;
+  mc.n_heads = 2;
+  mc.n_layers = 1;
+  mc.d_ff = 16;
+  mc.position = "t5";
+  nn::Model model(mc, 0);
+  for (const char* name : {"sgd", "adam", "adamw"}) {
+    INFO(name);
+    OptimConfig o;
+    o.name = name;
+    o.weight_decay = 0.25;
+    auto opt = make_optimizer(model, o);
+    std::vector<nn::optim::ParamGroup> groups;
+    if (auto* s = dynamic_cast<nn::optim::SGD*>(opt.get())) groups = s->param_groups();
+    if (auto* a = dynamic_cast<nn::optim::AdamBase*>(opt.get())) groups = a->param_groups();
+    std::map<std::string, double> wd;
+    for (const auto& g : groups) wd[g.name] = g.weight_decay;
+    REQUIRE(wd.size() == 3);
+    CHECK(wd["position"] == 0.0);
+    CHECK(wd["norms_biases"] == 0.0);
+    CHECK(wd["weights"] == 0.25);
+  }
 }

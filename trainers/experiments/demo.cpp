@@ -155,7 +155,7 @@ CharMlpResult train_char_mlp(const CharMlpConfig& cfg, const std::function<void(
   Generator data_gen(cfg.seed + 1);
   for (int64_t step = 1; step <= cfg.steps; ++step) {
     double lr = cfg.lr * (0.1 + 0.9 * 0.5 * (1 + std::cos(std::numbers::pi * double(step - 1) / double(cfg.steps))));
-    opt.options().lr = lr;
+    opt.set_lr(lr);
     Tensor x, y;
     char_batch(d, cfg, 0, d.n_train, data_gen, x, y);
     Variable loss = cross_entropy(model.forward(x), y);
