@@ -55,6 +55,7 @@ CASES = {
     "graph_spd": ({"kind": "encoder", "bias_scale": {"enabled": "true", "per_head": "true"}},
                   {"type": "graph_spd", "max_dist": "3"}),
     "deberta": ({"kind": "encoder"}, {"type": "deberta", "position_buckets": "4", "max_relative_positions": "8"}),
+    "music_transformer": ({}, {"type": "music_transformer", "max_relative_position": "5"}),
 }
 
 

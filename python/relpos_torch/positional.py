@@ -607,9 +607,29 @@ class Deberta(Encoding):
         return out
 
 
+class MusicTransformer(Encoding):
+    """Huang et al. 2018 relative keys: score term q_i . E[h, M - 1 + (kj - qi)], zero for
+    |kj - qi| >= M (t2t pads its table with zeros). Written as a gather, not the skew."""
+    per_layer = True
+
+    def __init__(self, c):
+        super().__init__()
+        self.m = c.p.int("max_relative_position", c.max_len)
+        heads = 1 if c.p.bool("heads_share", False) else c.n_heads
+        self.table = _param((heads, 2 * self.m - 1, c.head_dim), c.dtype)
+
+    def score_terms(self, q, k, g):
+        d = g.rel()  # [Lq, Lk]
+        inside = (d > -self.m) & (d < self.m)
+        rows = torch.where(inside, d + self.m - 1, torch.zeros_like(d))
+        e = self.table[:, rows]  # [heads, Lq, Lk, dh]
+        out = torch.einsum("bhid,hijd->bhij", q, e.expand(q.shape[1], -1, -1, -1))
+        return out * inside.to(out.dtype)
+
+
 ENCODINGS = {
     "none": NoPE, "sinusoidal": Sinusoidal, "learned": Learned, "t5": T5, "alibi": Alibi, "rope": Rope,
     "shaw": Shaw, "transformer_xl": TransformerXL, "kerple_log": KerpleLog, "kerple_power": KerplePower,
     "fire": Fire, "sandwich": Sandwich, "dynamic_bias": DynamicBias, "xpos": XPos, "cope": CoPE,
-    "relative_2d": Relative2D, "graph_spd": GraphSPD, "deberta": Deberta,
+    "relative_2d": Relative2D, "graph_spd": GraphSPD, "deberta": Deberta, "music_transformer": MusicTransformer,
 }

@@ -62,6 +62,8 @@ CASES = [
     ("xpos_half", {"type": "xpos", "style": "half"}, {"norm": "post", "norm_type": "rmsnorm"}, TEXT),
     ("cope", {"type": "cope", "npos_max": 8}, {}, TEXT),
     ("deberta", {"type": "deberta", "position_buckets": 8, "max_relative_positions": 16}, {}, TEXT),
+    ("music_transformer", {"type": "music_transformer", "max_relative_position": 10}, {}, TEXT),
+    ("music_transformer_shared", {"type": "music_transformer", "heads_share": True}, {"norm": "post"}, TEXT),
     ("deberta_own_proj_c2p", {"type": "deberta", "share_att_key": False, "pos_att_type": "c2p", "position_buckets": 0,
                               "max_relative_positions": 12, "shared": False}, {}, TEXT),
     ("relative_2d", {"type": "relative_2d", "grid_h": 3, "grid_w": 4}, {"kind": "encoder"},

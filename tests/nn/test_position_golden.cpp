@@ -1,5 +1,8 @@
 // Golden values of the position encodings, from the reference formulas (values taken from
 // the reference implementations' published tables, not from relpos).
+#include <fmt/format.h>
+
+#include <array>
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -159,4 +162,68 @@ TEST_CASE("sinusoidal: PE[pos, 2i] = sin(pos / 10000^(2i/D)), PE[pos, 2i+1] = co
       REQUIRE(pe.at({0, p, 2 * i + 1}) == Approx(std::cos(ang)).epsilon(1e-12));
     }
   REQUIRE(pe.at({0, 0, 0}) == Approx(std::sin(5.0)).epsilon(1e-12));  // hand value: sin(5) = -0.9589
+}
+
+TEST_CASE("music_transformer: score term q_i . E[h, M - 1 + kj - qi], zero beyond M (t2t), any geometry",
+          "[positional][golden]") {
+  // The skewed q @ E^T against the formula evaluated here per (h, i, j), with table entries
+  // E[h, r, c] = 0.1 (h + 1) + 0.01 r - 0.003 c and q[b, h, i, c] = sin(1 + b + 2h + 3i + 5c).
+  const int64_t H = 2, dh = 3, M = 3;
+  for (bool share : {false, true})
+    for (auto [Lq, Lk, qo, ko] : std::vector<std::array<int64_t, 4>>{{4, 4, 0, 0}, {2, 5, 3, 0}, {3, 2, 0, 4}}) {
+      Generator gen(0);
+      nn::PositionConfig pc;
+      pc.type = "music_transformer";
+      pc.n_heads = H;
+      pc.head_dim = dh;
+      pc.d_model = H * dh;
+      pc.max_len = 16;
+      pc.dtype = DType::F64;
+      pc.params =
+          nn::PositionParams({{"max_relative_position", std::to_string(M)}, {"heads_share", share ? "true" : "false"}});
+      auto pos = nn::make_position_encoding(pc, gen);
+      const int64_t th = share ? 1 : H;
+      Variable table = pos->named_parameters().at(0).second;
+      REQUIRE(table.shape() == Shape{th, 2 * M - 1, dh});
+      auto E = [&](int64_t h, int64_t r, int64_t c) {
+        return 0.1 * double(h + 1) + 0.01 * double(r) - 0.003 * double(c);
+      };
+      std::vector<double> ev;
+      for (int64_t h = 0; h < th; ++h)
+        for (int64_t r = 0; r < 2 * M - 1; ++r)
+          for (int64_t c = 0; c < dh; ++c) ev.push_back(E(h, r, c));
+      table.data().copy_(Tensor::from_vector(ev, table.shape()));
+      const int64_t B = 2;
+      auto qv = [](int64_t b, int64_t h, int64_t i, int64_t c) {
+        return std::sin(double(1 + b + 2 * h + 3 * i + 5 * c));
+      };
+      std::vector<double> q;
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t i = 0; i < Lq; ++i)
+            for (int64_t c = 0; c < dh; ++c) q.push_back(qv(b, h, i, c));
+      nn::AttnGeometry g{Lq, Lk, qo, ko, false};
+      Variable k(Tensor::zeros({B, H, Lk, dh}, DType::F64));
+      const auto got = pos->score_terms(Variable(Tensor::from_vector(q, {B, H, Lq, dh})), k, g)
+                           .data()
+                           .contiguous()
+                           .to_vector<double>();
+      REQUIRE(got.size() == size_t(B * H * Lq * Lk));
+      std::string bad;
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t i = 0; i < Lq; ++i)
+            for (int64_t j = 0; j < Lk; ++j) {
+              const int64_t d = (ko + j) - (qo + i);
+              double want = 0;
+              if (d > -M && d < M)
+                for (int64_t c = 0; c < dh; ++c) want += qv(b, h, i, c) * E(share ? 0 : h, M - 1 + d, c);
+              const double v = got[size_t(((b * H + h) * Lq + i) * Lk + j)];
+              if (std::abs(v - want) > 1e-12)
+                bad += fmt::format("b{} h{} i{} j{} d{}: {} != {}\n", b, h, i, j, d, v, want);
+            }
+      INFO("share " << share << " Lq " << Lq << " Lk " << Lk << " q_offset " << qo << " k_offset " << ko << "\n"
+                    << bad);
+      REQUIRE(bad.empty());
+    }
 }
