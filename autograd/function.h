@@ -16,10 +16,6 @@ inline bool any_requires_grad(std::initializer_list<const Variable*> inputs) {
   return false;
 }
 
-inline bool needs_graph(std::initializer_list<const Variable*> inputs) {
-  return GradMode::is_enabled() && any_requires_grad(inputs);
-}
-
 // Build the output Variable of op `name`. `backward` is only stored when a graph is needed.
 inline Variable make_result(Tensor out, const char* name, std::vector<Variable> inputs,
                             BackwardFn backward) {

@@ -5,7 +5,7 @@
 #include <cctype>
 #include <string_view>
 
-#include "command.h"
+#include "cli/command.h"
 
 namespace relpos::cli {
 

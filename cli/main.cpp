@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <utility>
 
-#include "command.h"
+#include "cli/command.h"
 #include "core/error.h"
 #include "kernels/ops.h"
 #include "relpos/version.h"

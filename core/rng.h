@@ -43,7 +43,6 @@ class Generator {
   double normal();         // N(0, 1)
   GeneratorState state() const { return state_; }
   void set_state(GeneratorState s) { state_ = s; }
-  void manual_seed(uint64_t seed) { state_ = {seed, 0}; }
   // Reserve n draws for a kernel that computes them itself: returns the first counter.
   // Sharded (set_shard), the n draws are this rank's share of one tensor `world` times larger
   // along its leading axis: the first counter is offset + rank * n and the stream moves on by

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "command.h"
+#include "cli/command.h"
 #include "trainers/experiments/inspect.h"
 #include "trainers/limits.h"
 

@@ -6,7 +6,7 @@
 
 #include <cstdio>
 
-#include "command.h"
+#include "cli/command.h"
 
 namespace relpos::cli {
 namespace {

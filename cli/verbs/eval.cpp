@@ -7,7 +7,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "command.h"
+#include "cli/command.h"
 #include "nn/positional/registry.h"
 #include "trainers/evaluate.h"
 #include "trainers/limits.h"

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "command.h"
+#include "cli/command.h"
 #include "trainers/experiments/inspect.h"
 #include "trainers/experiments/inspect_run.h"
 

@@ -2,7 +2,7 @@
 // Version, commit, build, BLAS (library, core, threading), CPU threads, CUDA, MPI, devices.
 #include <fmt/format.h>
 
-#include "command.h"
+#include "cli/command.h"
 #include "core/cuda_runtime.h"
 #include "kernels/ops.h"
 #include "relpos/version.h"

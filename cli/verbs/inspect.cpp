@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "command.h"
+#include "cli/command.h"
 #include "trainers/config.h"
-#include "trainers/io/file_io.h"
 #include "trainers/experiments/inspect_run.h"
+#include "trainers/io/file_io.h"
 #include "trainers/limits.h"
 #include "trainers/trainer.h"
 

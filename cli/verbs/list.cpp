@@ -3,7 +3,7 @@
 // docs/config.md).
 #include <fmt/format.h>
 
-#include "command.h"
+#include "cli/command.h"
 #include "nn/positional/registry.h"
 
 namespace relpos::cli {

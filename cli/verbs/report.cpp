@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "command.h"
+#include "cli/command.h"
 
 namespace relpos::cli {
 namespace {

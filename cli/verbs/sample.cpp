@@ -4,7 +4,7 @@
 
 #include <charconv>
 
-#include "command.h"
+#include "cli/command.h"
 #include "trainers/limits.h"
 #include "trainers/trainer.h"
 

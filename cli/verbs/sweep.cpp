@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <tuple>
 
-#include "command.h"
+#include "cli/command.h"
 
 namespace relpos::cli {
 namespace {

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "command.h"
+#include "cli/command.h"
 #include "trainers/config.h"
 #include "trainers/evaluate.h"
 #include "trainers/trainer.h"

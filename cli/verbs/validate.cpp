@@ -3,7 +3,7 @@
 // readable, UTF-8) and the memory estimate.
 #include <fmt/format.h>
 
-#include "command.h"
+#include "cli/command.h"
 #include "trainers/config.h"
 #include "trainers/data/data.h"
 #include "trainers/data/data_tasks.h"

@@ -1,5 +1,6 @@
-// Attention with every position encoding of the nn issue: float64 gradchecks through a full
-// attention layer (inputs and every parameter), KV-cache equivalence, mask order.
+// Attention with the position encodings: float64 gradchecks through a full attention layer
+// (inputs and every parameter) for parameter settings that take different branches, KV-cache
+// equivalence for those and for every registered decoder encoding, mask order.
 #include <catch2/catch.hpp>
 
 #include "../helpers.h"
@@ -111,6 +112,31 @@ class FreeToeplitz : public nn::PositionEncoding {
   Variable table;
 };
 }  // namespace
+
+TEST_CASE("attention: KV-cache decoding equals the full causal pass for every registered decoder encoding",
+          "[nn][kvcache]") {
+  int checked = 0;
+  for (const auto& e : nn::position_variants()) {
+    if (!e.causal_capable) continue;
+    auto s = make_attention(e.name, e.facts.gradcheck_params, 2, 8, true);
+    s.attn->eval();
+    auto pos = s.attn->position();
+    Variable x = test::rand_var({2, 6, 8}, 41, -1, 1, false);
+    Tensor full = s.attn->forward({.xq = pos->embed(x, 0), .xkv = pos->embed(x, 0), .causal = true}).data();
+    nn::KVCache cache;
+    std::vector<Tensor> steps;
+    for (auto [t, n] : {std::pair<int64_t, int64_t>{0, 2}, {2, 1}, {3, 3}}) {  // chunks of 2, 1 and 3 tokens
+      Variable xt = pos->embed(narrow(x, 1, t, n), t);
+      steps.push_back(
+          s.attn->forward({.xq = xt, .xkv = xt, .causal = true, .q_offset = t, .k_offset = t}, {.cache = &cache})
+              .data());
+    }
+    INFO(e.name);
+    REQUIRE(test::allclose(k::cat(steps, 1), full, 1e-10, 1e-12));
+    ++checked;
+  }
+  CHECK(checked >= 17);
+}
 
 TEST_CASE("attention: masked keys get zero probability and zero bias gradient", "[nn][mask]") {
   const int64_t H = 2, L = 5;

@@ -1,4 +1,4 @@
-// An encoding's facts live in its registry entry (nn/positional/registry.cpp, PositionFacts):
+// An encoding declares its facts in its own file (PositionVariant::facts, nn/positional/<name>.cpp):
 // config validation, inspect, gradcheck and the CLI read them. This file checks that nothing
 // outside nn/positional/ decides by comparing a position-type name, and that the declared facts
 // agree with what the encodings do.

@@ -1,4 +1,4 @@
-// Hostile inputs to the CLI and the config loader (issue 11): overflowing, huge, negative and
+// Hostile inputs to the CLI and the config loader: overflowing, huge, negative and
 // non-finite sizes, duplicate keys, empty overrides, bad data files, directories. Every bad
 // input must end in a named error with exit 2 (config/usage) — never a signal, a hang, an
 // "internal error" or exit 0. Expected messages are written by hand from the issue.

@@ -1,4 +1,4 @@
-// Hostile runs (issue 11): existing run directories, resumes into other runs, damaged
+// Hostile runs: existing run directories, resumes into other runs, damaged
 // trainer_state.json, NaN/Inf and wrong-dtype tensors in checkpoints, sparse files declaring
 // huge tensors, NaN during training, kill -9 during training. Nothing may be lost silently;
 // a "good" checkpoint is finite; errors name the file and the tensor or key.

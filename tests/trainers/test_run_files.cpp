@@ -1,4 +1,4 @@
-// Run directories and the files relpos reads (issue 17): one process at a time per run
+// Run directories and the files relpos reads: one process at a time per run
 // directory (an advisory lock, named in the error), no output.dir inside another run's
 // checkpoints, and every file read is a bounded read of a regular file — a FIFO, a device or an
 // endless file is refused with its path and kind before anything is read or written.

@@ -1,18 +1,15 @@
-// tests/kernels/test_backend_seam.cpp — the ops that came with the backend layer (issue 8):
-// causal_fill (values against a hand-built mask, gradcheck), sum_squares (value, float64
+// tests/kernels/test_kernel_contracts.cpp — what single kernels promise beyond their values in
+// the backend harness: causal_fill (against a hand-built mask, gradcheck), sum_squares (float64
 // accumulation, independent of the thread count), adam_update (bit-identical to the unfused
-// sequence of k:: ops it replaced), Floor/Ceil, counter-based dropout draws, and the
-// geometry cache of the position encodings (cached == freshly built, invalidated on change).
+// sequence of k:: ops), Floor/Ceil, and counter-based dropout draws.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "../helpers.h"
 #include "autograd/ops.h"
 #include "kernels/ops.h"
-#include "nn/positional/registry.h"
-#include "../helpers.h"
 
 using namespace relpos;
 
@@ -51,9 +48,8 @@ TEST_CASE("causal_fill hides exactly the future keys, for any offsets and stride
 
 TEST_CASE("causal_fill gradcheck: gradient 1 on visible cells, 0 on hidden ones") {
   Variable x = test::rand_var({2, 4, 6}, 11);
-  test::require_gradcheck("causal_fill", [](const std::vector<Variable>& in) {
-    return causal_fill(in[0], 1, 0, -3.0) * in[0];
-  }, {x});
+  test::require_gradcheck("causal_fill",
+                          [](const std::vector<Variable>& in) { return causal_fill(in[0], 1, 0, -3.0) * in[0]; }, {x});
   Variable y = test::rand_var({3, 5}, 12);
   causal_fill(y, 0, 0, 0.0).backward(Tensor::ones({3, 5}, DType::F64));
   REQUIRE(y.grad().to_vector<double>() == masked_by_hand(Tensor::ones({3, 5}, DType::F64), 0, 0, 0.0));
@@ -144,69 +140,4 @@ TEST_CASE("dropout: element i uses draw offset + i of the generator (device-inde
   std::vector<double> want;
   for (int i = 0; i < 200; ++i) want.push_back(serial.uniform() < 0.3 ? 0.0 : 1.0 / 0.7);
   CHECK(m.to_vector<double>() == want);
-}
-
-TEST_CASE("position encodings: cached geometry tables equal freshly built ones") {
-  // Two instances with the same seed: one sees many geometries (cache filled and reused),
-  // the other is fresh for every comparison.
-  for (const char* type : {"t5", "alibi", "kerple_log", "kerple_power", "sandwich", "dynamic_bias", "fire"}) {
-    nn::PositionConfig cfg;
-    cfg.type = type;
-    cfg.d_model = 16;
-    cfg.n_heads = 2;
-    cfg.head_dim = 8;
-    cfg.max_len = 64;
-    cfg.dtype = DType::F64;
-    Generator g1(9), g2(9);
-    auto warm = nn::make_position_encoding(cfg, g1);
-    for (int rep = 0; rep < 2; ++rep)
-      for (auto [Lq, Lk, qo, ko] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{4, 4, 0, 0}, {1, 5, 4, 0},
-                                    {3, 6, 3, 0}, {4, 4, 0, 0}}) {
-        nn::AttnGeometry geo{Lq, Lk, qo, ko, true, Tensor()};
-        Generator gf(9);
-        auto fresh = nn::make_position_encoding(cfg, gf);
-        INFO(type << " Lq " << Lq << " Lk " << Lk << " rep " << rep);
-        Variable a = warm->toeplitz_bias(geo), b = fresh->toeplitz_bias(geo);
-        if (!a.defined()) {  // FIRE: a dense score bias
-          a = warm->score_bias(geo);
-          b = fresh->score_bias(geo);
-        }
-        if (!a.defined()) {
-          Variable q = test::rand_var({1, 2, Lq, 8}, 1, -1, 1, false), kk = test::rand_var({1, 2, Lk, 8}, 2, -1, 1, false);
-          a = warm->score_terms(q, kk, geo);
-          b = fresh->score_terms(q, kk, geo);
-        }
-        REQUIRE(a.defined());
-        CHECK(a.data().to_vector<double>() == b.data().to_vector<double>());
-      }
-    (void)g2;
-  }
-}
-
-TEST_CASE("rope: eval-time scaling replaces the cached cos/sin tables") {
-  nn::PositionConfig cfg;
-  cfg.type = "rope";
-  cfg.d_model = 16;
-  cfg.n_heads = 2;
-  cfg.head_dim = 8;
-  cfg.max_len = 64;
-  cfg.dtype = DType::F64;
-  Generator g(1);
-  auto rope = nn::make_position_encoding(cfg, g);
-  Variable x = test::rand_var({1, 2, 6, 8}, 3, -1, 1, false);
-  Tensor before = rope->rotate(x, 10).data();
-  nn::PositionParams p;
-  p.set("scaling", "linear");
-  p.set("factor", "4");
-  rope->set_eval_scaling(p);
-  Tensor after = rope->rotate(x, 10).data();
-  // linear scaling by 4: position 10 now rotates like position 2.5 did; compare with a fresh
-  // instance built with that scaling
-  nn::PositionConfig scaled = cfg;
-  scaled.params.set("scaling", "linear");
-  scaled.params.set("factor", "4");
-  Generator g2(1);
-  auto ref = nn::make_position_encoding(scaled, g2);
-  CHECK(after.to_vector<double>() == ref->rotate(x, 10).data().to_vector<double>());
-  CHECK(after.to_vector<double>() != before.to_vector<double>());
 }

@@ -1,13 +1,13 @@
-// FIRE with the bias scale alpha (issue 11, finding 8): alpha must scale FIRE's bias exactly
+// The bias scale alpha on FIRE, whose bias is a dense score bias: alpha must scale FIRE's bias exactly
 // as it scales every other additive bias: scores + alpha_h * bias. Checked three ways:
 // alpha = 0 removes the bias (equals attention with the bias switched off by a zero MLP
 // output), the output depends on alpha (alpha's gradient is non-zero), and a float64
 // gradcheck over inputs, the FIRE parameters and alpha passes.
 #include <catch2/catch.hpp>
 
-#include "autograd/grad_mode.h"
 #include "../helpers.h"
 #include "../nn/attention_fixture.h"
+#include "autograd/grad_mode.h"
 
 using namespace relpos;
 

@@ -1,5 +1,6 @@
-// The newer position encodings (kerple_log, kerple_power, fire, sandwich, dynamic_bias, xpos,
-// cope) and RoPE evaluation-time scaling: float64 gradchecks through a full attention layer
+// The encodings whose bias or rotation is a closed-form or learned function of the positions
+// (kerple_log, kerple_power, fire, sandwich, dynamic_bias, xpos), the contextual one (cope)
+// and RoPE evaluation-time scaling: float64 gradchecks through a full attention layer
 // with every parameter, golden values from the reference formulas (evaluated here in plain
 // C++ from the parameter values, never by the code under test), KV-cache equivalence, and the
 // causal-only checks.
@@ -47,7 +48,9 @@ const std::vector<Variant>& variants() {
   return v;
 }
 
-bool causal_only(const Variant& v) { return v.type == "xpos" || v.type == "cope"; }
+bool causal_only(const Variant& v) {
+  return v.type == "xpos" || v.type == "cope";
+}
 
 std::shared_ptr<nn::PositionEncoding> make_pos(const std::string& type, std::map<std::string, std::string> params,
                                                int64_t H, int64_t head_dim, uint64_t seed = 3) {
@@ -77,17 +80,23 @@ double toeplitz_at(const nn::PositionEncoding& pos, const nn::AttnGeometry& g, i
   return t.to_vector<double>()[size_t(h * (g.Lq + g.Lk - 1) + j - i + g.Lq - 1)];
 }
 
-nn::PositionParams pp(std::map<std::string, std::string> kv) { return nn::PositionParams(std::move(kv)); }
+nn::PositionParams pp(std::map<std::string, std::string> kv) {
+  return nn::PositionParams(std::move(kv));
+}
 
-double softplus(double u) { return std::log1p(std::exp(u)); }
-double sigmoid(double u) { return 1.0 / (1.0 + std::exp(-u)); }
+double softplus(double u) {
+  return std::log1p(std::exp(u));
+}
+double sigmoid(double u) {
+  return 1.0 / (1.0 + std::exp(-u));
+}
 
 }  // namespace
 
 // ---------------------------------------------------------------- gradchecks
 
-TEST_CASE("newer encodings: gradcheck through attention, self-attention causal and bidirectional",
-          "[nn][gradcheck][newrpe]") {
+TEST_CASE("position functions: gradcheck through attention, self-attention causal and bidirectional",
+          "[nn][gradcheck][posfn]") {
   for (const Variant& v : variants())
     for (bool causal : {true, false}) {
       if (!causal && causal_only(v)) continue;
@@ -104,8 +113,8 @@ TEST_CASE("newer encodings: gradcheck through attention, self-attention causal a
     }
 }
 
-TEST_CASE("newer encodings: gradcheck with Lq != Lk and offsets (cross-attention, or a causal chunk)",
-          "[nn][gradcheck][newrpe]") {
+TEST_CASE("position functions: gradcheck with Lq != Lk and offsets (cross-attention, or a causal chunk)",
+          "[nn][gradcheck][posfn]") {
   for (const Variant& v : variants()) {
     auto s = make_attention(v.type, v.params, 2, 8, true);
     Variable xq = test::rand_var({2, 3, 8}, 21);
@@ -128,8 +137,8 @@ TEST_CASE("newer encodings: gradcheck with Lq != Lk and offsets (cross-attention
 
 // ---------------------------------------------------------------- KV cache
 
-TEST_CASE("newer encodings: decoding with a KV cache (1 and 3 tokens a step) equals the full causal pass",
-          "[nn][kvcache][newrpe]") {
+TEST_CASE("position functions: decoding with a KV cache (1 and 3 tokens a step) equals the full causal pass",
+          "[nn][kvcache][posfn]") {
   for (const Variant& v : variants())
     for (int64_t chunk : {1, 3}) {
       auto s = make_attention(v.type, v.params, 2, 8, true);
@@ -149,8 +158,8 @@ TEST_CASE("newer encodings: decoding with a KV cache (1 and 3 tokens a step) equ
     }
 }
 
-TEST_CASE("newer encodings: model decode_step equals the full forward, per-layer defaults",
-          "[nn][models][kvcache][newrpe]") {
+TEST_CASE("position functions: model decode_step equals the full forward, per-layer defaults",
+          "[nn][models][kvcache][posfn]") {
   for (std::string pos : {"kerple_log", "kerple_power", "fire", "sandwich", "dynamic_bias", "xpos", "cope"}) {
     nn::ModelConfig c;
     c.kind = nn::ModelKind::Decoder;
@@ -184,7 +193,7 @@ TEST_CASE("newer encodings: model decode_step equals the full forward, per-layer
 
 // ---------------------------------------------------------------- causal-only
 
-TEST_CASE("xpos and cope are rejected in bidirectional attention and in encoders", "[nn][newrpe]") {
+TEST_CASE("xpos and cope are rejected in bidirectional attention and in encoders", "[nn][posfn]") {
   for (std::string type : {"xpos", "cope"}) {
     INFO(type);
     auto s = make_attention(type);
@@ -208,7 +217,7 @@ TEST_CASE("xpos and cope are rejected in bidirectional attention and in encoders
 
 // ---------------------------------------------------------------- golden: KERPLE
 
-TEST_CASE("kerple_log golden: r1 = r2 = 1 gives -log(1 + |d|) (reference table)", "[positional][golden][newrpe]") {
+TEST_CASE("kerple_log golden: r1 = r2 = 1 gives -log(1 + |d|) (reference table)", "[positional][golden][posfn]") {
   auto pos = make_pos("kerple_log", {{"r1_init", "1"}, {"r2_init", "1"}}, 2, 4);
   // query at 4, keys 0..8: distances -4..4
   nn::AttnGeometry g{1, 9, 4, 0, true};
@@ -226,7 +235,7 @@ TEST_CASE("kerple_log golden: r1 = r2 = 1 gives -log(1 + |d|) (reference table)"
 }
 
 TEST_CASE("kerple_log golden: reference init ranges and the softplus map at chosen distances",
-          "[positional][golden][newrpe]") {
+          "[positional][golden][posfn]") {
   auto pos = make_pos("kerple_log", {}, 4, 4, 77);
   auto u1 = param(*pos, "r1_raw").data().to_vector<double>(), u2 = param(*pos, "r2_raw").data().to_vector<double>();
   REQUIRE(u1.size() == 4);
@@ -247,7 +256,7 @@ TEST_CASE("kerple_log golden: reference init ranges and the softplus map at chos
 }
 
 TEST_CASE("kerple_power golden: r1 = r2 = 1 is ALiBi with slope 1, r2 in (0, 2) via 2 sigmoid",
-          "[positional][golden][newrpe]") {
+          "[positional][golden][posfn]") {
   auto pos = make_pos("kerple_power", {{"r1_init", "1"}, {"r2_init", "1"}}, 2, 4);
   nn::AttnGeometry g{1, 9, 4, 0, false};
   for (int64_t d = 0; d <= 4; ++d) {
@@ -271,7 +280,7 @@ TEST_CASE("kerple_power golden: r1 = r2 = 1 is ALiBi with slope 1, r2 in (0, 2) 
 
 // ---------------------------------------------------------------- golden: Sandwich
 
-TEST_CASE("sandwich golden: (sum_p cos(d / 10000^(2p/d')) - d'/2) / ((h+1) 8 / H)", "[positional][golden][newrpe]") {
+TEST_CASE("sandwich golden: (sum_p cos(d / 10000^(2p/d')) - d'/2) / ((h+1) 8 / H)", "[positional][golden][posfn]") {
   // d' = 4: frequencies 10000^(-1/2) = 1/100 and 10000^(-1) = 1/10000; H = 2: divisors 4, 8
   auto pos = make_pos("sandwich", {}, 2, 4);
   nn::AttnGeometry g{1, 301, 150, 0, true};
@@ -293,7 +302,7 @@ TEST_CASE("sandwich golden: (sum_p cos(d / 10000^(2p/d')) - d'/2) / ((h+1) 8 / H
 // ---------------------------------------------------------------- golden: FIRE
 
 TEST_CASE("fire golden: normalised distances of the reference (identity MLP), not Toeplitz",
-          "[positional][golden][newrpe]") {
+          "[positional][golden][posfn]") {
   // MLP 1 -> 4 -> H with hidden unit 0 = relu(x) and head h = (h + 1) * unit 0: bias = (h+1) x
   auto pos = make_pos("fire", {{"width", "4"}}, 2, 4);
   param(*pos, "mlp.0.weight").data().fill_(0.0);
@@ -328,7 +337,7 @@ TEST_CASE("fire golden: normalised distances of the reference (identity MLP), no
 }
 
 TEST_CASE("fire: the attention logit receives exactly the MLP output (a score bias added after the scaling)",
-          "[positional][newrpe]") {
+          "[positional][posfn]") {
   auto s = make_attention("fire", {{"width", "8"}, {"init_L", "3.5"}}, 2, 8);
   auto pos = s.attn->position();
   // compute the random MLP by hand at qi = 4, kj = 1 (causal): x = psi(3) / psi(max(3.5, 4))
@@ -352,7 +361,7 @@ TEST_CASE("fire: the attention logit receives exactly the MLP output (a score bi
 // ---------------------------------------------------------------- golden: dynamic bias
 
 TEST_CASE("dynamic_bias golden: SiLU MLP of qi - kj (x-transformers sign), optional sign*log",
-          "[positional][golden][newrpe]") {
+          "[positional][golden][posfn]") {
   for (bool logd : {false, true}) {
     auto pos =
         make_pos("dynamic_bias", {{"depth", "2"}, {"width", "3"}, {"log_distance", logd ? "true" : "false"}}, 2, 4);
@@ -389,7 +398,7 @@ TEST_CASE("dynamic_bias golden: SiLU MLP of qi - kj (x-transformers sign), optio
 
 // ---------------------------------------------------------------- golden: xPos
 
-TEST_CASE("xpos golden: rotation and zeta^(+-pos/scale_base) per pair, closed form", "[positional][golden][newrpe]") {
+TEST_CASE("xpos golden: rotation and zeta^(+-pos/scale_base) per pair, closed form", "[positional][golden][posfn]") {
   // head_dim 4, base 10000, gamma 0.4: theta = 1, 1/100; zeta = 0.4/1.4, 0.9/1.4
   for (std::string style : {"interleaved", "half"}) {
     auto pos = make_pos("xpos", {{"style", style}, {"scale_base", "16"}}, 1, 4);
@@ -414,7 +423,7 @@ TEST_CASE("xpos golden: rotation and zeta^(+-pos/scale_base) per pair, closed fo
   }
 }
 
-TEST_CASE("xpos: q.k is shift invariant and decays with m - n (causal setting)", "[positional][golden][newrpe]") {
+TEST_CASE("xpos: q.k is shift invariant and decays with m - n (causal setting)", "[positional][golden][posfn]") {
   for (std::string style : {"interleaved", "half"}) {
     auto pos = make_pos("xpos", {{"style", style}}, 1, 8);
     Variable q = test::rand_var({1, 1, 1, 8}, 1, -1, 1, false);
@@ -454,7 +463,7 @@ TEST_CASE("xpos: q.k is shift invariant and decays with m - n (causal setting)",
 // ---------------------------------------------------------------- golden: CoPE
 
 TEST_CASE("cope golden: gates [0.9, 0.1, 0.8, 0.99] give p = [2.79, 1.89, 1.79, 0.99] (reference example)",
-          "[positional][golden][newrpe]") {
+          "[positional][golden][posfn]") {
   for (int64_t npos : {16, 3}) {
     auto pos = make_pos("cope", {{"npos_max", std::to_string(npos)}}, 1, 1);
     Variable table = param(*pos, "table");  // e[r] = r, q = 1: z[r] = r, so the term is p itself
@@ -472,7 +481,7 @@ TEST_CASE("cope golden: gates [0.9, 0.1, 0.8, 0.99] give p = [2.79, 1.89, 1.79, 
   }
 }
 
-TEST_CASE("cope golden: interpolated q.e(p) from gated counts, future keys gated out", "[positional][golden][newrpe]") {
+TEST_CASE("cope golden: interpolated q.e(p) from gated counts, future keys gated out", "[positional][golden][posfn]") {
   const int64_t H = 2, d = 4, Lq = 3, Lk = 5, q0 = 2;  // queries 2..4, keys 0..4
   auto pos = make_pos("cope", {{"npos_max", "4"}}, H, d, 9);
   Variable q = test::rand_var({1, H, Lq, d}, 41, -2, 2, false);
@@ -507,7 +516,7 @@ TEST_CASE("cope golden: interpolated q.e(p) from gated counts, future keys gated
 
 // ---------------------------------------------------------------- RoPE eval-time scaling
 
-TEST_CASE("rope set_eval_scaling: changes long-range scores, factor 1 is a no-op", "[positional][newrpe]") {
+TEST_CASE("rope set_eval_scaling: changes long-range scores, factor 1 is a no-op", "[positional][posfn]") {
   auto s = make_attention("rope", {{"original_max_len", "16"}}, 1, 8);
   auto pos = s.attn->position();
   Variable q = test::rand_var({1, 1, 1, 8}, 1, -1, 1, false);
