@@ -50,9 +50,6 @@ Tensor reduce(Reduce op, const Tensor& x, std::vector<int64_t> dims, bool keepdi
 }
 
 Tensor sum_squares(const Tensor& x_in) {
-  check_defined(x_in, "sum_squares", "input");
-  RELPOS_CHECK(is_floating(x_in.dtype()), "sum_squares: expected a floating dtype (float32 or float64), got {}",
-               dtype_name(x_in.dtype()));
   const Tensor x = x_in.contiguous();
   const int64_t n = x.numel();
   Tensor partial = empty_cuda({std::max<int64_t>(dev::sum_squares_chunks(n), 1)}, DType::F64);
