@@ -2,10 +2,13 @@
 // one per line of kernels/op_table.inc), run once by the dispatch layer before any backend,
 // in the order the backends ran them and with their messages. Where the CPU and the CUDA
 // backend checked differently, the stricter check is kept (noted at the op).
-// Ops listed under "still checked in the backends" have an empty check here: their checks
-// are interleaved with the kernels' own geometry (index and norm ops, cross entropy,
-// elementwise broadcasting, reduce, attention) and have not moved yet.
+// What stays in a backend: checks that read tensor values (index and target ranges, integer
+// division by zero), its own limits (CUDA: rank <= 8), and the fused attention's checks,
+// which only the CPU backend has (the CUDA backend refuses the op; see below).
 #include "kernels/checks.h"
+
+#include <algorithm>
+#include <vector>
 
 namespace relpos::k::check {
 
@@ -115,31 +118,223 @@ void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
   floating(param.dtype(), "adam_update");
 }
 
-// ------------------------------------------------------------------ still checked in the backends
+// ------------------------------------------------------------------ elementwise
 
-void unary(Unary, const Tensor&, double, double) {}
-void unary_grad(Unary, const Tensor&, const Tensor&, double, double) {}
-void binary(Binary, const Tensor&, const Tensor&) {}
-void where(const Tensor&, const Tensor&, const Tensor&) {}
-void add_(const Tensor&, const Tensor&, double) {}
-void mul_(const Tensor&, double) {}
-void reduce(Reduce, const Tensor&, std::vector<int64_t>, bool, int64_t) {}
-void layer_norm(const Tensor&, const Tensor&, const Tensor&, double) {}
-void rms_norm(const Tensor&, const Tensor&, double) {}
-void layer_norm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool) {}
-void rms_norm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&) {}
-void embedding(const Tensor&, const Tensor&) {}
-void embedding_backward(const Tensor&, const Tensor&, int64_t) {}
-void index_select(const Tensor&, int64_t, const Tensor&) {}
-void index_add(const Shape&, int64_t, const Tensor&, const Tensor&) {}
-void gather(const Tensor&, int64_t, const Tensor&) {}
-void scatter_add(const Shape&, int64_t, const Tensor&, const Tensor&) {}
+// The CPU did not check that x is defined (the CUDA backend did; kept).
+void unary(Unary, const Tensor& x, double, double) {
+  check_defined(x, "unary op", "input");
+  floating(x.dtype(), "unary op");
+}
+
+void unary_grad(Unary, const Tensor& g, const Tensor& x, double, double) {
+  check_same_dtype_device(g, x, "unary_grad");
+  RELPOS_CHECK(g.shape() == x.shape(), "unary_grad: gradient {} and input {} differ", shape_str(g.shape()),
+               shape_str(x.shape()));
+  floating(x.dtype(), "unary_grad");
+}
+
+// Any dtype (int64 too). Integer division by zero is found by the kernel, so it stays there.
+void binary(Binary op, const Tensor& a, const Tensor& b) {
+  check_same_dtype_device(a, b, "binary op");
+  const char* name = op == Binary::Add   ? "add"
+                     : op == Binary::Sub ? "sub"
+                     : op == Binary::Mul ? "mul"
+                     : op == Binary::Div ? "div"
+                                         : "binary op";
+  broadcast_shapes(a.shape(), b.shape(), name);
+}
+
+void where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  check_same_dtype_device(a, b, "where");
+  check_defined(cond, "where", "condition");
+  broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
+}
+
+void add_(const Tensor& dst, const Tensor& src, double) {
+  check_same_dtype_device(dst, src, "add_");
+  src.expand(dst.shape());  // a view: throws when src does not broadcast to dst
+  floating(dst.dtype(), "add_");
+}
+
+void mul_(const Tensor& dst, double) {
+  check_defined(dst, "mul_", "tensor");
+  floating(dst.dtype(), "mul_");
+}
+
+// ------------------------------------------------------------------ reductions
+
+void reduce(Reduce op, const Tensor& x, std::vector<int64_t> dims, bool, int64_t) {
+  check_defined(x, "reduce", "input");
+  const int64_t nd = x.dim();
+  std::vector<bool> red(size_t(std::max<int64_t>(nd, 1)), dims.empty());
+  for (int64_t d : dims) {
+    const int64_t w = wrap_dim(d, nd, "reduce");
+    RELPOS_CHECK(!red[size_t(w)], "reduce: dim {} listed twice", d);
+    red[size_t(w)] = true;
+  }
+  int64_t R = 1;
+  for (int64_t d = 0; d < nd; ++d)
+    if (red[size_t(d)]) R *= x.size(d);
+  RELPOS_CHECK(R > 0 || op == Reduce::Sum || op == Reduce::Mean,
+               "reduce: cannot take max/min/logsumexp/var over an empty dim (shape {})", shape_str(x.shape()));
+  floating(x.dtype(), "reduce");
+}
+
+// ------------------------------------------------------------------ normalization
+
+namespace {
+
+void norm_args(const char* op, const Tensor& x, const Tensor& w, const Tensor& b) {
+  check_defined(x, op, "input");
+  RELPOS_CHECK(x.dim() >= 1, "{}: input must have at least 1 dim", op);
+  const int64_t D = x.size(-1);
+  for (const Tensor* t : {&w, &b}) {
+    if (!t->defined()) continue;
+    check_same_dtype_device(x, *t, op);
+    RELPOS_CHECK(t->dim() == 1 && t->size(0) == D, "{}: weight/bias shape {} does not match last dim {} of input {}",
+                 op, shape_str(t->shape()), D, shape_str(x.shape()));
+  }
+  floating(x.dtype(), op);
+}
+
+// The CPU checked only dtypes and devices here; the CUDA backend's shape and saved-statistics
+// checks are kept.
+void norm_backward_args(const char* op, const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& rstd) {
+  check_same_dtype_device(gy, x, op);
+  RELPOS_CHECK(x.dim() >= 1, "{}: input must have at least 1 dim", op);
+  RELPOS_CHECK(gy.shape() == x.shape(), "{}: gradient {} and input {} differ", op, shape_str(gy.shape()),
+               shape_str(x.shape()));
+  floating(x.dtype(), op);
+  const int64_t D = x.size(-1), rows = D == 0 ? 0 : x.numel() / D;
+  for (const Tensor* t : {&rstd, &mean})
+    if (t->defined())
+      RELPOS_CHECK(t->numel() == rows && t->dtype() == x.dtype(), "{}: saved statistics {} do not match input {}", op,
+                   describe(*t), describe(x));
+}
+
+}  // namespace
+
+void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double) {
+  norm_args("layer_norm", x, weight, bias);
+}
+void rms_norm(const Tensor& x, const Tensor& weight, double) {
+  norm_args("rms_norm", x, weight, Tensor());
+}
+void layer_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor&,
+                         bool) {
+  norm_backward_args("layer_norm_backward", gy, x, mean, rstd);
+}
+void rms_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& rstd, const Tensor&) {
+  norm_backward_args("rms_norm_backward", gy, x, Tensor(), rstd);
+}
+
+// ------------------------------------------------------------------ indexing
+// Index values are range-checked by the backends, which read them anyway (on the host), and
+// so is what both backends checked after them (embedding_backward's gradient size,
+// index_add's source, the floating dtype of embedding, embedding_backward and index_add).
+
+namespace {
+
+void index_tensor(const Tensor& idx, const char* op) {
+  check_defined(idx, op, "index");
+  RELPOS_CHECK(idx.dtype() == DType::I64, "{}: indices must be int64, got {}", op, describe(idx));
+}
+
+void gather_shapes(const Shape& xs, const Tensor& idx, int64_t dim, const char* op) {
+  dim = wrap_existing_dim(dim, int64_t(xs.size()), op);
+  RELPOS_CHECK(idx.dim() == int64_t(xs.size()), "{}: index {} must have the same rank as input {}", op,
+               shape_str(idx.shape()), shape_str(xs));
+  for (int64_t d = 0; d < idx.dim(); ++d)
+    RELPOS_CHECK(d == dim || idx.size(d) <= xs[size_t(d)], "{}: index {} larger than input {} at dim {}", op,
+                 shape_str(idx.shape()), shape_str(xs), d);
+}
+
+}  // namespace
+
+void embedding(const Tensor& weight, const Tensor& idx) {
+  index_tensor(idx, "embedding");
+  RELPOS_CHECK(weight.dim() == 2, "embedding: weight must be [V, D], got {}", shape_str(weight.shape()));
+}
+
+// The CPU did not check that gy is defined (the CUDA backend did; kept).
+void embedding_backward(const Tensor& gy, const Tensor& idx, int64_t) {
+  index_tensor(idx, "embedding_backward");
+  check_defined(gy, "embedding_backward", "gradient");
+}
+
+void index_select(const Tensor& x, int64_t dim, const Tensor& idx) {
+  index_tensor(idx, "index_select");
+  RELPOS_CHECK(idx.dim() == 1, "index_select: index must be 1-d, got {}", shape_str(idx.shape()));
+  wrap_existing_dim(dim, x.dim(), "index_select");
+}
+
+void index_add(const Shape& shape, int64_t dim, const Tensor& idx, const Tensor&) {
+  index_tensor(idx, "index_add");
+  wrap_existing_dim(dim, int64_t(shape.size()), "index_add");
+}
+
+// The CPU did not check that x is defined (the CUDA backend did; kept).
+void gather(const Tensor& x, int64_t dim, const Tensor& idx) {
+  index_tensor(idx, "gather");
+  check_defined(x, "gather", "input");
+  gather_shapes(x.shape(), idx, dim, "gather");
+  floating(x.dtype(), "gather");
+}
+
+// The CPU did not check that src is defined (the CUDA backend did; kept).
+void scatter_add(const Shape& shape, int64_t dim, const Tensor& idx, const Tensor& src) {
+  index_tensor(idx, "scatter_add");
+  gather_shapes(shape, idx, dim, "scatter_add");
+  check_defined(src, "scatter_add", "source");
+  RELPOS_CHECK(src.shape() == idx.shape(), "scatter_add: source {} must match index {}", shape_str(src.shape()),
+               shape_str(idx.shape()));
+  floating(src.dtype(), "scatter_add");
+}
+
+// ------------------------------------------------------------------ loss
+// Target values are range-checked by the backends (they count the rows not ignored from the
+// same host copy), and the floating dtype of the logits after them, as before.
+
+namespace {
+
+void ce_args(const Tensor& logits, const Tensor& target, const char* op) {
+  check_defined(logits, op, "logits");
+  check_defined(target, op, "target");
+  RELPOS_CHECK(logits.dim() == 2, "{}: logits must be [N, C], got {}", op, shape_str(logits.shape()));
+  RELPOS_CHECK(target.dtype() == DType::I64, "{}: target must be int64, got {}", op, describe(target));
+  RELPOS_CHECK(target.dim() == 1 && target.size(0) == logits.size(0),
+               "{}: target {} must be [N] with N = {} (logits {})", op, shape_str(target.shape()), logits.size(0),
+               shape_str(logits.shape()));
+}
+
+}  // namespace
+
+void cross_entropy(const Tensor& logits, const Tensor& target, int64_t, Reduction) {
+  ce_args(logits, target, "cross_entropy");
+}
+
+// The CPU checked only logits and target; the CUDA backend's checks of g and lse are kept.
+void cross_entropy_backward(const Tensor& g, const Tensor& logits, const Tensor& lse, const Tensor& target, int64_t,
+                            Reduction reduction, int64_t) {
+  ce_args(logits, target, "cross_entropy_backward");
+  check_defined(g, "cross_entropy_backward", "gradient");
+  check_defined(lse, "cross_entropy_backward", "lse");
+  const int64_t N = logits.size(0);
+  RELPOS_CHECK(g.dtype() == logits.dtype() && lse.dtype() == logits.dtype(),
+               "cross_entropy_backward: gradient {} and lse {} must have the logits' dtype ({})", describe(g),
+               describe(lse), describe(logits));
+  RELPOS_CHECK(lse.numel() == N, "cross_entropy_backward: lse {} must be [N] with N = {}", shape_str(lse.shape()), N);
+  RELPOS_CHECK(reduction == Reduction::None ? g.numel() == N : g.numel() == 1,
+               "cross_entropy_backward: gradient {} must be [] (mean/sum) or [N] (none)", shape_str(g.shape()));
+}
+
+// ------------------------------------------------------------------ still checked in the backend
+
+// The CPU backend checks its arguments (kernels/cpu/attention.cpp), the CUDA backend refuses.
 void attention(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const AttentionArgs&,
                const AttentionBuckets&, const AttentionIndexBias&) {}
 void attention_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                         const AttentionOut&, const AttentionArgs&, const AttentionBuckets&, const Tensor&,
                         const AttentionIndexBias&) {}
-void cross_entropy(const Tensor&, const Tensor&, int64_t, Reduction) {}
-void cross_entropy_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t, Reduction, int64_t) {}
 
 }  // namespace relpos::k::check
