@@ -2,9 +2,9 @@
 // one per line of kernels/op_table.inc), run once by the dispatch layer before any backend,
 // in the order the backends ran them and with their messages. Where the CPU and the CUDA
 // backend checked differently, the stricter check is kept (noted at the op).
-// What stays in a backend: checks that read tensor values (index and target ranges, integer
-// division by zero), its own limits (CUDA: rank <= 8), and the fused attention's checks,
-// which only the CPU backend has (the CUDA backend refuses the op; see below).
+// What stays in a backend: checks that read tensor values (index, target, bucket and
+// index-bias ranges, integer division by zero), what both backends checked after those (so a
+// call with two faults reports the same one as before), and its own limits (CUDA: rank <= 8).
 #include "kernels/checks.h"
 
 #include <algorithm>
@@ -328,13 +328,72 @@ void cross_entropy_backward(const Tensor& g, const Tensor& logits, const Tensor&
                "cross_entropy_backward: gradient {} must be [] (mean/sum) or [N] (none)", shape_str(g.shape()));
 }
 
-// ------------------------------------------------------------------ still checked in the backend
+// ------------------------------------------------------------------ fused attention
+// Only the CPU backend has the kernel (the CUDA backend refuses it after these checks). The
+// bucket and index-bias values, and what the backward checked after them (the saved forward
+// and the gradients), are checked by the CPU backend.
 
-// The CPU backend checks its arguments (kernels/cpu/attention.cpp), the CUDA backend refuses.
-void attention(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const AttentionArgs&,
-               const AttentionBuckets&, const AttentionIndexBias&) {}
-void attention_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                        const AttentionOut&, const AttentionArgs&, const AttentionBuckets&, const Tensor&,
-                        const AttentionIndexBias&) {}
+namespace {
+
+struct Dims {
+  int64_t B, H, Lq, Lk, dh;
+};
+
+void attention_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias, const Tensor& kp,
+                    const AttentionBuckets& bk, const AttentionIndexBias& ib, const char* op) {
+  check_defined(q, op, "q");
+  check_same_dtype_device(q, k, op);
+  check_same_dtype_device(q, v, op);
+  RELPOS_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, "{}: q, k, v must be [B, H, L, dh], got {}, {}, {}", op,
+               shape_str(q.shape()), shape_str(k.shape()), shape_str(v.shape()));
+  const Dims d{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
+  RELPOS_CHECK(k.size(0) == d.B && k.size(1) == d.H && k.size(3) == d.dh && v.shape() == k.shape(),
+               "{}: k {} and v {} must be [B, H, Lk, dh] = [{}, {}, Lk, {}] for q {}", op, shape_str(k.shape()),
+               shape_str(v.shape()), d.B, d.H, d.dh, shape_str(q.shape()));
+  if (bias.defined()) {
+    check_same_dtype_device(q, bias, op);
+    RELPOS_CHECK(bias.dim() == 2 && bias.size(0) == d.H && bias.size(1) == d.Lq + d.Lk - 1,
+                 "{}: bias must be [H, Lq + Lk - 1] = [{}, {}], got {}", op, d.H, d.Lq + d.Lk - 1,
+                 shape_str(bias.shape()));
+  }
+  if (kp.defined())
+    RELPOS_CHECK(kp.dim() == 2 && kp.size(0) == d.B && kp.size(1) == d.Lk,
+                 "{}: key padding must be [B, Lk] = [{}, {}], got {}", op, d.B, d.Lk, describe(kp));
+  RELPOS_CHECK(bk.qr.defined() == bk.bucket.defined(), "{}: bucket terms need both qr and bucket", op);
+  if (bk.qr.defined()) {
+    check_same_dtype_device(q, bk.qr, op);
+    RELPOS_CHECK(
+        bk.qr.dim() == 4 && bk.qr.size(0) == d.B && bk.qr.size(1) == d.H && bk.qr.size(2) == d.Lq && bk.qr.size(3) >= 1,
+        "{}: qr must be [B, H, Lq, NB] = [{}, {}, {}, NB], got {}", op, d.B, d.H, d.Lq, shape_str(bk.qr.shape()));
+    RELPOS_CHECK(bk.bucket.dtype() == DType::I64 && bk.bucket.dim() == 1 && bk.bucket.size(0) == d.Lq + d.Lk - 1,
+                 "{}: bucket must be int64 [Lq + Lk - 1] = [{}], got {}", op, d.Lq + d.Lk - 1, describe(bk.bucket));
+  }
+  RELPOS_CHECK(ib.table.defined() == ib.index.defined(), "{}: an index bias needs both table and index", op);
+  if (ib.table.defined()) {
+    check_same_dtype_device(q, ib.table, op);
+    RELPOS_CHECK(ib.table.dim() == 2 && ib.table.size(0) >= 1 && ib.table.size(1) == d.H,
+                 "{}: index-bias table must be [NT, H] = [NT, {}], got {}", op, d.H, shape_str(ib.table.shape()));
+    const Tensor& ix = ib.index;
+    RELPOS_CHECK(
+        ix.dtype() == DType::I64 && ((ix.dim() == 2 && ix.size(0) == d.Lq && ix.size(1) == d.Lk) ||
+                                     (ix.dim() == 3 && ix.size(0) == d.B && ix.size(1) == d.Lq && ix.size(2) == d.Lk)),
+        "{}: index-bias index must be int64 [Lq, Lk] = [{}, {}] or [B, Lq, Lk] = [{}, {}, {}], got {}", op, d.Lq, d.Lk,
+        d.B, d.Lq, d.Lk, describe(ix));
+  }
+}
+
+}  // namespace
+
+void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias, const Tensor& key_padding,
+               const AttentionArgs& a, const AttentionBuckets& buckets, const AttentionIndexBias& index_bias) {
+  attention_args(q, k, v, bias, key_padding, buckets, index_bias, "attention");
+  RELPOS_CHECK(a.dropout_p >= 0.0 && a.dropout_p < 1.0, "attention: dropout p must be in [0, 1), got {}", a.dropout_p);
+}
+
+void attention_backward(const Tensor&, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias,
+                        const Tensor& key_padding, const AttentionOut&, const AttentionArgs&,
+                        const AttentionBuckets& buckets, const Tensor&, const AttentionIndexBias& index_bias) {
+  attention_args(q, k, v, bias, key_padding, buckets, index_bias, "attention_backward");
+}
 
 }  // namespace relpos::k::check
