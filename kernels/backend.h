@@ -1,7 +1,7 @@
 // kernels/backend.h — the backends behind kernels/ops.h. Each backend namespace declares the
 // same contract, generated from kernels/op_table.inc (one entry per op, the public op's
 // signature), plus supports(); kernels/dispatch.cpp is the only caller. A backend entry gets
-// inputs that are all on its device and that kernels/checks.cpp has already checked.
+// inputs that are all on its device, with shapes and dtypes kernels/checks.cpp has checked.
 //   k::cpu  — kernels/cpu/*.cpp: OpenBLAS GEMM + OpenMP loops (core/strided.h)
 //   k::cuda — kernels/cuda/*.cu: cuBLAS + CUDA kernels; kernels/cuda/stub.cpp when built
 //             without nvcc (every entry throws "built without CUDA support")
