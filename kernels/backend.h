@@ -1,15 +1,30 @@
 // kernels/backend.h — the backends behind kernels/ops.h. Each backend namespace declares the
-// same contract (kernels/backend_ops.inc); dispatch.cpp is the only caller.
+// same contract, generated from kernels/op_table.inc (one entry per op, the public op's
+// signature), plus supports(); kernels/dispatch.cpp is the only caller. A backend entry gets
+// inputs that are all on its device, with shapes and dtypes kernels/checks.cpp has checked.
 //   k::cpu  — kernels/cpu/*.cpp: OpenBLAS GEMM + OpenMP loops (core/strided.h)
 //   k::cuda — kernels/cuda/*.cu: cuBLAS + CUDA kernels; kernels/cuda/stub.cpp when built
 //             without nvcc (every entry throws "built without CUDA support")
 #pragma once
 #include "kernels/ops.h"
 
+namespace relpos::k {
+
+// The ops whose kernels take int64 data as well as float32/float64, on every backend.
+constexpr bool takes_int64(Op op) {
+  return op == Op::binary || op == Op::where || op == Op::index_select;
+}
+
+}  // namespace relpos::k
+
 namespace relpos::k::cpu {
-#include "kernels/backend_ops.inc"
+#define RELPOS_OP(ret, name, params, args, devices) ret name params;
+#include "kernels/op_table.inc"
+bool supports(Op op, DType dtype);  // kernels/cpu/supports.cpp
 }  // namespace relpos::k::cpu
 
 namespace relpos::k::cuda {
-#include "kernels/backend_ops.inc"
+#define RELPOS_OP(ret, name, params, args, devices) ret name params;
+#include "kernels/op_table.inc"
+bool supports(Op op, DType dtype);  // kernels/cuda/supports.cpp, or stub.cpp
 }  // namespace relpos::k::cuda

@@ -1,10 +1,11 @@
-// kernels/ops.h — raw tensor computations (no autograd): the one public list of ops.
-// Every entry is a dispatch point (kernels/dispatch.cpp): it checks that all tensor inputs
-// sit on one device (else an error naming the op and both devices) and forwards to that
-// device's backend, kernels/cpu/ or kernels/cuda/, which implement the contract in
-// kernels/backend_ops.inc. A few entries (masked_fill, sum_to, cat, split) are compositions
-// of other ops and work on every device as they are. Outputs live on the inputs' device.
-// Shapes are in the comments.
+// kernels/ops.h — raw tensor computations (no autograd): the public, documented list of ops.
+// The ops a backend implements are the lines of kernels/op_table.inc (k::Op and k::supports()
+// in kernels/op_table.h come from it); each is a dispatch point (kernels/dispatch.cpp,
+// generated from the table): it checks that all tensor inputs sit on one device (else an
+// error naming the op and both devices), checks shapes and dtypes once (kernels/checks.cpp)
+// and forwards to that device's backend, kernels/cpu/ or kernels/cuda/. A few entries
+// (masked_fill, sum_to, cat, split) are compositions of other ops and work on every device
+// as they are. Outputs live on the inputs' device. Shapes are in the comments.
 #pragma once
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "core/rng.h"
 #include "core/tensor.h"
+#include "kernels/op_table.h"
 
 namespace relpos::k {
 

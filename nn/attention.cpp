@@ -15,7 +15,7 @@ bool g_fused_attention = true;
 void set_fused_attention(bool on) { g_fused_attention = on; }
 bool fused_attention_enabled() { return g_fused_attention; }
 bool fused_attention_possible(bool fused_config, double softcap, Device device) {
-  return fused_config && g_fused_attention && !(softcap > 0) && device == Device::CPU;
+  return fused_config && g_fused_attention && !(softcap > 0) && k::supports(device, k::Op::attention, DType::F32);
 }
 
 MultiHeadAttention::MultiHeadAttention(const AttentionConfig& cfg, PositionEncodingPtr pos, bool own_pos,
@@ -147,8 +147,8 @@ Variable MultiHeadAttention::forward(const AttentionInput& in, const AttentionSi
   RELPOS_CHECK(!(pos_->causal_only() && !in.causal), "position encoding '{}' only works with causal attention",
                pos_->type());
   const Heads h = project(in, sinks.cache);
-  const bool fusable =
-      cfg_.fused && fused_attention_enabled() && h.q.device() == Device::CPU && !(cfg_.stability.softcap > 0);
+  const bool fusable = cfg_.fused && fused_attention_enabled() &&
+                       k::supports(h.q.device(), k::Op::attention, h.q.dtype()) && !(cfg_.stability.softcap > 0);
   const Positions p = position_terms(h, fusable);
   Tensor kp;  // [B, 1, 1, Lk], 1 = padded key
   if (in.key_padding.defined()) {

@@ -78,6 +78,10 @@ T exp_flushed(T z) {
 struct Dims {
   int64_t B, H, Lq, Lk, dh;
 };
+// q [B, H, Lq, dh], k [B, H, Lk, dh] (checked in kernels/checks.cpp).
+Dims dims_of(const Tensor& q, const Tensor& k) {
+  return {q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
+}
 
 // A [B, H, L, dh] operand read or written in place when its rows are contiguous (stride(3) ==
 // 1): element (b, h, i, e) at b s0 + h s1 + i ld + e. The heads of a [B, L, H, dh] projection
@@ -98,51 +102,6 @@ Tensor rows_view(const Tensor& t) { return t.strides()[3] == 1 || t.size(3) <= 1
 Tensor heads_layout(int64_t B, int64_t H, int64_t L, int64_t dh, DType dtype, bool zero) {
   Tensor t = zero ? Tensor::zeros({B, L, H, dh}, dtype) : Tensor::empty({B, L, H, dh}, dtype);
   return t.permute({0, 2, 1, 3});
-}
-
-Dims check_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias, const Tensor& kp,
-                const AttentionBuckets& bk, const AttentionIndexBias& ib, const char* op) {
-  check_defined(q, op, "q");
-  check_same_dtype_device(q, k, op);
-  check_same_dtype_device(q, v, op);
-  RELPOS_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, "{}: q, k, v must be [B, H, L, dh], got {}, {}, {}", op,
-               shape_str(q.shape()), shape_str(k.shape()), shape_str(v.shape()));
-  Dims d{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
-  RELPOS_CHECK(k.size(0) == d.B && k.size(1) == d.H && k.size(3) == d.dh && v.shape() == k.shape(),
-               "{}: k {} and v {} must be [B, H, Lk, dh] = [{}, {}, Lk, {}] for q {}", op, shape_str(k.shape()),
-               shape_str(v.shape()), d.B, d.H, d.dh, shape_str(q.shape()));
-  if (bias.defined()) {
-    check_same_dtype_device(q, bias, op);
-    RELPOS_CHECK(bias.dim() == 2 && bias.size(0) == d.H && bias.size(1) == d.Lq + d.Lk - 1,
-                 "{}: bias must be [H, Lq + Lk - 1] = [{}, {}], got {}", op, d.H, d.Lq + d.Lk - 1,
-                 shape_str(bias.shape()));
-  }
-  if (kp.defined())
-    RELPOS_CHECK(kp.dim() == 2 && kp.size(0) == d.B && kp.size(1) == d.Lk,
-                 "{}: key padding must be [B, Lk] = [{}, {}], got {}", op, d.B, d.Lk, describe(kp));
-  RELPOS_CHECK(bk.qr.defined() == bk.bucket.defined(), "{}: bucket terms need both qr and bucket", op);
-  if (bk.qr.defined()) {
-    check_same_dtype_device(q, bk.qr, op);
-    RELPOS_CHECK(bk.qr.dim() == 4 && bk.qr.size(0) == d.B && bk.qr.size(1) == d.H && bk.qr.size(2) == d.Lq &&
-                     bk.qr.size(3) >= 1,
-                 "{}: qr must be [B, H, Lq, NB] = [{}, {}, {}, NB], got {}", op, d.B, d.H, d.Lq,
-                 shape_str(bk.qr.shape()));
-    RELPOS_CHECK(bk.bucket.dtype() == DType::I64 && bk.bucket.dim() == 1 && bk.bucket.size(0) == d.Lq + d.Lk - 1,
-                 "{}: bucket must be int64 [Lq + Lk - 1] = [{}], got {}", op, d.Lq + d.Lk - 1, describe(bk.bucket));
-  }
-  RELPOS_CHECK(ib.table.defined() == ib.index.defined(), "{}: an index bias needs both table and index", op);
-  if (ib.table.defined()) {
-    check_same_dtype_device(q, ib.table, op);
-    RELPOS_CHECK(ib.table.dim() == 2 && ib.table.size(0) >= 1 && ib.table.size(1) == d.H,
-                 "{}: index-bias table must be [NT, H] = [NT, {}], got {}", op, d.H, shape_str(ib.table.shape()));
-    const Tensor& ix = ib.index;
-    RELPOS_CHECK(ix.dtype() == DType::I64 &&
-                     ((ix.dim() == 2 && ix.size(0) == d.Lq && ix.size(1) == d.Lk) ||
-                      (ix.dim() == 3 && ix.size(0) == d.B && ix.size(1) == d.Lq && ix.size(2) == d.Lk)),
-                 "{}: index-bias index must be int64 [Lq, Lk] = [{}, {}] or [B, Lq, Lk] = [{}, {}, {}], got {}", op,
-                 d.Lq, d.Lk, d.B, d.Lq, d.Lk, describe(ix));
-  }
-  return d;
 }
 
 // The index of an index bias as a contiguous host tensor, every entry checked in [0, NT).
@@ -346,8 +305,7 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
                        const Tensor& kp, const AttentionArgs& a, const AttentionBuckets& bk,
                        const AttentionIndexBias& ib) {
   ensure_blas_core();
-  const Dims d = check_args(q_in, k_in, v_in, bias_in, kp, bk, ib, "attention");
-  RELPOS_CHECK(a.dropout_p >= 0.0 && a.dropout_p < 1.0, "attention: dropout p must be in [0, 1), got {}", a.dropout_p);
+  const Dims d = dims_of(q_in, k_in);
   const BucketRuns bucket = bucket_index(bk, "attention");
   const IndexRows index = index_rows(ib, "attention");
   const Tensor table = ib.table.defined() ? ib.table.contiguous() : Tensor();  // [NT, H]
@@ -456,7 +414,7 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
                                   const AttentionArgs& a, const AttentionBuckets& bk, const Tensor& gw_in,
                                   const AttentionIndexBias& ib) {
   ensure_blas_core();
-  const Dims d = check_args(q_in, k_in, v_in, bias_in, kp, bk, ib, "attention_backward");
+  const Dims d = dims_of(q_in, k_in);
   const BucketRuns bucket = bucket_index(bk, "attention_backward");
   const IndexRows index = index_rows(ib, "attention_backward");
   const Tensor table = ib.table.defined() ? ib.table.contiguous() : Tensor();  // [NT, H]

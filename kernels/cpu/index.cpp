@@ -8,11 +8,6 @@ namespace relpos::k::cpu {
 
 namespace {
 
-void check_index_tensor(const Tensor& idx, const char* op) {
-  check_defined(idx, op, "index");
-  RELPOS_CHECK(idx.dtype() == DType::I64, "{}: indices must be int64, got {}", op, describe(idx));
-}
-
 std::vector<int64_t> checked_indices(const Tensor& idx, int64_t bound, const char* op) {
   std::vector<int64_t> v = idx.to_vector<int64_t>();
   for (int64_t i : v)
@@ -24,8 +19,6 @@ std::vector<int64_t> checked_indices(const Tensor& idx, int64_t bound, const cha
 
 // weight: [V, D], idx: [...] -> [..., D]
 Tensor embedding(const Tensor& weight, const Tensor& idx) {
-  check_index_tensor(idx, "embedding");
-  RELPOS_CHECK(weight.dim() == 2, "embedding: weight must be [V, D], got {}", shape_str(weight.shape()));
   const int64_t V = weight.size(0), D = weight.size(1);
   std::vector<int64_t> ids = checked_indices(idx, V, "embedding");
   Shape out_shape = idx.shape();
@@ -44,7 +37,6 @@ Tensor embedding(const Tensor& weight, const Tensor& idx) {
 
 // gy: [..., D], idx: [...] -> [num_rows, D]
 Tensor embedding_backward(const Tensor& gy, const Tensor& idx, int64_t num_rows) {
-  check_index_tensor(idx, "embedding_backward");
   const int64_t D = gy.size(-1);
   std::vector<int64_t> ids = checked_indices(idx, num_rows, "embedding_backward");
   RELPOS_CHECK(int64_t(ids.size()) * D == gy.numel(), "embedding_backward: grad {} does not match indices {}",
@@ -65,8 +57,6 @@ Tensor embedding_backward(const Tensor& gy, const Tensor& idx, int64_t num_rows)
 
 // x: [pre, n, post] (n at dim), idx: [m] -> [pre, m, post]
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& idx) {
-  check_index_tensor(idx, "index_select");
-  RELPOS_CHECK(idx.dim() == 1, "index_select: index must be 1-d, got {}", shape_str(idx.shape()));
   dim = wrap_existing_dim(dim, x.dim(), "index_select");
   std::vector<int64_t> ids = checked_indices(idx, x.size(dim), "index_select");
   std::vector<Tensor> parts;
@@ -79,7 +69,6 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& idx) {
 }
 
 Tensor index_add(const Shape& shape, int64_t dim, const Tensor& idx, const Tensor& src) {
-  check_index_tensor(idx, "index_add");
   dim = wrap_existing_dim(dim, int64_t(shape.size()), "index_add");
   std::vector<int64_t> ids = checked_indices(idx, shape[dim], "index_add");
   RELPOS_CHECK(src.size(dim) == int64_t(ids.size()), "index_add: source {} has {} entries along dim {}, index has {}",
@@ -129,20 +118,10 @@ void for_each_gather(const Tensor& x_like_shape_strides, const Tensor& idx, int6
   }
 }
 
-void check_gather_shapes(const Shape& xs, const Tensor& idx, int64_t dim, const char* op) {
-  RELPOS_CHECK(idx.dim() == int64_t(xs.size()), "{}: index {} must have the same rank as input {}", op,
-               shape_str(idx.shape()), shape_str(xs));
-  for (int64_t d = 0; d < idx.dim(); ++d)
-    RELPOS_CHECK(d == dim || idx.size(d) <= xs[d], "{}: index {} larger than input {} at dim {}", op,
-                 shape_str(idx.shape()), shape_str(xs), d);
-}
-
 }  // namespace
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& idx) {
-  check_index_tensor(idx, "gather");
   dim = wrap_existing_dim(dim, x.dim(), "gather");
-  check_gather_shapes(x.shape(), idx, dim, "gather");
   Tensor out = Tensor::empty(idx.shape(), x.dtype());
   visit_float(x.dtype(), "gather", [&]<typename T>() {
     const T* px = x.data<T>();
@@ -153,11 +132,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& idx) {
 }
 
 Tensor scatter_add(const Shape& shape, int64_t dim, const Tensor& idx, const Tensor& src) {
-  check_index_tensor(idx, "scatter_add");
   dim = wrap_existing_dim(dim, int64_t(shape.size()), "scatter_add");
-  check_gather_shapes(shape, idx, dim, "scatter_add");
-  RELPOS_CHECK(src.shape() == idx.shape(), "scatter_add: source {} must match index {}",
-               shape_str(src.shape()), shape_str(idx.shape()));
   Tensor out = Tensor::zeros(shape, src.dtype());
   Tensor s = src.contiguous();
   visit_float(src.dtype(), "scatter_add", [&]<typename T>() {

@@ -8,8 +8,6 @@ namespace relpos::k::cpu {
 
 // x: [..., Lq, Lk] -> fresh contiguous copy with the hidden cells set to value.
 Tensor causal_fill(const Tensor& x_in, int64_t q_offset, int64_t k_offset, double value) {
-  check_defined(x_in, "causal_fill", "input");
-  RELPOS_CHECK(x_in.dim() >= 2, "causal_fill: expected [..., Lq, Lk], got {}", describe(x_in));
   const Tensor x = x_in.contiguous();
   const int64_t Lq = x.size(-2), Lk = x.size(-1);
   const int64_t rows = x.numel() / std::max<int64_t>(Lk, 1);

@@ -47,13 +47,7 @@ void gemm(MatLayout la, MatLayout lb, int64_t M, int64_t N, int64_t K, const T* 
 
 Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   ensure_blas_core();
-  check_same_dtype_device(a_in, b_in, "matmul");
-  RELPOS_CHECK(a_in.dim() >= 2 && b_in.dim() >= 2,
-               "matmul: both operands need at least 2 dims, got {} and {}", shape_str(a_in.shape()),
-               shape_str(b_in.shape()));
   const int64_t M = a_in.size(-2), K = a_in.size(-1), N = b_in.size(-1);
-  RELPOS_CHECK(b_in.size(-2) == K, "matmul: inner dims differ: {} @ {} ({} vs {})",
-               shape_str(a_in.shape()), shape_str(b_in.shape()), K, b_in.size(-2));
   Shape ab(a_in.shape().begin(), a_in.shape().end() - 2);
   Shape bb(b_in.shape().begin(), b_in.shape().end() - 2);
   Shape batch = broadcast_shapes(ab, bb, "matmul (batch dims)");

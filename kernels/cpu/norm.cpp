@@ -15,18 +15,6 @@ namespace relpos::k::cpu {
 
 namespace {
 
-void check_norm_args(const char* op, const Tensor& x, const Tensor& w, const Tensor& b) {
-  check_defined(x, op, "input");
-  RELPOS_CHECK(x.dim() >= 1, "{}: input must have at least 1 dim", op);
-  const int64_t D = x.size(-1);
-  for (const Tensor* t : {&w, &b}) {
-    if (!t->defined()) continue;
-    check_same_dtype_device(x, *t, op);
-    RELPOS_CHECK(t->dim() == 1 && t->size(0) == D, "{}: weight/bias shape {} does not match last dim {} of input {}",
-                 op, shape_str(t->shape()), D, shape_str(x.shape()));
-  }
-}
-
 Shape row_shape(const Tensor& x) { return Shape(x.shape().begin(), x.shape().end() - 1); }
 
 template <typename T>
@@ -151,7 +139,6 @@ NormGrads norm_backward(bool center, const Tensor& gy_in, const Tensor& x_in, co
 }  // namespace
 
 NormOut layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
-  check_norm_args("layer_norm", x, weight, bias);
   Tensor xc = x.contiguous();
   NormOut o{Tensor::empty(x.shape(), x.dtype()), Tensor::zeros(row_shape(x), x.dtype()),
             Tensor::zeros(row_shape(x), x.dtype())};
@@ -160,24 +147,20 @@ NormOut layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, do
 }
 
 NormOut rms_norm(const Tensor& x, const Tensor& weight, double eps) {
-  check_norm_args("rms_norm", x, weight, Tensor());
   Tensor xc = x.contiguous();
   NormOut o{Tensor::empty(x.shape(), x.dtype()), Tensor(), Tensor::zeros(row_shape(x), x.dtype())};
   visit_float(x.dtype(), "rms_norm", [&]<typename T>() { norm_forward<T>(false, xc, weight, Tensor(), eps, o); });
   return o;
 }
 
-NormGrads layer_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& mean,
-                              const Tensor& rstd, const Tensor& weight, bool has_bias) {
-  check_same_dtype_device(gy, x, "layer_norm_backward");
+NormGrads layer_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                              const Tensor& weight, bool has_bias) {
   return visit_float(x.dtype(), "layer_norm_backward", [&]<typename T>() {
     return norm_backward<T>(true, gy, x, mean, rstd, weight, has_bias);
   });
 }
 
-NormGrads rms_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& rstd,
-                            const Tensor& weight) {
-  check_same_dtype_device(gy, x, "rms_norm_backward");
+NormGrads rms_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& rstd, const Tensor& weight) {
   return visit_float(x.dtype(), "rms_norm_backward", [&]<typename T>() {
     return norm_backward<T>(false, gy, x, Tensor(), rstd, weight, false);
   });

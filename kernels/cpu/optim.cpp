@@ -9,7 +9,6 @@ namespace relpos::k::cpu {
 // sum(x^2) in float64 over fixed chunks of 8192 elements, partial sums added in chunk order:
 // the result does not depend on the thread count.
 Tensor sum_squares(const Tensor& x_in) {
-  check_defined(x_in, "sum_squares", "input");
   const Tensor x = x_in.contiguous();
   constexpr int64_t kChunk = 8192;
   const int64_t n = x.numel(), chunks = (n + kChunk - 1) / kChunk;
@@ -32,13 +31,6 @@ Tensor sum_squares(const Tensor& x_in) {
 
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                  const AdamStep& s) {
-  for (const Tensor* t : {&grad, &exp_avg, &exp_avg_sq}) {
-    check_defined(*t, "adam_update", "state");
-    RELPOS_CHECK(t->shape() == param.shape() && t->dtype() == param.dtype(),
-                 "adam_update: {} does not match the parameter {}", describe(*t), describe(param));
-  }
-  RELPOS_CHECK(param.is_contiguous() && exp_avg.is_contiguous() && exp_avg_sq.is_contiguous(),
-               "adam_update: parameter and moments must be contiguous ({})", describe(param));
   const Tensor g_c = grad.contiguous();
   visit_float(param.dtype(), "adam_update", [&]<typename T>() {
     T* p = param.data<T>();

@@ -1,6 +1,6 @@
-// kernels/cuda/elementwise.cpp — CUDA entry points of the elementwise ops: the validation of
-// kernels/cpu/elementwise.cpp (same messages), a fresh contiguous output, then one strided
-// launch (kernels/cuda/elementwise.cu). causal_fill is here too (masking.cu).
+// kernels/cuda/elementwise.cpp — CUDA entry points of the elementwise ops (arguments checked
+// in kernels/checks.cpp): a fresh contiguous output, then one strided launch
+// (kernels/cuda/elementwise.cu). causal_fill is here too (masking.cu).
 #include "kernels/cuda/host.h"
 
 namespace relpos::k::cuda {
@@ -11,20 +11,12 @@ static_assert(int(Unary::Neg) == 0 && int(Unary::Ceil) == 14 && int(Unary::ReluG
 static_assert(int(Binary::Add) == 0 && int(Binary::Div) == 3 && int(Binary::Pow) == 4 && int(Binary::Ge) == 12);
 
 Tensor unary(Unary op, const Tensor& x, double p, double q) {
-  check_defined(x, "unary op", "input");
   Tensor out = empty_cuda(x.shape(), x.dtype());
-  RELPOS_CHECK(is_floating(x.dtype()), "unary op: expected a floating dtype (float32 or float64), got {}",
-               dtype_name(x.dtype()));
   dev::unary(int(op), dt(x.dtype()), out.raw_data(), x.raw_data(), strides_of(x), geom(x.shape(), "unary op"), p, q);
   return out;
 }
 
 Tensor unary_grad(Unary deriv, const Tensor& g, const Tensor& x, double p, double q) {
-  check_same_dtype_device(g, x, "unary_grad");
-  RELPOS_CHECK(g.shape() == x.shape(), "unary_grad: gradient {} and input {} differ", shape_str(g.shape()),
-               shape_str(x.shape()));
-  RELPOS_CHECK(is_floating(x.dtype()), "unary_grad: expected a floating dtype (float32 or float64), got {}",
-               dtype_name(x.dtype()));
   Tensor out = empty_cuda(x.shape(), x.dtype());
   dev::unary_grad(int(deriv), dt(x.dtype()), out.raw_data(), g.raw_data(), strides_of(g), x.raw_data(), strides_of(x),
                   geom(x.shape(), "unary_grad"), p, q);
@@ -32,7 +24,6 @@ Tensor unary_grad(Unary deriv, const Tensor& g, const Tensor& x, double p, doubl
 }
 
 Tensor binary(Binary op, const Tensor& a, const Tensor& b) {
-  check_same_dtype_device(a, b, "binary op");
   const char* name = op == Binary::Add ? "add" : op == Binary::Sub ? "sub" : op == Binary::Mul ? "mul"
                      : op == Binary::Div ? "div" : "binary op";
   Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
@@ -48,8 +39,6 @@ Tensor binary(Binary op, const Tensor& a, const Tensor& b) {
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
-  check_same_dtype_device(a, b, "where");
-  check_defined(cond, "where", "condition");
   Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   Tensor c = cond.expand(shape), ae = a.expand(shape), be = b.expand(shape);
   Tensor out = empty_cuda(shape, a.dtype());
@@ -59,29 +48,19 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 }
 
 void add_(const Tensor& dst, const Tensor& src, double alpha) {
-  check_same_dtype_device(dst, src, "add_");
   Tensor s = src.expand(dst.shape());
-  RELPOS_CHECK(is_floating(dst.dtype()), "add_: expected a floating dtype (float32 or float64), got {}",
-               dtype_name(dst.dtype()));
   dev::add_inplace(dt(dst.dtype()), dst.raw_data(), strides_of(dst), s.raw_data(), strides_of(s),
                    geom(dst.shape(), "add_"), alpha);
   dst.bump_version();
 }
 
 void mul_(const Tensor& dst, double s) {
-  check_defined(dst, "mul_", "tensor");
-  RELPOS_CHECK(is_floating(dst.dtype()), "mul_: expected a floating dtype (float32 or float64), got {}",
-               dtype_name(dst.dtype()));
   dev::mul_inplace(dt(dst.dtype()), dst.raw_data(), strides_of(dst), geom(dst.shape(), "mul_"), s);
   dst.bump_version();
 }
 
 // x: [..., Lq, Lk] -> fresh contiguous copy with the hidden cells set to value.
 Tensor causal_fill(const Tensor& x_in, int64_t q_offset, int64_t k_offset, double value) {
-  check_defined(x_in, "causal_fill", "input");
-  RELPOS_CHECK(x_in.dim() >= 2, "causal_fill: expected [..., Lq, Lk], got {}", describe(x_in));
-  RELPOS_CHECK(is_floating(x_in.dtype()), "causal_fill: expected a floating dtype (float32 or float64), got {}",
-               dtype_name(x_in.dtype()));
   const Tensor x = x_in.contiguous();
   const int64_t Lq = x.size(-2), Lk = x.size(-1);
   const int64_t rows = x.numel() / std::max<int64_t>(Lk, 1);

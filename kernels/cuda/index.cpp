@@ -10,11 +10,6 @@ namespace relpos::k::cuda {
 
 namespace {
 
-void check_index_tensor(const Tensor& idx, const char* op) {
-  check_defined(idx, op, "index");
-  RELPOS_CHECK(idx.dtype() == DType::I64, "{}: indices must be int64, got {}", op, describe(idx));
-}
-
 std::vector<int64_t> checked_indices(const Tensor& idx, int64_t bound, const char* op) {
   std::vector<int64_t> v = idx.to_vector<int64_t>();
   for (int64_t i : v) RELPOS_CHECK(i >= 0 && i < bound, "{}: index {} out of range [0, {})", op, i, bound);
@@ -63,8 +58,6 @@ int64_t prod(const Shape& s, size_t begin, size_t end) {
 
 // weight: [V, D], idx: [...] -> [..., D]
 Tensor embedding(const Tensor& weight, const Tensor& idx) {
-  check_index_tensor(idx, "embedding");
-  RELPOS_CHECK(weight.dim() == 2, "embedding: weight must be [V, D], got {}", shape_str(weight.shape()));
   const int64_t V = weight.size(0), D = weight.size(1);
   std::vector<int64_t> ids = checked_indices(idx, V, "embedding");
   check_float(weight, "embedding");
@@ -78,8 +71,6 @@ Tensor embedding(const Tensor& weight, const Tensor& idx) {
 
 // gy: [..., D], idx: [...] -> [num_rows, D]; row r sums gy rows i with idx[i] == r, i increasing.
 Tensor embedding_backward(const Tensor& gy, const Tensor& idx, int64_t num_rows) {
-  check_index_tensor(idx, "embedding_backward");
-  check_defined(gy, "embedding_backward", "gradient");
   const int64_t D = gy.size(-1);
   std::vector<int64_t> ids = checked_indices(idx, num_rows, "embedding_backward");
   RELPOS_CHECK(int64_t(ids.size()) * D == gy.numel(), "embedding_backward: grad {} does not match indices {}",
@@ -91,8 +82,6 @@ Tensor embedding_backward(const Tensor& gy, const Tensor& idx, int64_t num_rows)
 
 // x: [pre, n, post] (n at dim), idx: [m] -> [pre, m, post]
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& idx) {
-  check_index_tensor(idx, "index_select");
-  RELPOS_CHECK(idx.dim() == 1, "index_select: index must be 1-d, got {}", shape_str(idx.shape()));
   dim = wrap_existing_dim(dim, x.dim(), "index_select");
   std::vector<int64_t> ids = checked_indices(idx, x.size(dim), "index_select");  // any dtype, as on the CPU
   Shape out_shape = x.shape();
@@ -108,7 +97,6 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& idx) {
 
 // zeros(shape) with src slice j added at ids[j] along dim, j increasing (as the CPU's add_ loop).
 Tensor index_add(const Shape& shape, int64_t dim, const Tensor& idx, const Tensor& src) {
-  check_index_tensor(idx, "index_add");
   dim = wrap_existing_dim(dim, int64_t(shape.size()), "index_add");
   std::vector<int64_t> ids = checked_indices(idx, shape[size_t(dim)], "index_add");
   check_defined(src, "index_add", "source");
@@ -125,14 +113,6 @@ Tensor index_add(const Shape& shape, int64_t dim, const Tensor& idx, const Tenso
 
 namespace {
 
-void check_gather_shapes(const Shape& xs, const Tensor& idx, int64_t dim, const char* op) {
-  RELPOS_CHECK(idx.dim() == int64_t(xs.size()), "{}: index {} must have the same rank as input {}", op,
-               shape_str(idx.shape()), shape_str(xs));
-  for (int64_t d = 0; d < idx.dim(); ++d)
-    RELPOS_CHECK(d == dim || idx.size(d) <= xs[size_t(d)], "{}: index {} larger than input {} at dim {}", op,
-                 shape_str(idx.shape()), shape_str(xs), d);
-}
-
 // idx values (row-major), each checked against bound with the CPU's message.
 std::vector<int64_t> checked_gather_indices(const Tensor& idx, int64_t bound, int64_t dim, const char* op) {
   std::vector<int64_t> v = idx.to_vector<int64_t>();
@@ -144,11 +124,7 @@ std::vector<int64_t> checked_gather_indices(const Tensor& idx, int64_t bound, in
 }  // namespace
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& idx) {
-  check_index_tensor(idx, "gather");
-  check_defined(x, "gather", "input");
   dim = wrap_existing_dim(dim, x.dim(), "gather");
-  check_gather_shapes(x.shape(), idx, dim, "gather");
-  check_float(x, "gather");
   Tensor out = empty_cuda(idx.shape(), x.dtype());
   if (idx.numel() == 0) return out;
   checked_gather_indices(idx, x.size(dim), dim, "gather");
@@ -159,13 +135,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& idx) {
 
 // zeros(shape) with out[.., idx[e], ..] += src[e], elements e of idx in row-major order.
 Tensor scatter_add(const Shape& shape, int64_t dim, const Tensor& idx, const Tensor& src) {
-  check_index_tensor(idx, "scatter_add");
   dim = wrap_existing_dim(dim, int64_t(shape.size()), "scatter_add");
-  check_gather_shapes(shape, idx, dim, "scatter_add");
-  check_defined(src, "scatter_add", "source");
-  RELPOS_CHECK(src.shape() == idx.shape(), "scatter_add: source {} must match index {}", shape_str(src.shape()),
-               shape_str(idx.shape()));
-  check_float(src, "scatter_add");
   if (idx.numel() == 0) return zeros_cuda(shape, src.dtype());
   std::vector<int64_t> v = checked_gather_indices(idx, shape[size_t(dim)], dim, "scatter_add");
   // Flat offset in the contiguous output of every idx element.

@@ -1,24 +1,10 @@
 // kernels/cuda/norm.cpp — CUDA entry points of LayerNorm / RMSNorm forward and backward
-// (validation as kernels/cpu/norm.cpp; kernels in norm.cu).
+// (arguments checked in kernels/checks.cpp; kernels in norm.cu).
 #include "kernels/cuda/host.h"
 
 namespace relpos::k::cuda {
 
 namespace {
-
-void check_norm_args(const char* op, const Tensor& x, const Tensor& w, const Tensor& b) {
-  check_defined(x, op, "input");
-  RELPOS_CHECK(x.dim() >= 1, "{}: input must have at least 1 dim", op);
-  const int64_t D = x.size(-1);
-  for (const Tensor* t : {&w, &b}) {
-    if (!t->defined()) continue;
-    check_same_dtype_device(x, *t, op);
-    RELPOS_CHECK(t->dim() == 1 && t->size(0) == D, "{}: weight/bias shape {} does not match last dim {} of input {}",
-                 op, shape_str(t->shape()), D, shape_str(x.shape()));
-  }
-  RELPOS_CHECK(is_floating(x.dtype()), "{}: expected a floating dtype (float32 or float64), got {}", op,
-               dtype_name(x.dtype()));
-}
 
 Shape row_shape(const Tensor& x) { return Shape(x.shape().begin(), x.shape().end() - 1); }
 
@@ -38,20 +24,10 @@ NormOut forward(bool center, const Tensor& x, const Tensor& weight, const Tensor
 
 NormGrads backward(bool center, const Tensor& gy_in, const Tensor& x_in, const Tensor& mean_in, const Tensor& rstd_in,
                    const Tensor& w_in, bool has_bias) {
-  const char* op = center ? "layer_norm_backward" : "rms_norm_backward";
-  RELPOS_CHECK(x_in.dim() >= 1, "{}: input must have at least 1 dim", op);
-  RELPOS_CHECK(gy_in.shape() == x_in.shape(), "{}: gradient {} and input {} differ", op, shape_str(gy_in.shape()),
-               shape_str(x_in.shape()));
-  RELPOS_CHECK(is_floating(x_in.dtype()), "{}: expected a floating dtype (float32 or float64), got {}", op,
-               dtype_name(x_in.dtype()));
   Tensor gy = gy_in.contiguous(), x = x_in.contiguous(), rstd = rstd_in.contiguous();
   Tensor mean = center ? mean_in.contiguous() : Tensor();
   Tensor w = w_in.defined() ? w_in.contiguous() : Tensor();
   const int64_t D = x.size(-1), rows = D == 0 ? 0 : x.numel() / D;
-  for (const Tensor* t : {&rstd, &mean})
-    if (t->defined())
-      RELPOS_CHECK(t->numel() == rows && t->dtype() == x.dtype(), "{}: saved statistics {} do not match input {}", op,
-                   describe(*t), describe(x));
   NormGrads g;
   g.dx = empty_cuda(x.shape(), x.dtype());
   const dev::DT t = dt(x.dtype());
@@ -70,23 +46,19 @@ NormGrads backward(bool center, const Tensor& gy_in, const Tensor& x_in, const T
 }  // namespace
 
 NormOut layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
-  check_norm_args("layer_norm", x, weight, bias);
   return forward(true, x, weight, bias, eps);
 }
 
 NormOut rms_norm(const Tensor& x, const Tensor& weight, double eps) {
-  check_norm_args("rms_norm", x, weight, Tensor());
   return forward(false, x, weight, Tensor(), eps);
 }
 
 NormGrads layer_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
                               const Tensor& weight, bool has_bias) {
-  check_same_dtype_device(gy, x, "layer_norm_backward");
   return backward(true, gy, x, mean, rstd, weight, has_bias);
 }
 
 NormGrads rms_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& rstd, const Tensor& weight) {
-  check_same_dtype_device(gy, x, "rms_norm_backward");
   return backward(false, gy, x, Tensor(), rstd, weight, false);
 }
 

@@ -1,5 +1,5 @@
-// kernels/cuda/optim.cpp — CUDA entry point of the fused Adam/AdamW step (validation and
-// scalar preparation as kernels/cpu/optim.cpp; kernel in optim.cu). sum_squares is in
+// kernels/cuda/optim.cpp — CUDA entry point of the fused Adam/AdamW step (scalar preparation
+// as kernels/cpu/optim.cpp; kernel in optim.cu). sum_squares is in
 // reduce.cpp.
 #include <cmath>
 
@@ -9,16 +9,6 @@ namespace relpos::k::cuda {
 
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                  const AdamStep& s) {
-  check_defined(param, "adam_update", "parameter");
-  for (const Tensor* t : {&grad, &exp_avg, &exp_avg_sq}) {
-    check_defined(*t, "adam_update", "state");
-    RELPOS_CHECK(t->shape() == param.shape() && t->dtype() == param.dtype(),
-                 "adam_update: {} does not match the parameter {}", describe(*t), describe(param));
-  }
-  RELPOS_CHECK(param.is_contiguous() && exp_avg.is_contiguous() && exp_avg_sq.is_contiguous(),
-               "adam_update: parameter and moments must be contiguous ({})", describe(param));
-  RELPOS_CHECK(is_floating(param.dtype()), "adam_update: expected a floating dtype (float32 or float64), got {}",
-               dtype_name(param.dtype()));
   const Tensor g_c = grad.contiguous();
   // The double values the CPU rounds to T (same expressions).
   dev::AdamScalars a{};

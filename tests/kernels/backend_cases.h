@@ -132,6 +132,18 @@ inline std::vector<Tensor> make_inputs(const OpCase& c, DType dtype, Device devi
   return ts;
 }
 
+// The k::Op a case exercises (OpCase::op is one of k::op_names); fails on an unknown name.
+inline k::Op op_of(const OpCase& c) {
+  for (size_t i = 0; i < k::num_ops; ++i)
+    if (k::op_names[i] == c.op) return k::Op(i);
+  fail("backend case '{}': '{}' is not an op of kernels/op_table.inc", c.name, c.op);
+}
+
+// Whether dev's backend has a kernel for case c in dtype t (k::supports()).
+inline bool supported(const OpCase& c, DType t, Device dev) {
+  return k::supports(dev, op_of(c), t);
+}
+
 inline bool has_views(const OpCase& c) {
   for (const Input& s : c.inputs)
     if (s.layout != Layout::Contiguous) return true;
@@ -600,6 +612,39 @@ inline void add_misc(std::vector<OpCase>& cs) {
   }
 }
 
+// The fused attention pair (the CPU backend only: k::supports() says no elsewhere and the
+// harness skips it there). Outputs: O and the row logsumexp; the backward's dq, dk, dv, dbias.
+inline void add_attention(std::vector<OpCase>& cs) {
+  const int64_t B = 2, H = 3, Lq = 5, Lk = 7, dh = 4;
+  for (bool causal : {false, true}) {
+    const std::string nm = std::string(causal ? " causal" : "") + " [2, 3, 5, 4] x [2, 3, 7, 4]";
+    k::AttentionArgs a;
+    a.scale = 0.5;
+    a.causal = causal;
+    cs.push_back({"attention" + nm,
+                  "attention",
+                  {in({B, H, Lq, dh}, Layout::Strided), in({B, H, Lk, dh}), in({B, H, Lk, dh}), in({H, Lq + Lk - 1})},
+                  [a](const std::vector<Tensor>& x, Device) {
+                    k::AttentionOut o = k::attention(x[0], x[1], x[2], x[3], Tensor(), a);
+                    return std::vector<Tensor>{o.o, o.lse};
+                  }});
+    cs.back().rtol32 = 1e-4, cs.back().atol32 = 1e-5;
+    cs.back().grad = [a](const std::vector<Variable>& v) {
+      return fused_attention(v[0], v[1], v[2], v[3], Tensor(), a);
+    };
+    cs.push_back({"attention_backward" + nm,
+                  "attention_backward",
+                  {in({B, H, Lq, dh}), in({B, H, Lk, dh}), in({B, H, Lk, dh}, Layout::Strided), in({H, Lq + Lk - 1}),
+                   in({B, H, Lq, dh})},
+                  [a](const std::vector<Tensor>& x, Device) {
+                    k::AttentionOut o = k::attention(x[0], x[1], x[2], x[3], Tensor(), a);
+                    k::AttentionGrads g = k::attention_backward(x[4], x[0], x[1], x[2], x[3], Tensor(), o, a);
+                    return std::vector<Tensor>{g.dq, g.dk, g.dv, g.dbias};
+                  }});
+    cs.back().rtol32 = 1e-4, cs.back().atol32 = 1e-5;
+  }
+}
+
 }  // namespace detail
 
 // Every case of the harness: small, odd and degenerate shapes.
@@ -612,6 +657,7 @@ inline std::vector<OpCase> backend_cases() {
   detail::add_norms(cs);
   detail::add_indexing(cs);
   detail::add_misc(cs);
+  detail::add_attention(cs);
   return cs;
 }
 

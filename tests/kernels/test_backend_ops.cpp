@@ -3,20 +3,22 @@
 //   - on the CPU with strided inputs and with contiguous copies of them (same result),
 //   - on the CPU in float32 and in float64 (same result to float32 precision),
 //   - on every other available backend against the CPU reference (per-op tolerances; bit
-//     for bit where the op promises it) — without a GPU these are skipped with the reason,
+//     for bit where the op promises it), where k::supports() says that backend has the op —
+//     without a GPU these are skipped with the reason,
 //   - with NaN/Inf inputs where marked (the NaN must reach the output),
 //   - under guard mode (core/storage.h): canary bytes around every allocation, checked on
 //     free, so an out-of-bounds write by any kernel fails the run,
 //   - through autograd in float64 (gradcheck) where the case has an autograd form.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <set>
 
-#include "core/cuda_runtime.h"
 #include "../helpers.h"
 #include "backend_cases.h"
+#include "core/cuda_runtime.h"
+#include "kernels/backend.h"
 
 using namespace relpos;
 using cases::OpCase;
@@ -108,15 +110,15 @@ TEST_CASE("backend ops: the case table is well formed", "[backend]") {
     ops.insert(c.op);
     runs += c.dtypes.size();
   }
-  // Every raw op of kernels/backend_ops.inc has cases.
-  for (const char* op : {"unary", "unary_grad", "binary", "where", "causal_fill", "add_", "mul_", "reduce",
-                         "sum_squares", "matmul", "softmax", "log_softmax", "softmax_backward", "log_softmax_backward",
-                         "layer_norm", "rms_norm", "layer_norm_backward", "rms_norm_backward", "embedding",
-                         "embedding_backward", "index_select", "index_add", "gather", "scatter_add", "toeplitz_add",
-                         "toeplitz_diag_sum", "rotary", "dropout_mask", "cross_entropy", "cross_entropy_backward",
-                         "adam_update"}) {
+  // Every op of the table (kernels/op_table.inc, k::op_names) has cases, and every case names
+  // an op of the table.
+  for (std::string_view op : k::op_names) {
     INFO(op);
-    CHECK(ops.count(op) == 1);
+    CHECK(ops.count(std::string(op)) == 1);
+  }
+  for (const std::string& op : ops) {
+    INFO(op);
+    CHECK(std::count(k::op_names.begin(), k::op_names.end(), op) == 1);
   }
   CHECK(cs.size() >= 300);
   WARN(fmt::format("backend harness: {} cases, {} case x dtype runs per backend, {} ops", cs.size(), runs, ops.size()));
@@ -163,12 +165,50 @@ TEST_CASE("backend ops: every backend agrees with the cpu", "[backend]") {
   for (Device dev : backends()) {
     if (dev == Device::CPU) continue;
     for (const OpCase& c : cases::backend_cases())
-      for (DType t : c.dtypes)
+      for (DType t : c.dtypes) {
+        if (!cases::supported(c, t, dev)) continue;  // refused there: checked by the supports() case below
         guarded_check(c.name + " " + dtype_str(t) + " on " + std::string(device_name(dev)), [&] {
           auto got = run_case(c, t, dev), ref = run_case(c, t, Device::CPU);
           return compare_all(got, ref, rtol(c, t), atol(c, t), c.exact);
         });
+      }
   }
+}
+
+// k::supports() against the table and the backends: every case runs on the CPU in the dtypes
+// it lists, so the CPU must claim them; a dtype the CPU does not claim must be refused. On a
+// CUDA device the same holds for its backend (a claimed case runs in the case above); without
+// one, the ops CUDA does not claim are still refused by its entry points (kernels/backend.h).
+TEST_CASE("backend ops: supports() agrees with what each backend does", "[backend]") {
+  const auto cs = cases::backend_cases();
+  for (Device dev : backends())
+    for (size_t i = 0; i < k::num_ops; ++i) {
+      const k::Op op = k::Op(i);
+      const auto first = std::find_if(cs.begin(), cs.end(), [&](const OpCase& c) {
+        return cases::op_of(c) == op && std::count(c.dtypes.begin(), c.dtypes.end(), DType::F32);
+      });
+      REQUIRE(first != cs.end());
+      for (DType t : {DType::F32, DType::F64, DType::I64}) {
+        INFO(fmt::format("{} {} on {}", k::op_name(op), dtype_str(t), device_name(dev)));
+        bool listed = false;
+        for (const OpCase& c : cs) listed |= cases::op_of(c) == op && std::count(c.dtypes.begin(), c.dtypes.end(), t);
+        if (dev == Device::CPU && listed) CHECK(k::supports(dev, op, t));
+        if (k::supports(dev, op, t)) continue;
+        if (op == k::Op::dropout_mask) {  // no tensor input: the dtype is an argument
+          Generator g(1);
+          CHECK_THROWS(k::dropout_mask({3}, 0.5, g, t, dev));
+        } else {
+          CHECK_THROWS(run_case(*first, t, dev));
+        }
+      }
+    }
+  Tensor q = Tensor::zeros({1, 1, 2, 2});
+  if (!k::supports(Device::CUDA, k::Op::attention, DType::F32))
+    CHECK_THROWS(k::cuda::attention(q, q, q, Tensor(), Tensor(), k::AttentionArgs(), {}, {}));
+  if (!k::supports(Device::CUDA, k::Op::attention_backward, DType::F32))
+    CHECK_THROWS(k::cuda::attention_backward(q, q, q, q, Tensor(), Tensor(), {}, k::AttentionArgs(), {}, Tensor(), {}));
+  CHECK(k::supports(Device::CPU, k::Op::attention, DType::F64));
+  CHECK(k::supports(Device::CUDA, k::Op::matmul, DType::F32) == cuda::built_with_cuda());
 }
 
 TEST_CASE("backend ops: NaN and Inf inputs propagate on every backend", "[backend]") {
@@ -177,12 +217,13 @@ TEST_CASE("backend ops: NaN and Inf inputs propagate on every backend", "[backen
     for (const OpCase& c : cases::backend_cases()) {
       if (!c.nan_expected) continue;
       for (DType t : c.dtypes)
-        guarded_check(c.name + " " + dtype_str(t) + " on " + std::string(device_name(dev)), [&] {
-          auto out = run_case(c, t, dev);
-          for (double v : out[0].to_vector<double>())
-            if (std::isnan(v)) return std::string();
-          return std::string("no NaN in the output");
-        });
+        if (cases::supported(c, t, dev))
+          guarded_check(c.name + " " + dtype_str(t) + " on " + std::string(device_name(dev)), [&] {
+            auto out = run_case(c, t, dev);
+            for (double v : out[0].to_vector<double>())
+              if (std::isnan(v)) return std::string();
+            return std::string("no NaN in the output");
+          });
       ++checked;
     }
   CHECK(checked >= 10);
@@ -213,11 +254,12 @@ TEST_CASE("backend ops: no kernel writes outside its outputs (guard bytes)", "[b
   for (Device dev : backends())
     for (const OpCase& c : cases::backend_cases())
       for (DType t : c.dtypes)
-        guarded_check(c.name + " " + dtype_str(t) + " on " + std::string(device_name(dev)), [&] {
-          const uint64_t before = guard::stats().violations;
-          run_case(c, t, dev);  // every input, output and temporary is freed (and checked) by now
-          return guard::stats().violations == before ? std::string() : std::string("guard bytes overwritten");
-        });
+        if (cases::supported(c, t, dev))
+          guarded_check(c.name + " " + dtype_str(t) + " on " + std::string(device_name(dev)), [&] {
+            const uint64_t before = guard::stats().violations;
+            run_case(c, t, dev);  // every input, output and temporary is freed (and checked) by now
+            return guard::stats().violations == before ? std::string() : std::string("guard bytes overwritten");
+          });
   CHECK(guard::stats().guarded > 1000);
   CHECK(guard::stats().violations == 0);
 }
