@@ -101,3 +101,28 @@ TEST_CASE("cli: every verb on every encoding", "[cli][every_verb]") {
   }
   CHECK(n >= 1);
 }
+
+TEST_CASE("cli: every config in configs/ validates and trains 3 steps", "[cli][configs]") {
+  int n = 0;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(RELPOS_SOURCE_DIR "/configs"))
+    if (e.path().extension() == ".yaml") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const fs::path& f : files) {
+    const std::string dir = (fs::temp_directory_path() / ("config_" + f.stem().string())).string();
+    fs::remove_all(dir);
+    Result v = cli("validate " + f.string());
+    INFO(f.string() << "\nvalidate: " << v.out);
+    REQUIRE(v.code == 0);
+    Result r = cli("train " + f.string() +
+                   " --set train.steps=3 --set train.eval_every=3 --set train.eval_batches=1 --set optim.warmup=1"
+                   " --set train.log_every=1 --set train.checkpoint_every=3 --set output.dir=" +
+                   dir);
+    INFO("train: " << r.out);
+    REQUIRE(r.code == 0);
+    REQUIRE(fs::exists(dir + "/metrics.jsonl"));
+    fs::remove_all(dir);
+    ++n;
+  }
+  CHECK(n >= 20);
+}
