@@ -27,7 +27,7 @@ install(TARGETS relpos RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 foreach(layer core kernels autograd nn trainers)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${layer}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/relpos/${layer}
-          FILES_MATCHING PATTERN "*.h")
+          FILES_MATCHING PATTERN "*.h" PATTERN "*.inc")
 endforeach()
 install(FILES ${PROJECT_BINARY_DIR}/generated/relpos/version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/relpos)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/relpos_torch DESTINATION ${CMAKE_INSTALL_DATADIR}/relpos/python
