@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
   cfg.dropout = 0.0;
   cfg.max_len = a.seq;
   cfg.position = a.position;
-  cfg.attention = a.attention;
+  cfg.attention = *parse_enum<nn::AttentionImpl>(a.attention);
   nn::Model model(cfg, a.seed);
   const Device dev = a.device == "cuda" ? Device::CUDA : Device::CPU;
   model.to(dev);

@@ -37,9 +37,10 @@ MultiHeadAttention::MultiHeadAttention(const AttentionConfig& cfg, PositionEncod
                                       : register_buffer("bias_scale", a);
   }
   // Stability knob: QK-norm over the head dim (nn/stability.h).
-  if (cfg.stability.qk_norm != "none") {
-    q_norm_ = register_module("q_norm", std::make_shared<Norm>(cfg.stability.qk_norm, head_dim_, dtype));
-    k_norm_ = register_module("k_norm", std::make_shared<Norm>(cfg.stability.qk_norm, head_dim_, dtype));
+  if (cfg.stability.qk_norm != QkNorm::None) {
+    const NormType type = cfg.stability.qk_norm == QkNorm::LayerNorm ? NormType::LayerNorm : NormType::RMSNorm;
+    q_norm_ = register_module("q_norm", std::make_shared<Norm>(type, head_dim_, dtype));
+    k_norm_ = register_module("k_norm", std::make_shared<Norm>(type, head_dim_, dtype));
   }
 }
 

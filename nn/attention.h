@@ -25,11 +25,16 @@ namespace relpos::nn {
 
 // The stability knob "scores + alpha * bias": a learnable (or fixed) scale of the additive
 // position bias, one per layer or one per head.
+// model.attention: the fused kernel where the layer, the encoding and the device allow it,
+// or always the materialised scores.
+enum class AttentionImpl { Fused, Reference };
+
 struct BiasScaleConfig {
   bool enabled = false;
   bool learnable = true;
   double init = 1.0;
   bool per_head = false;
+  bool operator==(const BiasScaleConfig&) const = default;
 };
 
 // Fused attention (k::attention) for layers whose scores are q k^T plus a Toeplitz bias
@@ -114,3 +119,9 @@ class MultiHeadAttention : public Module {
 };
 
 }  // namespace relpos::nn
+
+template <>
+struct relpos::EnumTable<relpos::nn::AttentionImpl> {
+  static constexpr EnumName<nn::AttentionImpl> items[] = {{nn::AttentionImpl::Fused, "fused"},
+                                                          {nn::AttentionImpl::Reference, "reference"}};
+};

@@ -25,13 +25,11 @@ RMSNorm::RMSNorm(int64_t dim, double eps, DType dtype) : eps_(eps) {
 
 Variable RMSNorm::forward(const Variable& x) const { return rms_norm(x, weight_, eps_); }
 
-Norm::Norm(const std::string& kind, int64_t dim, DType dtype) {
-  if (kind == "layernorm")
+Norm::Norm(NormType kind, int64_t dim, DType dtype) {
+  if (kind == NormType::LayerNorm)
     ln_ = register_module("ln", std::make_shared<LayerNorm>(dim, 1e-5, dtype));
-  else if (kind == "rmsnorm")
-    rms_ = register_module("rms", std::make_shared<RMSNorm>(dim, 1e-6, dtype));
   else
-    fail("norm type '{}' is not one of layernorm, rmsnorm", kind);
+    rms_ = register_module("rms", std::make_shared<RMSNorm>(dim, 1e-6, dtype));
 }
 
 Variable Norm::forward(const Variable& x) const { return ln_ ? ln_->forward(x) : rms_->forward(x); }

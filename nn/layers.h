@@ -3,6 +3,7 @@
 #pragma once
 #include <memory>
 
+#include "core/enum_names.h"
 #include "core/rng.h"
 #include "nn/linear.h"
 #include "nn/module.h"
@@ -42,10 +43,13 @@ class RMSNorm : public Module {
   double eps_;
 };
 
-// LayerNorm or RMSNorm, chosen by name ("layernorm" | "rmsnorm").
+// model.norm_type (and the kind of model.qk_norm).
+enum class NormType { LayerNorm, RMSNorm };
+
+// LayerNorm or RMSNorm.
 class Norm : public Module {
  public:
-  Norm(const std::string& kind, int64_t dim, DType dtype = DType::F32);
+  Norm(NormType kind, int64_t dim, DType dtype = DType::F32);
   Variable forward(const Variable& x) const;
 
  private:
@@ -78,3 +82,9 @@ class MLP : public Module {
 };
 
 }  // namespace relpos::nn
+
+template <>
+struct relpos::EnumTable<relpos::nn::NormType> {
+  static constexpr EnumName<nn::NormType> items[] = {{nn::NormType::LayerNorm, "layernorm"},
+                                                     {nn::NormType::RMSNorm, "rmsnorm"}};
+};

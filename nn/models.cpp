@@ -8,32 +8,6 @@
 
 namespace relpos::nn {
 
-namespace {
-constexpr std::pair<ModelKind, std::string_view> kModelKinds[] = {
-    {ModelKind::Encoder, "encoder"}, {ModelKind::Decoder, "decoder"}, {ModelKind::EncoderDecoder, "encoder_decoder"}};
-}  // namespace
-
-std::string_view model_kind_name(ModelKind k) {
-  for (const auto& [kind, name] : kModelKinds)
-    if (kind == k) return name;
-  return "?";
-}
-
-std::optional<ModelKind> parse_model_kind(std::string_view name) {
-  for (const auto& [kind, n] : kModelKinds)
-    if (n == name) return kind;
-  return std::nullopt;
-}
-
-const std::vector<std::string>& model_kind_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> v;
-    for (const auto& [kind, name] : kModelKinds) v.emplace_back(name);
-    return v;
-  }();
-  return names;
-}
-
 void validate(const ModelConfig& c) {
   RELPOS_CHECK(c.vocab > 0, "model: vocab size must be positive, got {}", c.vocab);
   RELPOS_CHECK(c.d_model > 0 && c.n_layers > 0 && c.n_heads > 0 && c.d_ff > 0,
@@ -42,9 +16,6 @@ void validate(const ModelConfig& c) {
   RELPOS_CHECK(c.d_model % c.n_heads == 0, "model.d_model ({}) must be divisible by model.n_heads ({})", c.d_model,
                c.n_heads);
   RELPOS_CHECK(c.dropout >= 0 && c.dropout < 1, "model.dropout must be in [0, 1), got {}", c.dropout);
-  RELPOS_CHECK(c.norm == "pre" || c.norm == "post", "model.norm: '{}' is not one of pre, post", c.norm);
-  RELPOS_CHECK(c.norm_type == "layernorm" || c.norm_type == "rmsnorm",
-               "model.norm_type: '{}' is not one of layernorm, rmsnorm", c.norm_type);
   RELPOS_CHECK(c.max_len > 0, "model.max_len must be positive, got {}", c.max_len);
   find_position_variant(c.position);  // throws with the list of names
 }
@@ -78,8 +49,8 @@ TransformerStack::TransformerStack(const ModelConfig& cfg, bool causal, bool cro
   const bool shared = pos_->is_absolute() || share;
   pc.shared_across_layers = false;
   if (shared) register_module("pos", pos_);  // per-layer encodings live in layers.N.attn.pos
-  BlockConfig bc{cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.dropout, cfg.norm, cfg.norm_type, cross_attention,
-                 cfg.bias_scale, cfg.stability, cfg.attention != "reference"};
+  BlockConfig bc{cfg.d_model,   cfg.n_heads,     cfg.d_ff,       cfg.dropout,   cfg.norm,
+                 cfg.norm_type, cross_attention, cfg.bias_scale, cfg.stability, cfg.attention == AttentionImpl::Fused};
   for (int64_t i = 0; i < cfg.n_layers; ++i) {
     // Shared: the instance itself, or its per-layer part (Transformer-XL's W_r) if it has one.
     PositionEncodingPtr p = shared ? pos_->make_layer(gen) : make_position_encoding(pc, gen);
@@ -88,7 +59,8 @@ TransformerStack::TransformerStack(const ModelConfig& cfg, bool causal, bool cro
     layers_.push_back(register_module(fmt::format("layers.{}", i),
                                       std::make_shared<TransformerBlock>(bc, p, own, gen, cfg.dtype)));
   }
-  if (cfg.norm == "pre") norm_ = register_module("norm", std::make_shared<Norm>(cfg.norm_type, cfg.d_model, cfg.dtype));
+  if (cfg.norm == NormPlacement::Pre)
+    norm_ = register_module("norm", std::make_shared<Norm>(cfg.norm_type, cfg.d_model, cfg.dtype));
 }
 
 Variable TransformerStack::forward(const Tensor& tokens, const Tensor& padding, int64_t offset, const Variable& memory,

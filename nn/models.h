@@ -27,23 +27,19 @@
 
 namespace relpos::nn {
 
-// model.kind. Its names (as in configs) live here and nowhere else: elsewhere kinds are
-// compared as values.
+// model.kind (its names: EnumTable<ModelKind> below; elsewhere kinds are compared as values).
 enum class ModelKind { Encoder, Decoder, EncoderDecoder };
-std::string_view model_kind_name(ModelKind k);                  // "encoder", "decoder", "encoder_decoder"
-std::optional<ModelKind> parse_model_kind(std::string_view name);  // nullopt: not a kind
-const std::vector<std::string>& model_kind_names();
 
 struct ModelConfig {
   ModelKind kind = ModelKind::Decoder;
   int64_t vocab = 0;
   int64_t d_model = 128, n_layers = 2, n_heads = 4, d_ff = 512;
   double dropout = 0.0;
-  std::string norm = "pre";
-  std::string norm_type = "layernorm";
+  NormPlacement norm = NormPlacement::Pre;
+  NormType norm_type = NormType::LayerNorm;
   int64_t max_len = 512;           // as the YAML default (docs/config.md)
   std::string position = "none";
-  std::string attention = "fused";      // fused (k::attention where supported) | reference
+  AttentionImpl attention = AttentionImpl::Fused;
   PositionParams position_params;
   std::optional<bool> position_shared;  // default: the registry's per_layer (shaw, fire, cope)
   BiasScaleConfig bias_scale;
@@ -52,6 +48,7 @@ struct ModelConfig {
   double init_std = 0.02;           // embeddings
   double position_std = 0.02;       // position tables
   DType dtype = DType::F32;
+  bool operator==(const ModelConfig&) const = default;
 };
 
 struct DecodeState {
@@ -143,11 +140,9 @@ PositionConfig position_config(const ModelConfig& cfg);
 
 }  // namespace relpos::nn
 
-// fmt prints a ModelKind by its config name.
 template <>
-struct fmt::formatter<relpos::nn::ModelKind> : fmt::formatter<std::string_view> {
-  template <typename Ctx>
-  auto format(relpos::nn::ModelKind k, Ctx& ctx) const {
-    return fmt::formatter<std::string_view>::format(relpos::nn::model_kind_name(k), ctx);
-  }
+struct relpos::EnumTable<relpos::nn::ModelKind> {
+  static constexpr EnumName<nn::ModelKind> items[] = {{nn::ModelKind::Encoder, "encoder"},
+                                                      {nn::ModelKind::Decoder, "decoder"},
+                                                      {nn::ModelKind::EncoderDecoder, "encoder_decoder"}};
 };

@@ -11,12 +11,17 @@
 #include <string>
 
 #include "autograd/variable.h"
+#include "core/enum_names.h"
 
 namespace relpos::nn {
 
+// model.qk_norm
+enum class QkNorm { None, LayerNorm, RMSNorm };
+
 struct AttnStability {
-  std::string qk_norm = "none";  // none | layernorm | rmsnorm
+  QkNorm qk_norm = QkNorm::None;
   double softcap = 0.0;          // attention-logit soft cap c (0 = off)
+  bool operator==(const AttnStability&) const = default;
 };
 
 // s: any shape -> c * tanh(s / c)
@@ -26,3 +31,9 @@ Variable softcap(const Variable& s, double c);
 Variable z_loss(const Variable& logits);
 
 }  // namespace relpos::nn
+
+template <>
+struct relpos::EnumTable<relpos::nn::QkNorm> {
+  static constexpr EnumName<nn::QkNorm> items[] = {
+      {nn::QkNorm::None, "none"}, {nn::QkNorm::LayerNorm, "layernorm"}, {nn::QkNorm::RMSNorm, "rmsnorm"}};
+};

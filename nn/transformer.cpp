@@ -8,7 +8,6 @@ namespace relpos::nn {
 TransformerBlock::TransformerBlock(const BlockConfig& cfg, PositionEncodingPtr pos, bool own_pos, Generator& gen,
                                    DType dtype)
     : cfg_(cfg) {
-  RELPOS_CHECK(cfg.norm == "pre" || cfg.norm == "post", "block: norm must be 'pre' or 'post', got '{}'", cfg.norm);
   AttentionConfig ac{cfg.d_model, cfg.n_heads, cfg.dropout, cfg.bias_scale, cfg.stability, cfg.fused_attention};
   attn_ = register_module("attn", std::make_shared<MultiHeadAttention>(ac, std::move(pos), own_pos, gen, dtype));
   norm1_ = register_module("norm1", std::make_shared<Norm>(cfg.norm_type, cfg.d_model, dtype));
@@ -30,7 +29,7 @@ TransformerBlock::TransformerBlock(const BlockConfig& cfg, PositionEncodingPtr p
 Variable TransformerBlock::forward(const Variable& x, bool causal, const Tensor& padding, int64_t offset,
                                    const Variable& memory, const Tensor& memory_padding, BlockState* state,
                                    Generator* gen, AttentionStats* stats, const Tensor& position_index) const {
-  const bool pre = cfg_.norm == "pre";
+  const bool pre = cfg_.norm == NormPlacement::Pre;
   const bool train = is_training();
   KVCache* cache = state ? &state->self : nullptr;
   const Tensor mem = state ? state->memory : Tensor();

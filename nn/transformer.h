@@ -13,11 +13,14 @@
 
 namespace relpos::nn {
 
+// model.norm: where the norms sit (see above).
+enum class NormPlacement { Pre, Post };
+
 struct BlockConfig {
   int64_t d_model = 128, n_heads = 4, d_ff = 512;
   double dropout = 0.0;
-  std::string norm = "pre";         // pre | post
-  std::string norm_type = "layernorm";  // layernorm | rmsnorm
+  NormPlacement norm = NormPlacement::Pre;
+  NormType norm_type = NormType::LayerNorm;
   bool cross_attention = false;     // decoder blocks of an encoder-decoder
   BiasScaleConfig bias_scale;
   AttnStability stability;          // self-attention only (nn/stability.h)
@@ -50,3 +53,9 @@ class TransformerBlock : public Module {
 };
 
 }  // namespace relpos::nn
+
+template <>
+struct relpos::EnumTable<relpos::nn::NormPlacement> {
+  static constexpr EnumName<nn::NormPlacement> items[] = {{nn::NormPlacement::Pre, "pre"},
+                                                          {nn::NormPlacement::Post, "post"}};
+};

@@ -1,5 +1,6 @@
-// trainers/config.cpp — YAML -> Config. A Section reads one mapping: each getter marks its
-// key as used and checks type and range; finish() rejects the keys nobody asked for.
+// trainers/config.cpp — YAML -> Config. A Section reads one mapping (typed getters that check type
+// and range and remember the keys read); one table of Keys per section (model_keys(), ...)
+// says what each key is and reads it; finish() rejects the keys no table names.
 #include "trainers/config.h"
 
 #include <fmt/format.h>
@@ -7,15 +8,18 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include <bit>
+#include <cctype>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 
 #include "autograd/grad_mode.h"
 #include "nn/positional/params.h"
-#include <cctype>
 #include "nn/positional/registry.h"
 #include "trainers/data/data_tasks.h"
 #include "trainers/io/file_io.h"
@@ -133,7 +137,12 @@ class Section {
     }
     return out;
   }
-  Section sub(const std::string& k) { return Section(ctx_, raw(k), key(k)); }
+  // The sub-mapping `k` (one Section per key: its used keys are remembered for finish()).
+  Section& child(const std::string& k) {
+    auto it = children_.find(k);
+    if (it == children_.end()) it = children_.emplace(k, std::make_unique<Section>(ctx_, raw(k), key(k))).first;
+    return *it->second;
+  }
   // Keys of this mapping that no getter read.
   void finish(const std::vector<std::string>& known) {
     if (!node_.IsMap()) return;
@@ -153,6 +162,7 @@ class Section {
   YAML::Node node_;
   std::string prefix_;
   std::set<std::string> used_;
+  std::map<std::string, std::unique_ptr<Section>> children_;
 };
 
 void apply_override(YAML::Node& root, const std::string& spec, Ctx& ctx) {
@@ -192,85 +202,455 @@ void apply_override(YAML::Node& root, const std::string& spec, Ctx& ctx) {
   ctx.overridden[key] = "--set " + spec;
 }
 
-nn::ModelConfig parse_model(Section s) {
-  nn::ModelConfig m;
-  m.kind = *nn::parse_model_kind(s.get_choice("kind", "decoder", nn::model_kind_names()));
-  m.d_model = s.get_int("d_model", 128, 1, kMaxDModel);
-  m.n_layers = s.get_int("n_layers", 2, 1, kMaxLayers);
-  m.n_heads = s.get_int("n_heads", 4, 1, kMaxDModel);
-  m.d_ff = s.get_int("d_ff", 4 * m.d_model, 1, kMaxDff);
-  m.dropout = s.get_double("dropout", 0.0, 0.0, 0.99);
-  m.attention = s.get_choice("attention", "fused", {"fused", "reference"});
-  m.norm = s.get_choice("norm", "pre", {"pre", "post"});
-  m.norm_type = s.get_choice("norm_type", "layernorm", {"layernorm", "rmsnorm"});
-  m.max_len = s.get_int("max_len", 512, 1, kMaxLen);
-  if (m.d_model % m.n_heads != 0)
-    fail_config("{}: model.d_model ({}) must be divisible by model.n_heads ({})",
-                where(s.ctx(), s.node()["n_heads"], "model.n_heads"), m.d_model, m.n_heads);
-  {
-    Section p = s.sub("position");
-    std::vector<std::string> names;
-    for (const auto& v : nn::position_variants()) names.push_back(v.name);
-    m.position = p.get_choice("type", "none", names);
-    if (p.has("shared")) m.position_shared = p.get<bool>("shared", true, "true or false");
-    std::map<std::string, std::string> params;
-    if (p.node().IsMap())
-      for (const auto& kv : p.node()) {
-        std::string k = scalar_key(Ctx{}, kv.first, "model.position");
-        if (k == "type" || k == "shared") continue;
-        if (!kv.second.IsScalar()) fail_config("model.position.{}: expected a scalar value", k);
-        std::string v = kv.second.Scalar();
-        std::string lower = v;
-        for (char& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
-        for (const char* nf : {".nan", ".inf", "+.inf", "-.inf", "nan", "inf", "+inf", "-inf", "infinity", "-infinity"})
-          if (lower == nf)
-            fail_config("{}: model.position.{}: '{}' is not a finite number", where(p.ctx(), kv.second, "model.position." + k),
-                        k, v);
-        // Keys that set table rows, times the width of a row, bound what building the
-        // encoding allocates (checked before it is built).
-        const nn::PositionVariant& variant = nn::find_position_variant(m.position);
-        if (const nn::ParamSpec* spec = variant.param(k); spec && spec->table_rows) {
-          const std::string at = where(p.ctx(), kv.second, "model.position." + k);
-          int64_t rows = 0;
-          try {
-            rows = nn::PositionParams(std::map<std::string, std::string>{{k, v}})
-                       .bind(variant.params, "position '" + variant.name + "'")
-                       .get_int(k);
-          } catch (const ConfigError& e) {
-            fail_config("{}: model.position: {}", at, e.what());
-          }
-          if (rows > 0 && rows > (int64_t(1) << 28) / m.d_model)
-            fail_config("{}: model.position.{} ({}) x model.d_model ({}) is too large for a position table (at most "
-                        "2^28 entries)", at, k, rows, m.d_model);
+// model.position: `type`, `shared` and the encoding's own parameters (validated against its
+// schema in nn/positional/, which also documents them: docs/config.md's parameter table).
+void read_position(Section& model, nn::ModelConfig& m) {
+  Section& p = model.child("position");
+  std::vector<std::string> names;
+  for (const auto& v : nn::position_variants()) names.push_back(v.name);
+  m.position = p.get_choice("type", m.position, names);
+  if (p.has("shared")) m.position_shared = p.get<bool>("shared", true, "true or false");
+  std::map<std::string, std::string> params;
+  if (p.node().IsMap())
+    for (const auto& kv : p.node()) {
+      std::string k = scalar_key(Ctx{}, kv.first, "model.position");
+      if (k == "type" || k == "shared") continue;
+      if (!kv.second.IsScalar()) fail_config("model.position.{}: expected a scalar value", k);
+      std::string v = kv.second.Scalar();
+      std::string lower = v;
+      for (char& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+      for (const char* nf : {".nan", ".inf", "+.inf", "-.inf", "nan", "inf", "+inf", "-inf", "infinity", "-infinity"})
+        if (lower == nf)
+          fail_config("{}: model.position.{}: '{}' is not a finite number",
+                      where(p.ctx(), kv.second, "model.position." + k), k, v);
+      // Keys that set table rows, times the width of a row, bound what building the
+      // encoding allocates (checked before it is built).
+      const nn::PositionVariant& variant = nn::find_position_variant(m.position);
+      if (const nn::ParamSpec* spec = variant.param(k); spec && spec->table_rows) {
+        const std::string at = where(p.ctx(), kv.second, "model.position." + k);
+        int64_t rows = 0;
+        try {
+          rows = nn::PositionParams(std::map<std::string, std::string>{{k, v}})
+                     .bind(variant.params, "position '" + variant.name + "'")
+                     .get_int(k);
+        } catch (const ConfigError& e) {
+          fail_config("{}: model.position: {}", at, e.what());
         }
-        params[k] = v;
-        p.raw(k);
+        if (rows > 0 && rows > (int64_t(1) << 28) / m.d_model)
+          fail_config(
+              "{}: model.position.{} ({}) x model.d_model ({}) is too large for a position table (at most "
+              "2^28 entries)",
+              at, k, rows, m.d_model);
       }
-    m.position_params = nn::PositionParams(params);
+      params[k] = v;
+      p.raw(k);
+    }
+  m.position_params = nn::PositionParams(params);
+}
+
+// ---- The schema: one table per section --------------------------------------------------
+// A Key reads one entry of a section into the section's struct S and documents it. Its path
+// is relative to the section ("bias_scale.enabled" is key `enabled` of the mapping
+// `bias_scale`). Defaults are S's member initialisers (config.h, nn/models.h): a reader
+// leaves the member as it is when the key is absent, and the docs print S{}'s value.
+
+template <typename S>
+struct Key {
+  std::string path;
+  std::vector<ConfigKeyDoc> docs;
+  std::function<void(Section& s, const std::string& leaf, S& out)> read;
+};
+
+template <typename S, typename T>
+using At = std::function<T&(S&)>;  // the member a key sets
+
+template <typename S, typename T>
+At<S, T> at(T S::*m) {
+  return [m](S& s) -> T& { return s.*m; };
+}
+template <typename S, typename A, typename T>
+At<S, T> at(A S::*a, T A::*m) {
+  return [a, m](S& s) -> T& { return (s.*a).*m; };
+}
+
+template <typename S, typename T>
+T default_of(const At<S, T>& get) {
+  S s{};
+  return get(s);
+}
+
+// A bound as the docs print it: powers of two from 2^20 as 2^k.
+std::string bound(int64_t v) {
+  if (v >= (int64_t(1) << 20) && (v & (v - 1)) == 0) return fmt::format("2^{}", std::countr_zero(uint64_t(v)));
+  return fmt::format("{}", v);
+}
+
+template <typename S, typename T>
+Key<S> integer(std::string path, At<S, T> get, int64_t lo, int64_t hi, std::string meaning,
+               std::string computed_default = "", std::function<void(S&)> when_absent = {}) {
+  std::string type =
+      hi == INT64_MAX ? fmt::format("int ≥ {}", bound(lo)) : fmt::format("int in [{}, {}]", bound(lo), bound(hi));
+  std::string def = computed_default.empty() ? fmt::format("{}", default_of(get)) : computed_default;
+  return {path,
+          {{path, type, def, std::move(meaning)}},
+          [get, lo, hi, when_absent](Section& s, const std::string& leaf, S& out) {
+            if (!s.has(leaf) && when_absent) {
+              s.raw(leaf);
+              when_absent(out);
+              return;
+            }
+            get(out) = T(s.get_int(leaf, int64_t(get(out)), lo, hi));
+          }};
+}
+
+enum class Lower { Closed, Open };
+
+template <typename S>
+Key<S> real(std::string path, At<S, double> get, double lo, double hi, std::string meaning,
+            Lower lower = Lower::Closed) {
+  std::string type = fmt::format("{:g} {} x ≤ {:g}", lo, lower == Lower::Open ? "<" : "≤", hi);
+  return {path,
+          {{path, type, fmt::format("{:g}", default_of(get)), std::move(meaning)}},
+          [get, lo, hi, lower](Section& s, const std::string& leaf, S& out) {
+            get(out) = s.get_double(leaf, get(out), lo, hi, lower == Lower::Open);
+          }};
+}
+
+template <typename S>
+Key<S> flag(std::string path, At<S, bool> get, std::string meaning) {
+  return {
+      path,
+      {{path, "bool", default_of(get) ? "true" : "false", std::move(meaning)}},
+      [get](Section& s, const std::string& leaf, S& out) { get(out) = s.get<bool>(leaf, get(out), "true or false"); }};
+}
+
+std::string choice_type(const std::vector<std::string>& names) {
+  std::string t;
+  for (const auto& n : names) t += (t.empty() ? "`" : " \\| `") + n + "`";
+  return t;
+}
+
+// A closed choice: an enum with an EnumTable.
+template <typename S, typename E>
+Key<S> choice(std::string path, At<S, E> get, std::string meaning) {
+  return {path,
+          {{path, choice_type(enum_names<E>()), fmt::format("`{}`", enum_name(default_of(get))), std::move(meaning)}},
+          [get](Section& s, const std::string& leaf, S& out) {
+            get(out) = *parse_enum<E>(s.get_choice(leaf, std::string(enum_name(get(out))), enum_names<E>()));
+          }};
+}
+
+// A name from a registry (data tasks): a string checked against the registry's names.
+template <typename S>
+Key<S> registry_name(std::string path, At<S, std::string> get, std::vector<std::string> (*names)(),
+                     std::string meaning) {
+  return {
+      path,
+      {{path, choice_type(names()), fmt::format("`{}`", default_of(get)), std::move(meaning)}},
+      [get, names](Section& s, const std::string& leaf, S& out) { get(out) = s.get_choice(leaf, get(out), names()); }};
+}
+
+// A non-empty string without NUL bytes (a path).
+template <typename S>
+Key<S> text(std::string path, At<S, std::string> get, std::string what, std::string meaning) {
+  return {path,
+          {{path, what, fmt::format("`{}`", default_of(get)), std::move(meaning)}},
+          [get, what](Section& s, const std::string& leaf, S& out) {
+            std::string v = s.get<std::string>(leaf, get(out), "a string");
+            if (v.empty() || v.find('\0') != std::string::npos)
+              fail_config("{}: {}: expected a non-empty {}", where(s.ctx(), s.raw(leaf), s.key(leaf)), s.key(leaf),
+                          what);
+            get(out) = v;
+          }};
+}
+
+// A list of names drawn from `names`.
+template <typename S>
+Key<S> name_list(std::string path, At<S, std::vector<std::string>> get, std::vector<std::string> names,
+                 std::string meaning) {
+  return {path,
+          {{path, "list of " + choice_type(names), fmt::format("[{}]", fmt::join(default_of(get), ", ")),
+            std::move(meaning)}},
+          [get, names](Section& s, const std::string& leaf, S& out) {
+            std::vector<std::string> v = s.get_list(leaf, get(out));
+            for (const auto& g : v)
+              if (std::find(names.begin(), names.end(), g) == names.end()) {
+                std::string hint = nn::did_you_mean(g, names);
+                fail_config("{}: {}: '{}' is not one of {}{}", where(s.ctx(), s.raw(leaf), s.key(leaf)), s.key(leaf), g,
+                            fmt::join(names, ", "), hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint));
+              }
+            get(out) = v;
+          }};
+}
+
+using nn::AttnStability;
+using nn::BiasScaleConfig;
+using nn::ModelConfig;
+
+const std::vector<Key<ModelConfig>>& model_keys() {
+  using M = ModelConfig;
+  static const std::vector<Key<M>> keys = {
+      choice("kind", at(&M::kind), "bidirectional encoder (per-token labels), causal LM, or T5-style encoder-decoder"),
+      integer("d_model", at(&M::d_model), 1, kMaxDModel, "model width; must be divisible by `n_heads`"),
+      integer("n_layers", at(&M::n_layers), 1, kMaxLayers, "blocks per stack"),
+      integer("n_heads", at(&M::n_heads), 1, kMaxDModel, "attention heads (head_dim = d_model / n_heads)"),
+      integer("d_ff", at(&M::d_ff), 1, kMaxDff, "MLP hidden width (GELU, erf form)", "4·d_model",
+              std::function<void(M&)>([](M& m) { m.d_ff = 4 * m.d_model; })),
+      real("dropout", at(&M::dropout), 0.0, 0.99, "on attention probabilities, block outputs and the MLP hidden layer"),
+      choice("attention", at(&M::attention),
+             "`fused`: layers whose scores are q k^T plus a distance-only (Toeplitz) bias — none, sinusoidal, learned, "
+             "t5, alibi, rope, kerple_*, sandwich, dynamic_bias, xpos — or Shaw's clipped relative keys and values (as "
+             "bucketed terms, O(L·k_max)), or a table bias looked up by an index (relative_2d, graph_spd; the int64 "
+             "index itself is [L, L] or [B, L, L]) run one fused kernel (O(L) memory, causal keys skipped, bias "
+             "gradient fused; attention dropout drawn inside it, the same cells as the reference path drops) on the "
+             "CPU when `attn_softcap` is 0; other encodings (transformer_xl, deberta, cope: dense content-position "
+             "terms; fire: a bias normalised by the query position), softcap and cuda use the reference path. "
+             "`reference`: always materialise the scores"),
+      choice("norm", at(&M::norm), "LayerNorm placement (pre-LN adds a final norm)"),
+      choice("norm_type", at(&M::norm_type), "LayerNorm or RMSNorm (every norm of the model)"),
+      integer("max_len", at(&M::max_len), 1, kMaxLen,
+              "longest position the model is built for (learned absolute table size; RoPE YaRN's original length)"),
+      {"position",
+       {{"position.type", "name from `relpos list`", "`none`", "the position encoding"},
+        {"position.shared", "bool", "true (false for `shaw`, `fire`, `cope`)",
+         "one encoding instance for all layers of a stack (T5) or one per layer (`relpos list --params` marks the "
+         "per-layer defaults)"},
+        {"position.<param>", "scalar", "per encoding",
+         "the encoding's own parameters: every one is in the table [Position encoding parameters]"
+         "(#position-encoding-parameters) below (`relpos list --params`). Unknown parameters are rejected with a "
+         "suggestion."}},
+       [](Section& s, const std::string&, M& m) { read_position(s, m); }},
+      flag("bias_scale.enabled", at(&M::bias_scale, &BiasScaleConfig::enabled),
+           "multiply the additive position bias by alpha: `scores + alpha * bias` (Toeplitz biases, FIRE, index "
+           "biases; an encoding without an additive bias refuses it)"),
+      flag("bias_scale.learnable", at(&M::bias_scale, &BiasScaleConfig::learnable),
+           "alpha is a parameter (group `position`); false: a constant buffer (moved to the device with the model, "
+           "not in checkpoints)"),
+      real("bias_scale.init", at(&M::bias_scale, &BiasScaleConfig::init), -1e6, 1e6,
+           "alpha's initial value (e.g. 0.1 for the stability recipe)"),
+      flag("bias_scale.per_head", at(&M::bias_scale, &BiasScaleConfig::per_head),
+           "one alpha per head instead of one per layer"),
+      choice("qk_norm", at(&M::stability, &AttnStability::qk_norm),
+             "stability: normalise q and k over the head dim (one gain/bias of size head_dim per layer) after the "
+             "projections, before any rotation; self-attention only (`nn/stability.h`)"),
+      real("attn_softcap", at(&M::stability, &AttnStability::softcap), 0.0, 1e6,
+           "stability: attention logits `S -> c·tanh(S/c)` after every bias, before the masks (0 = off); bounds the "
+           "logged max \\|logit\\| by c"),
+      integer("mem_len", at(&M::mem_len), 0, INT64_MAX,
+              "Transformer-XL segment memory in training: consecutive segments per batch row, each attending to the "
+              "detached hidden states of the previous `mem_len` positions (decoder, `task: text`, relative encodings "
+              "only; `relpos eval --mode segments` evaluates the same way; a resumed run starts new segment streams)"),
+      real("init.std", at(&M::init_std), 0.0, 10.0, "std of the token embeddings", Lower::Open),
+      real("init.position_std", at(&M::position_std), 0.0, 10.0,
+           "std of every learnable position table (T5, Shaw, learned absolute, …)"),
+  };
+  return keys;
+}
+
+const std::vector<Key<DataConfig>>& data_keys() {
+  using D = DataConfig;
+  static const std::vector<Key<D>> keys = {
+      registry_name("task", at(&D::task), data_task_names,
+                    "character-level LM on a file, a synthetic sequence task (`trainers/data/tasks.cpp` header has the "
+                    "exact layouts), or an encoder task for the index-based encodings "
+                    "(`trainers/data/structured_tasks.cpp`)"),
+      text("path", at(&D::path), "file path", "UTF-8 text for `task: text` (vocabulary = its distinct characters)"),
+      real("val_fraction", at(&D::val_fraction), 0.0, 0.9, "last fraction of the text used for validation",
+           Lower::Open),
+      integer("seq_len", at(&D::seq_len), 1, kMaxLen,
+              "text: context length; synthetic: the (maximum) sequence length n; `patch_grid`: set to grid_h · grid_w"),
+      integer("batch_size", at(&D::batch_size), 1, kMaxBatch, "sequences per micro-batch"),
+      integer("vocab_size", at(&D::vocab_size), 2, kMaxVocab, "synthetic: number of symbols (`addition` needs ≥ 11)"),
+      integer("min_len", at(&D::min_len), 0, kMaxLen,
+              "synthetic: training lengths are uniform in [min_len, seq_len] (0 = always seq_len; at most seq_len)"),
+      integer("grid_h", at(&D::grid_h), 1, 64,
+              "`patch_grid`: rows of the patch grid (must equal `relative_2d`'s `grid_h`)"),
+      integer("grid_w", at(&D::grid_w), 1, 64,
+              "`patch_grid`: columns of the patch grid (must equal `relative_2d`'s `grid_w`)"),
+      real("edge_prob", at(&D::edge_prob), 0.0, 1.0,
+           "`graph`: probability of each undirected edge between the seq_len nodes"),
+  };
+  return keys;
+}
+
+// optim.betas: absent (the defaults) or a list of two numbers in [0, 1).
+void read_betas(Section& o, const std::string& leaf, OptimConfig& c) {
+  const std::vector<std::string> betas = o.get_list(leaf, {});
+  if (betas.empty()) return;
+  const std::string at = where(o.ctx(), o.raw(leaf), o.key(leaf));
+  if (betas.size() != 2) fail_config("{}: optim.betas: expected a list of two numbers", at);
+  auto beta = [&](const std::string& text) {
+    double v = 0;
+    try {
+      v = YAML::Load(text).as<double>();
+    } catch (const YAML::Exception&) {
+      fail_config("{}: optim.betas: '{}' is not a number", at, text);
+    }
+    return v;
+  };
+  c.beta1 = beta(betas[0]);
+  c.beta2 = beta(betas[1]);
+  if (!(c.beta1 >= 0 && c.beta1 < 1 && c.beta2 >= 0 && c.beta2 < 1))
+    fail_config("{}: optim.betas: each must be in [0, 1), got [{}, {}]", at, c.beta1, c.beta2);
+}
+
+const std::vector<Key<OptimConfig>>& optim_keys() {
+  using O = OptimConfig;
+  static const O defaults{};
+  static const std::vector<Key<O>> keys = {
+      choice("name", at(&O::name), "PyTorch semantics (Adam: L2 decay in the gradient; AdamW: decoupled)"),
+      real("lr", at(&O::lr), 0.0, 10.0, "peak learning rate", Lower::Open),
+      {"betas",
+       {{"betas", "[b1, b2], each in [0, 1)", fmt::format("[{}, {}]", defaults.beta1, defaults.beta2), "Adam betas"}},
+       read_betas},
+      real("eps", at(&O::eps), 0.0, 1.0, "Adam epsilon", Lower::Open),
+      real("momentum", at(&O::momentum), 0.0, 0.999, "SGD momentum"),
+      real("weight_decay", at(&O::weight_decay), 0.0, 10.0,
+           "decoupled (AdamW) or L2 (Adam, SGD) weight decay of the groups not in `no_decay`"),
+      name_list("no_decay", at(&O::no_decay), {nn::group::kWeights, nn::group::kNormsAndBiases, nn::group::kPosition},
+                "parameter groups excluded from weight decay (every optimizer honours it)"),
+      choice("schedule", at(&O::schedule), "linear warmup then cosine / linear decay to `min_lr_ratio · lr`"),
+      integer("warmup", at(&O::warmup), 0, kMaxRepeat, "warmup steps (< train.steps unless the schedule is constant)"),
+      real("min_lr_ratio", at(&O::min_lr_ratio), 0.0, 1.0, "final lr as a fraction of `lr`"),
+      real("clip_grad_norm", at(&O::clip_grad_norm), 0.0, 1e9,
+           "global L2 gradient-norm clipping (0 = off); the pre-clip norm is logged every step"),
+      real("z_loss", at(&O::z_loss), 0.0, 10.0,
+           "stability: adds `z_loss · mean over positions of logsumexp(logits)²` (PaLM) to the differentiated loss; "
+           "the logged `loss` stays the cross-entropy, the term is logged as `z_loss`"),
+  };
+  return keys;
+}
+
+const std::vector<Key<TrainLoopConfig>>& train_keys() {
+  using T = TrainLoopConfig;
+  static const std::vector<Key<T>> keys = {
+      integer("steps", at(&T::steps), 1, kMaxRepeat, "optimizer steps"),
+      integer("grad_accum", at(&T::grad_accum), 1, kMaxRepeat, "micro-batches per step"),
+      integer("eval_every", at(&T::eval_every), 1, kMaxRepeat, "validation every N steps (and at the end)"),
+      integer("eval_batches", at(&T::eval_batches), 1, kMaxRepeat, "validation batches (fixed, the same every time)"),
+      integer("log_every", at(&T::log_every), 1, kMaxRepeat, "metrics line / log line every N steps"),
+      integer("checkpoint_every", at(&T::checkpoint_every), 0, kMaxRepeat,
+              "checkpoint every N steps (0: only the final one)"),
+      integer("keep_last", at(&T::keep_last), 0, kMaxRepeat, "checkpoints kept (0 = all)"),
+      integer("seed", at(&T::seed), 0, INT64_MAX, "initialisation, data order (seed+1) and dropout (seed+2)"),
+      choice("device", at(&T::device),
+             "where the model, optimizer state and batches live; `cuda` needs a build with nvcc and a GPU at run time "
+             "(a clear error otherwise). Checkpoints are device-independent: train on one, `eval`/`sample`/`--resume` "
+             "on the other"),
+      integer("threads", at(&T::threads), 0, 1024,
+              "CPU threads (0 = OMP_NUM_THREADS or all cores); determinism holds for a fixed count"),
+      flag("allow_tf32", at(&T::allow_tf32),
+           "`cuda` only: let cuBLAS use TF32 tensor cores for float32 GEMMs (faster; ~1e-3 relative error, so CPU and "
+           "GPU curves then differ by more than float32 rounding)"),
+      choice("nan_policy", at(&T::nan_policy),
+             "on a non-finite loss or gradient: stop (naming the step and the first parameter with a non-finite "
+             "gradient; the state after the previous step is saved when it is finite, with the RNG state a regular "
+             "checkpoint of that step holds, else the previous checkpoint is named as the last good one) or skip the "
+             "update and count it (the run still ends with a checkpoint)"),
+      integer("check_every", at(&T::check_every), 0, kMaxRepeat,
+              "data-parallel runs (`mpirun -np N`): compare a checksum of every parameter across ranks every N steps "
+              "(and at the start; 0 = only at the start); a mismatch stops the job naming the ranks that diverged"),
+      real("dist_timeout", at(&T::dist_timeout), 0.0, 1e6,
+           "data-parallel runs: seconds a rank waits for the others at each step (rank 0 also evaluates while the "
+           "others wait: keep it above an evaluation's time) before the job stops naming the ranks that did not "
+           "arrive",
+           Lower::Open),
+  };
+  return keys;
+}
+
+const std::vector<Key<Config>>& output_keys() {
+  static const std::vector<Key<Config>> keys = {
+      text("dir", at(&Config::output_dir), "directory path",
+           "run directory: `config.yaml`, `metrics.jsonl`, `metrics.csv`, `checkpoints/step_NNNNNNNN/`"),
+  };
+  return keys;
+}
+
+// Reads every key of `keys` from `s` (a dotted path from its sub-mapping), then refuses the
+// keys of `s` and of those sub-mappings that no key names.
+template <typename S>
+void read_section(Section& s, const std::vector<Key<S>>& keys, S& out) {
+  std::vector<std::string> known;
+  std::map<std::string, std::vector<std::string>> sub_known;
+  for (const Key<S>& k : keys) {
+    const auto dot = k.path.find('.');
+    if (dot == std::string::npos) {
+      k.read(s, k.path, out);
+      known.push_back(k.path);
+    } else {
+      const std::string sub = k.path.substr(0, dot), leaf = k.path.substr(dot + 1);
+      k.read(s.child(sub), leaf, out);
+      if (!sub_known.count(sub)) known.push_back(sub);
+      sub_known[sub].push_back(leaf);
+    }
   }
-  {
-    Section b = s.sub("bias_scale");
-    m.bias_scale.enabled = b.get<bool>("enabled", false, "true or false");
-    m.bias_scale.learnable = b.get<bool>("learnable", true, "true or false");
-    m.bias_scale.init = b.get_double("init", 1.0, -1e6, 1e6);
-    m.bias_scale.per_head = b.get<bool>("per_head", false, "true or false");
-    b.finish({"enabled", "learnable", "init", "per_head"});
-  }
-  m.stability.qk_norm = s.get_choice("qk_norm", "none", {"none", "layernorm", "rmsnorm"});
-  m.stability.softcap = s.get_double("attn_softcap", 0.0, 0.0, 1e6);
-  m.mem_len = s.get_int("mem_len", 0, 0);
-  {
-    Section i = s.sub("init");
-    m.init_std = i.get_double("std", 0.02, 0.0, 10.0, true);
-    m.position_std = i.get_double("position_std", 0.02, 0.0, 10.0);
-    i.finish({"std", "position_std"});
-  }
-  s.finish({"kind", "d_model", "n_layers", "n_heads", "d_ff", "dropout", "attention", "norm", "norm_type", "max_len",
-            "position", "bias_scale", "init", "qk_norm", "attn_softcap", "mem_len"});
-  return m;
+  for (auto& [sub, leaves] : sub_known) s.child(sub).finish(leaves);
+  s.finish(known);
+}
+
+template <typename S>
+std::vector<ConfigKeyDoc> docs_of(const std::vector<Key<S>>& keys) {
+  std::vector<ConfigKeyDoc> out;
+  for (const Key<S>& k : keys) out.insert(out.end(), k.docs.begin(), k.docs.end());
+  return out;
+}
+
+// The sections of a config file, in order: each reads its table into the Config.
+struct SectionSpec {
+  std::string name;
+  std::function<void(Section&, Config&)> read;
+  std::function<std::vector<ConfigKeyDoc>()> docs;
+};
+
+const std::vector<SectionSpec>& section_specs() {
+  static const std::vector<SectionSpec> specs = {
+      {"model", [](Section& s, Config& c) { read_section(s, model_keys(), c.model); },
+       [] { return docs_of(model_keys()); }},
+      {"data", [](Section& s, Config& c) { read_section(s, data_keys(), c.data); },
+       [] { return docs_of(data_keys()); }},
+      {"optim", [](Section& s, Config& c) { read_section(s, optim_keys(), c.optim); },
+       [] { return docs_of(optim_keys()); }},
+      {"train", [](Section& s, Config& c) { read_section(s, train_keys(), c.train); },
+       [] { return docs_of(train_keys()); }},
+      {"output", [](Section& s, Config& c) { read_section(s, output_keys(), c); },
+       [] { return docs_of(output_keys()); }},
+  };
+  return specs;
+}
+
+// What relates keys to each other within a section (one key's range depending on another).
+void check_sections(const Config& c, const Ctx& ctx, const YAML::Node& root) {
+  if (c.model.d_model % c.model.n_heads != 0)
+    fail_config("{}: model.d_model ({}) must be divisible by model.n_heads ({})",
+                where(ctx, root["model"]["n_heads"], "model.n_heads"), c.model.d_model, c.model.n_heads);
+  if (c.data.min_len > c.data.seq_len)
+    fail_config("{}: data.min_len ({}) must not exceed data.seq_len ({})", ctx.source, c.data.min_len, c.data.seq_len);
 }
 
 }  // namespace
+
+const std::vector<std::string>& config_sections() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& s : section_specs()) v.push_back(s.name);
+    return v;
+  }();
+  return names;
+}
+
+std::vector<ConfigKeyDoc> config_key_docs(const std::string& section) {
+  for (const auto& s : section_specs())
+    if (s.name == section) return s.docs();
+  fail("config_key_docs: '{}' is not a config section ({})", section, fmt::join(config_sections(), ", "));
+}
+
+std::string config_keys_markdown(const std::string& section) {
+  std::string out = "| key | type | default | meaning |\n|---|---|---|---|\n";
+  for (const ConfigKeyDoc& d : config_key_docs(section))
+    out += fmt::format("| `{}` | {} | {} | {} |\n", d.key, d.type, d.default_value, d.meaning);
+  return out;
+}
 
 namespace {
 // Receives a document's events and keeps only where the document starts. YAML::LoadAll is not
@@ -334,101 +714,10 @@ void check_positions(const Config& c, int64_t seq_len, const std::string& what) 
 
 namespace {
 
-DataConfig parse_data(Section d, const std::string& source) {
-  DataConfig c;
-  c.task = d.get_choice("task", "text", data_task_names());
-  c.path = d.get<std::string>("path", c.path, "a file path");
-  c.val_fraction = d.get_double("val_fraction", 0.1, 0.0, 0.9, true);
-  c.seq_len = d.get_int("seq_len", 128, 1, kMaxLen);
-  c.batch_size = d.get_int("batch_size", 16, 1, kMaxBatch);
-  c.vocab_size = d.get_int("vocab_size", 16, 2, kMaxVocab);
-  c.min_len = d.get_int("min_len", 0, 0, kMaxLen);
-  c.grid_h = d.get_int("grid_h", 4, 1, 64);
-  c.grid_w = d.get_int("grid_w", 4, 1, 64);
-  c.edge_prob = d.get_double("edge_prob", 0.2, 0.0, 1.0);
-  d.finish({"task", "path", "val_fraction", "seq_len", "batch_size", "vocab_size", "min_len", "grid_h", "grid_w",
-            "edge_prob"});
-  if (find_data_task(c.task).grid) c.seq_len = c.grid_h * c.grid_w;
-  if (c.min_len > c.seq_len)
-    fail_config("{}: data.min_len ({}) must not exceed data.seq_len ({})", source, c.min_len, c.seq_len);
-  return c;
-}
-
-// optim.betas: absent (the defaults) or a list of two numbers in [0, 1).
-void parse_betas(Section& o, const std::string& source, OptimConfig& c) {
-  const std::vector<std::string> betas = o.get_list("betas", {});
-  if (betas.empty()) return;
-  if (betas.size() != 2) fail_config("{}: optim.betas: expected a list of two numbers", source);
-  auto beta = [&](const std::string& text) {
-    double v = 0;
-    try {
-      v = YAML::Load(text).as<double>();
-    } catch (const YAML::Exception&) {
-      fail_config("{}: optim.betas: '{}' is not a number", source, text);
-    }
-    return v;
-  };
-  c.beta1 = beta(betas[0]);
-  c.beta2 = beta(betas[1]);
-  if (!(c.beta1 >= 0 && c.beta1 < 1 && c.beta2 >= 0 && c.beta2 < 1))
-    fail_config("{}: optim.betas: each must be in [0, 1), got [{}, {}]", source, c.beta1, c.beta2);
-}
-
-OptimConfig parse_optim(Section o, const std::string& source) {
-  OptimConfig c;
-  c.name = o.get_choice("name", "adamw", {"sgd", "adam", "adamw"});
-  c.lr = o.get_double("lr", 3e-4, 0.0, 10.0, true);
-  parse_betas(o, source, c);
-  c.eps = o.get_double("eps", 1e-8, 0.0, 1.0, true);
-  c.momentum = o.get_double("momentum", 0.9, 0.0, 0.999);
-  c.weight_decay = o.get_double("weight_decay", 0.0, 0.0, 10.0);
-  c.no_decay = o.get_list("no_decay", c.no_decay);
-  for (const auto& g : c.no_decay)
-    if (g != "position" && g != "norms_biases" && g != "weights")
-      fail_config("{}: optim.no_decay: '{}' is not a parameter group (position, norms_biases, weights)", source, g);
-  c.schedule = o.get_choice("schedule", "cosine", {"constant", "cosine", "linear"});
-  c.warmup = o.get_int("warmup", 0, 0, kMaxRepeat);
-  c.min_lr_ratio = o.get_double("min_lr_ratio", 0.1, 0.0, 1.0);
-  c.clip_grad_norm = o.get_double("clip_grad_norm", 1.0, 0.0, 1e9);
-  c.z_loss = o.get_double("z_loss", 0.0, 0.0, 10.0);
-  o.finish({"name", "lr", "betas", "eps", "momentum", "weight_decay", "no_decay", "schedule", "warmup", "min_lr_ratio",
-            "clip_grad_norm", "z_loss"});
-  return c;
-}
-
-TrainLoopConfig parse_train(Section t) {
-  TrainLoopConfig c;
-  c.steps = t.get_int("steps", 1000, 1, kMaxRepeat);
-  c.grad_accum = t.get_int("grad_accum", 1, 1, kMaxRepeat);
-  c.eval_every = t.get_int("eval_every", 200, 1, kMaxRepeat);
-  c.eval_batches = t.get_int("eval_batches", 20, 1, kMaxRepeat);
-  c.log_every = t.get_int("log_every", 10, 1, kMaxRepeat);
-  c.checkpoint_every = t.get_int("checkpoint_every", 0, 0, kMaxRepeat);
-  c.keep_last = t.get_int("keep_last", 2, 0, kMaxRepeat);
-  c.seed = uint64_t(t.get_int("seed", 1337, 0));
-  c.device = t.get_choice("device", "cpu", {"cpu", "cuda"});
-  c.threads = t.get_int("threads", 0, 0, 1024);
-  c.allow_tf32 = t.get<bool>("allow_tf32", false, "true or false");
-  c.nan_policy = t.get_choice("nan_policy", "abort", {"abort", "skip"});
-  c.check_every = t.get_int("check_every", 100, 0, kMaxRepeat);
-  c.dist_timeout = t.get_double("dist_timeout", 300.0, 0.0, 1e6, /*lo_open=*/true);
-  t.finish({"steps", "grad_accum", "eval_every", "eval_batches", "log_every", "checkpoint_every", "keep_last", "seed",
-            "device", "allow_tf32", "threads", "nan_policy", "check_every", "dist_timeout"});
-  return c;
-}
-
-std::string parse_output_dir(Section o, const Ctx& ctx) {
-  std::string dir = o.get<std::string>("dir", "runs/default", "a directory path");
-  if (dir.empty() || dir.find('\0') != std::string::npos)
-    fail_config("{}: output.dir: expected a non-empty directory path", where(ctx, o.node()["dir"], "output.dir"));
-  o.finish({"dir"});
-  return dir;
-}
-
 // The model kind, the data task and the position encoding must fit together.
 void check_model_task(const Config& c, const std::string& source) {
   const DataTask& task = find_data_task(c.data.task);
-  if (c.optim.warmup >= c.train.steps && c.optim.schedule != "constant")
+  if (c.optim.warmup >= c.train.steps && c.optim.schedule != nn::optim::LrSchedule::Constant)
     fail_config("{}: optim.warmup ({}) must be smaller than train.steps ({})", source, c.optim.warmup, c.train.steps);
   if (task.text && c.model.kind != nn::ModelKind::Decoder)
     fail_config("{}: data.task 'text' trains a language model: model.kind must be 'decoder', got '{}'", source,
@@ -512,12 +801,10 @@ Config parse_config(const std::string& yaml_text, const std::string& source,
   Config c;
   c.source = source;
   Section top(ctx, root, "");
-  c.model = parse_model(top.sub("model"));
-  c.data = parse_data(top.sub("data"), source);
-  c.optim = parse_optim(top.sub("optim"), source);
-  c.train = parse_train(top.sub("train"));
-  c.output_dir = parse_output_dir(top.sub("output"), ctx);
-  top.finish({"model", "data", "optim", "train", "output"});
+  for (const SectionSpec& spec : section_specs()) spec.read(top.child(spec.name), c);
+  top.finish(config_sections());
+  if (find_data_task(c.data.task).grid) c.data.seq_len = c.data.grid_h * c.data.grid_w;
+  check_sections(c, ctx, root);
   // + PAD, BOS/SEP, EOS, spare (see tasks.cpp); a text task's vocabulary comes from its data
   c.model.vocab = find_data_task(c.data.task).text ? 1 : c.data.vocab_size + 4;
 

@@ -1,14 +1,20 @@
-// trainers/config.h — the YAML training config: typed sections, defaults, validation.
-// Every key, type, default and meaning is documented in docs/config.md. Loading checks
-// everything before any work: unknown keys (with "did you mean"), wrong types and
-// out-of-range values are ConfigErrors naming file:line:column, the key and what was
-// expected; `--set a.b=v` overrides go through the same checks (named "--set a.b=v").
+// trainers/config.h — the YAML training config: typed sections and their defaults (the member
+// initialisers below are the defaults; nothing else repeats them).
+// Each section's keys — name, type, range, meaning, how it is read — are one table in
+// config.cpp (`model_keys()`, `data_keys()`, ...): parsing, the "did you mean" of unknown
+// keys and the key tables of docs/config.md (`relpos list --config --markdown`) derive from
+// it. Loading checks everything before any work: unknown keys, wrong types and out-of-range
+// values are ConfigErrors naming file:line:column, the key and what was expected;
+// `--set a.b=v` overrides go through the same checks (named "--set a.b=v"). Closed choices
+// are enums whose names are EnumTables (core/enum_names.h) beside each enum.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "nn/models.h"
+#include "nn/optim/optimizer.h"
+#include "nn/optim/schedule.h"
 
 namespace YAML {
 class Node;
@@ -17,7 +23,7 @@ class Node;
 namespace relpos::train {
 
 struct DataConfig {
-  std::string task = "text";  // text | copy | reverse | sort | recall | addition | patch_grid | graph
+  std::string task = "text";  // a name of the data-task registry (trainers/data/data_tasks.h)
   std::string path = "data/tinyshakespeare.txt";
   double val_fraction = 0.1;
   int64_t seq_len = 128;      // text: context length; synthetic: sequence length
@@ -26,21 +32,26 @@ struct DataConfig {
   int64_t min_len = 0;        // synthetic tasks: lengths drawn from [min_len, seq_len] (0: = seq_len)
   int64_t grid_h = 4, grid_w = 4;  // patch_grid: the patch grid (seq_len = grid_h * grid_w)
   double edge_prob = 0.2;     // graph: probability of each undirected edge
+  bool operator==(const DataConfig&) const = default;
 };
 
 struct OptimConfig {
-  std::string name = "adamw";  // sgd | adam | adamw
+  nn::optim::OptimizerKind name = nn::optim::OptimizerKind::AdamW;
   double lr = 3e-4;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   double momentum = 0.9;       // sgd
   double weight_decay = 0.0;
   std::vector<std::string> no_decay = {"position", "norms_biases"};
-  std::string schedule = "cosine";  // constant | cosine | linear
+  nn::optim::LrSchedule schedule = nn::optim::LrSchedule::WarmupCosine;
   int64_t warmup = 0;
   double min_lr_ratio = 0.1;
   double clip_grad_norm = 1.0;  // 0 = no clipping
   double z_loss = 0.0;          // coefficient of mean(logsumexp(logits)^2) (0 = off)
+  bool operator==(const OptimConfig&) const = default;
 };
+
+// train.nan_policy: on a non-finite loss or gradient, stop or skip the update.
+enum class NanPolicy { Abort, Skip };
 
 struct TrainLoopConfig {
   int64_t steps = 1000;
@@ -51,15 +62,16 @@ struct TrainLoopConfig {
   int64_t checkpoint_every = 0;  // 0 = only at the end
   int64_t keep_last = 2;
   uint64_t seed = 1337;
-  std::string device = "cpu";    // cpu | cuda
+  Device device = Device::CPU;
   bool allow_tf32 = false;       // cuda: TF32 tensor cores for float32 GEMMs
   int64_t threads = 0;           // 0 = OMP_NUM_THREADS / all cores
-  std::string nan_policy = "abort";  // abort | skip
+  NanPolicy nan_policy = NanPolicy::Abort;
   // Data-parallel runs (mpirun -np N relpos train): parameter checksum across ranks every
   // check_every steps (0 = only at the start), and how long a rank waits for the others at a
   // step before the job stops naming the missing ranks.
   int64_t check_every = 100;
   double dist_timeout = 300.0;   // seconds
+  bool operator==(const TrainLoopConfig&) const = default;
 };
 
 struct Config {
@@ -71,6 +83,14 @@ struct Config {
   std::string source;  // file name (for messages)
   std::string yaml;    // the effective YAML (with overrides), saved with each run
 };
+
+// The documentation of each key of a config section, as the tables of docs/config.md show it.
+struct ConfigKeyDoc {
+  std::string key, type, default_value, meaning;
+};
+const std::vector<std::string>& config_sections();                      // model, data, optim, train, output
+std::vector<ConfigKeyDoc> config_key_docs(const std::string& section);  // Error: not a section
+std::string config_keys_markdown(const std::string& section);           // its table in docs/config.md
 
 // Parse and validate. `overrides` are "a.b=value" strings (value parsed as YAML).
 // model.vocab is left 0 for text tasks (known once the data is read).
@@ -92,3 +112,9 @@ inline constexpr int64_t kMaxYamlNodes = int64_t(1) << 20;
 void check_yaml_size(const YAML::Node& root, const std::string& source);
 
 }  // namespace relpos::train
+
+template <>
+struct relpos::EnumTable<relpos::train::NanPolicy> {
+  static constexpr EnumName<train::NanPolicy> items[] = {{train::NanPolicy::Abort, "abort"},
+                                                         {train::NanPolicy::Skip, "skip"}};
+};

@@ -75,8 +75,7 @@ MemoryTerm attention_term(const Config& cfg, int64_t L, int64_t layers, int64_t 
   const nn::ModelConfig& m = cfg.model;
   const int64_t B = cfg.data.batch_size, H = m.n_heads;
   const bool fused =
-      nn::fused_attention_possible(m.attention == "fused", m.stability.softcap,
-                                   cfg.train.device == "cpu" ? Device::CPU : Device::CUDA) &&
+      nn::fused_attention_possible(m.attention == nn::AttentionImpl::Fused, m.stability.softcap, cfg.train.device) &&
       nn::find_position_variant(m.position).fused_attention;
   if (fused) {
     const int64_t threads =  // train.threads 0 = every core
@@ -135,7 +134,7 @@ ResourceEstimate estimate_resources(const Config& cfg, int64_t vocab, int64_t se
   const PositionSizes pos = position_sizes(m, stacks);
   params += pos.parameters;
   e.parameters = params;
-  const int64_t opt_copies = cfg.optim.name == "sgd" ? 1 : 2;  // momentum / Adam m and v
+  const int64_t opt_copies = cfg.optim.name == nn::optim::OptimizerKind::SGD ? 1 : 2;  // momentum / Adam m and v
   e.terms.push_back({"parameters + gradients", checked_size({{params, "parameters"}, {8, "bytes"}}, "model"),
                      model_keys + ", model.position.*"});
   e.terms.push_back({"optimizer state",

@@ -43,11 +43,16 @@ nlohmann::json rng_json(const GeneratorState& s) { return {{"seed", s.seed}, {"o
 
 std::unique_ptr<nn::optim::Optimizer> make_optimizer(const nn::Model& m, const OptimConfig& o) {
   auto groups = nn::optim::param_groups_by_tag(m, o.weight_decay, o.no_decay);
-  if (o.name == "sgd")
-    return std::make_unique<nn::optim::SGD>(std::move(groups), nn::optim::SGDOptions{o.lr, o.momentum});
   const nn::optim::AdamOptions a{.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps};
-  if (o.name == "adam") return std::make_unique<nn::optim::Adam>(std::move(groups), a);
-  return std::make_unique<nn::optim::AdamW>(std::move(groups), a);
+  switch (o.name) {
+    case nn::optim::OptimizerKind::SGD:
+      return std::make_unique<nn::optim::SGD>(std::move(groups), nn::optim::SGDOptions{o.lr, o.momentum});
+    case nn::optim::OptimizerKind::Adam:
+      return std::make_unique<nn::optim::Adam>(std::move(groups), a);
+    case nn::optim::OptimizerKind::AdamW:
+      return std::make_unique<nn::optim::AdamW>(std::move(groups), a);
+  }
+  fail("optim.name: unknown optimizer");
 }
 
 SavedState parse_state(const nlohmann::json& j, const std::string& ck) {
@@ -214,7 +219,7 @@ int cuda_device_for_rank(int local_rank, int device_count) {
 // The training device; for cuda, makes this rank's GPU (cuda_device_for_rank) the current one
 // before anything is allocated on it.
 Device train_device(const Config& cfg, int local_rank) {
-  if (cfg.train.device != "cuda") return Device::CPU;
+  if (cfg.train.device == Device::CPU) return Device::CPU;
   RELPOS_CHECK(cuda::built_with_cuda(), "train.device is 'cuda' but this relpos was built without CUDA support "
                                         "(rebuild with nvcc and -DRELPOS_CUDA=ON), or set train.device: cpu");
   RELPOS_CHECK(cuda::available(), "train.device is 'cuda' but no CUDA device is available on this machine ({}) "
@@ -397,7 +402,7 @@ void Trainer::build() {
   data_gen_ = Generator(cfg_.train.seed + 1);
   dropout_gen_ = Generator(cfg_.train.seed + 2);
   dropout_gen_.set_shard(uint64_t(dp_.rank()), uint64_t(dp_.world()));  // each rank its rows' dropout draws
-  sched_.kind = nn::optim::parse_lr_schedule(cfg_.optim.schedule);
+  sched_.kind = cfg_.optim.schedule;
   sched_.base_lr = cfg_.optim.lr;
   sched_.warmup_steps = cfg_.optim.warmup;
   sched_.total_steps = cfg_.train.steps;
@@ -495,7 +500,7 @@ void Trainer::step(int64_t step) {
                           : std::isfinite(pre_clip_norm) ? std::string()
                                                          : first_nonfinite_grad(*model_);
   if (!bad.empty()) {
-    if (cfg_.train.nan_policy != "skip") abort_step(step, bad, sl.loss, data_rng0, dropout_rng0);
+    if (cfg_.train.nan_policy == NanPolicy::Abort) abort_step(step, bad, sl.loss, data_rng0, dropout_rng0);
     skip_step(step, bad, sl.loss);
     maybe_checkpoint(step);  // a skipped last step still ends with a checkpoint
     return;

@@ -68,6 +68,13 @@ void print_text(const train::PositionEval& e, int64_t L, int64_t step, const std
              fmt_loss(e.beyond_loss), e.beyond_tokens);
 }
 
+// The values of the encodings' `scaling` parameter (RoPE's schema declares them).
+std::vector<std::string> scaling_choices() {
+  for (const auto& v : nn::position_variants())
+    if (const nn::ParamSpec* p = v.param("scaling")) return p->choices;
+  return {};
+}
+
 // RoPE context scaling at evaluation time (--rope-scaling, --rope-factor): the run's model with
 // those position settings; returns the note printed beside each result.
 std::string apply_rope_scaling(train::LoadedRun& run, const Args& a) {
@@ -142,7 +149,7 @@ Action setup(CLI::App& cmd) {
                  "windows/sliding: score at most N tokens (default eval_batches x batch_size x train length)")
       ->check(CLI::PositiveNumber);
   auto* rs = cmd.add_option("--rope-scaling", a->rope_scaling, "RoPE runs: context scaling at evaluation time")
-                 ->check(CLI::IsMember({"none", "linear", "ntk", "yarn"}));
+                 ->check(CLI::IsMember(scaling_choices()));
   cmd.add_option("--rope-factor", a->rope_factor, "RoPE scaling factor (e.g. eval length / train length)")
       ->check(finite_positive)
       ->needs(rs);

@@ -1,20 +1,39 @@
-// relpos list [--params [--markdown]]
+// relpos list [--params [--markdown]] | relpos list --config [--markdown]
 // The registered position encodings (and their parameters; --markdown: the table of
-// docs/config.md).
+// docs/config.md), or the keys of a training config (the tables of docs/config.md).
 #include <fmt/format.h>
 
 #include "cli/command.h"
 #include "nn/positional/registry.h"
+#include "trainers/config.h"
 
 namespace relpos::cli {
 namespace {
 
 struct Args {
-  bool params = false, markdown = false;
+  bool params = false, config = false, markdown = false;
 };
 
+// Every section's key table; --markdown: as docs/config.md holds them, between the markers
+// its test compares.
+int list_config(bool markdown) {
+  for (const std::string& section : train::config_sections()) {
+    if (markdown) {
+      fmt::print("<!-- begin: relpos list --config --markdown: {} -->\n{}<!-- end: {} -->\n\n", section,
+                 train::config_keys_markdown(section), section);
+      continue;
+    }
+    fmt::print("{}:\n", section);
+    for (const auto& k : train::config_key_docs(section))
+      fmt::print("    {:<24} {:<36} default {}\n", k.key, k.type, k.default_value);
+  }
+  return 0;
+}
+
 int run(const Args& a) {
-  if (a.markdown && !a.params) throw UsageError("--markdown needs --params");
+  if (a.params && a.config) throw UsageError("--params and --config list different things: give one");
+  if (a.config) return list_config(a.markdown);
+  if (a.markdown && !a.params) throw UsageError("--markdown needs --params or --config");
   if (a.markdown) {
     fmt::print("{}", nn::position_params_markdown());
     return 0;
@@ -32,14 +51,15 @@ int run(const Args& a) {
 Action setup(CLI::App& cmd) {
   auto a = std::make_shared<Args>();
   cmd.add_flag("--params", a->params, "also print each encoding's parameters (type, default, meaning)");
-  cmd.add_flag("--markdown", a->markdown, "with --params: the Markdown table of docs/config.md");
+  cmd.add_flag("--config", a->config, "the keys of a training config (type, default) instead of the encodings");
+  cmd.add_flag("--markdown", a->markdown, "with --params or --config: the Markdown tables of docs/config.md");
   return [a](Context&) { return run(*a); };
 }
 
 }  // namespace
 
 Command list_command() {
-  return {"list", "list the registered position encodings", setup};
+  return {"list", "list the registered position encodings (or, with --config, the config keys)", setup};
 }
 
 }  // namespace relpos::cli

@@ -8,9 +8,13 @@
 #include <utility>
 #include <vector>
 
+#include "core/enum_names.h"
 #include "core/tensor.h"
 
 namespace relpos::nn::optim {
+
+// optim.name
+enum class OptimizerKind { SGD, Adam, AdamW };
 
 using OptimizerState = std::vector<std::pair<std::string, Tensor>>;
 
@@ -25,3 +29,10 @@ class Optimizer {
 };
 
 }  // namespace relpos::nn::optim
+
+template <>
+struct relpos::EnumTable<relpos::nn::optim::OptimizerKind> {
+  static constexpr EnumName<nn::optim::OptimizerKind> items[] = {{nn::optim::OptimizerKind::SGD, "sgd"},
+                                                                 {nn::optim::OptimizerKind::Adam, "adam"},
+                                                                 {nn::optim::OptimizerKind::AdamW, "adamw"}};
+};

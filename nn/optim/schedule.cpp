@@ -9,7 +9,7 @@
 namespace relpos::nn::optim {
 
 void validate(const ScheduleOptions& s) {
-  const std::string_view kind = lr_schedule_name(s.kind);
+  const std::string_view kind = enum_name(s.kind);
   RELPOS_CHECK(std::isfinite(s.base_lr) && s.base_lr > 0, "lr schedule '{}': base_lr must be finite and > 0, got {}",
                kind, s.base_lr);
   RELPOS_CHECK(s.warmup_steps >= 0, "lr schedule '{}': warmup_steps must be >= 0, got {}", kind, s.warmup_steps);
@@ -23,7 +23,7 @@ void validate(const ScheduleOptions& s) {
 
 double lr_at(const ScheduleOptions& s, int64_t step) {
   validate(s);
-  RELPOS_CHECK(step >= 0, "lr schedule '{}': step must be >= 0, got {}", lr_schedule_name(s.kind), step);
+  RELPOS_CHECK(step >= 0, "lr schedule '{}': step must be >= 0, got {}", enum_name(s.kind), step);
   if (step < s.warmup_steps) return s.base_lr * double(step + 1) / double(s.warmup_steps);
   if (s.kind == LrSchedule::Constant) return s.base_lr;
   const double progress =
@@ -32,22 +32,6 @@ double lr_at(const ScheduleOptions& s, int64_t step) {
   const double shape = s.kind == LrSchedule::WarmupCosine ? 0.5 * (1.0 + std::cos(std::numbers::pi * progress))
                                                           : 1.0 - progress;
   return s.base_lr * (r + (1.0 - r) * shape);
-}
-
-LrSchedule parse_lr_schedule(std::string_view name) {
-  if (name == "constant") return LrSchedule::Constant;
-  if (name == "cosine") return LrSchedule::WarmupCosine;
-  if (name == "linear") return LrSchedule::WarmupLinear;
-  fail("unknown lr schedule '{}' (expected constant, cosine or linear)", name);
-}
-
-std::string_view lr_schedule_name(LrSchedule kind) {
-  switch (kind) {
-    case LrSchedule::Constant: return "constant";
-    case LrSchedule::WarmupCosine: return "cosine";
-    case LrSchedule::WarmupLinear: return "linear";
-  }
-  return "?";
 }
 
 double constant_lr(int64_t step, double base_lr, int64_t warmup_steps) {

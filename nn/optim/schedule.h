@@ -15,6 +15,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/enum_names.h"
+
 namespace relpos::nn::optim {
 
 enum class LrSchedule { Constant, WarmupCosine, WarmupLinear };
@@ -32,10 +34,6 @@ void validate(const ScheduleOptions& s);
 // The learning rate for `step` (validates s and step).
 double lr_at(const ScheduleOptions& s, int64_t step);
 
-// "constant", "cosine", "linear" (errors list the accepted names).
-LrSchedule parse_lr_schedule(std::string_view name);
-std::string_view lr_schedule_name(LrSchedule kind);
-
 // The same schedules as free functions.
 double constant_lr(int64_t step, double base_lr, int64_t warmup_steps = 0);
 double warmup_cosine_lr(int64_t step, double base_lr, int64_t warmup_steps, int64_t total_steps,
@@ -44,3 +42,11 @@ double warmup_linear_lr(int64_t step, double base_lr, int64_t warmup_steps, int6
                         double min_lr_ratio = 0.0);
 
 }  // namespace relpos::nn::optim
+
+// optim.schedule's names.
+template <>
+struct relpos::EnumTable<relpos::nn::optim::LrSchedule> {
+  static constexpr EnumName<nn::optim::LrSchedule> items[] = {{nn::optim::LrSchedule::Constant, "constant"},
+                                                              {nn::optim::LrSchedule::WarmupCosine, "cosine"},
+                                                              {nn::optim::LrSchedule::WarmupLinear, "linear"}};
+};

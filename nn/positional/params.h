@@ -83,6 +83,8 @@ class PositionParams {
   bool get_bool(const std::string& key, bool def) const;
   std::string get_choice(const std::string& key) const;
   std::string get_choice(const std::string& key, const std::string& def) const;  // bound only
+  // The same given values (bound or not).
+  bool operator==(const PositionParams& o) const { return kv_ == o.kv_; }
 
  private:
   const ParamSpec& spec(const std::string& key) const;     // bound: the key's declaration

@@ -115,7 +115,7 @@ train: {steps: 20, eval_every: 10, eval_batches: 2, log_every: 5, checkpoint_eve
   auto cpu_cfg = cfg_for(tmp_run("cpu"));
   auto gpu_dir = tmp_run("gpu");
   auto gpu_cfg = cfg_for(gpu_dir);
-  gpu_cfg.train.device = "cuda";
+  gpu_cfg.train.device = Device::CUDA;
   auto cpu = train::train(cpu_cfg), gpu = train::train(gpu_cfg);
   REQUIRE(cpu.losses.size() == gpu.losses.size());
   for (size_t i = 0; i < cpu.losses.size(); ++i) CHECK(std::abs(cpu.losses[i] - gpu.losses[i]) <= 1e-3 * cpu.losses[i]);
@@ -124,7 +124,7 @@ train: {steps: 20, eval_every: 10, eval_batches: 2, log_every: 5, checkpoint_eve
   fs::create_directories(resumed_dir + "/checkpoints");
   fs::copy(checkpoint_dir(gpu_dir, 10), checkpoint_dir(resumed_dir, 10), fs::copy_options::recursive);
   auto rcfg = cfg_for(resumed_dir);
-  rcfg.train.device = "cuda";
+  rcfg.train.device = Device::CUDA;
   train::TrainOptions opt;
   opt.resume = resumed_dir;
   auto resumed = train::train(rcfg, opt);

@@ -58,15 +58,15 @@ Fixture read_fixture(const std::string& path) {
 
 nn::ModelConfig model_config(const Fixture& f) {
   nn::ModelConfig c;
-  c.kind = *nn::parse_model_kind(f.m("model.kind", "decoder"));
+  c.kind = *parse_enum<nn::ModelKind>(f.m("model.kind", "decoder"));
   c.vocab = std::stoll(f.m("model.vocab", "0"));
   c.d_model = std::stoll(f.m("model.d_model", "0"));
   c.n_layers = std::stoll(f.m("model.n_layers", "0"));
   c.n_heads = std::stoll(f.m("model.n_heads", "0"));
   c.d_ff = std::stoll(f.m("model.d_ff", "0"));
   c.max_len = std::stoll(f.m("model.max_len", "512"));
-  c.norm = f.m("model.norm", "pre");
-  c.norm_type = f.m("model.norm_type", "layernorm");
+  c.norm = *parse_enum<nn::NormPlacement>(f.m("model.norm", "pre"));
+  c.norm_type = *parse_enum<nn::NormType>(f.m("model.norm_type", "layernorm"));
   c.bias_scale.enabled = f.m("model.bias_scale.enabled", "false") == "true";
   c.bias_scale.per_head = f.m("model.bias_scale.per_head", "false") == "true";
   std::map<std::string, std::string> params;

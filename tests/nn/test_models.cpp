@@ -17,7 +17,7 @@ namespace {
 
 nn::ModelConfig tiny(const std::string& kind, const std::string& pos, DType dt = DType::F64) {
   nn::ModelConfig c;
-  const std::optional<nn::ModelKind> k = nn::parse_model_kind(kind);
+  const std::optional<nn::ModelKind> k = parse_enum<nn::ModelKind>(kind);
   REQUIRE(k.has_value());
   c.kind = *k;
   c.vocab = 11;
@@ -125,7 +125,7 @@ TEST_CASE("models: validation names the offending fields", "[nn][models]") {
   auto c = tiny("decoder", "t5");
   c.n_heads = 3;
   REQUIRE_THROWS_WITH(nn::Model(c), Contains("d_model (8)") && Contains("n_heads (3)"));
-  // (an unknown model.kind cannot reach a ModelConfig: parse_model_kind refuses it, and the
+  // (an unknown model.kind cannot reach a ModelConfig: parse_enum refuses it, and the
   // config names it: tests/trainers/test_config.cpp)
   c = tiny("decoder", "t6");
   REQUIRE_THROWS_WITH(nn::Model(c), Contains("'t6'") && Contains("did you mean 't5'"));
@@ -134,9 +134,9 @@ TEST_CASE("models: validation names the offending fields", "[nn][models]") {
 }
 
 TEST_CASE("model kind: names are parsed in nn/models only and kinds are compared as values elsewhere", "[structure]") {
-  for (const std::string& name : nn::model_kind_names())
-    CHECK(nn::model_kind_name(*nn::parse_model_kind(name)) == name);
-  CHECK_FALSE(nn::parse_model_kind("decoder_only").has_value());
+  for (const std::string& name : enum_names<nn::ModelKind>())
+    CHECK(enum_name(*parse_enum<nn::ModelKind>(name)) == name);
+  CHECK_FALSE(parse_enum<nn::ModelKind>("decoder_only").has_value());
   CHECK(fmt::format("{}", nn::ModelKind::EncoderDecoder) == "encoder_decoder");
   // `x == "decoder"`, `"encoder" != x` anywhere in the library but nn/models.cpp
   const std::regex compare(R"re((==|!=)\s*"(encoder|decoder|encoder_decoder)"|"(encoder|decoder|encoder_decoder)"\s*(==|!=))re");

@@ -15,7 +15,7 @@ namespace {
 
 nn::ModelConfig small(const std::string& kind, const std::string& pos) {
   nn::ModelConfig c;
-  c.kind = *nn::parse_model_kind(kind);
+  c.kind = *parse_enum<nn::ModelKind>(kind);
   c.vocab = 11;
   c.d_model = 32;
   c.n_layers = 2;

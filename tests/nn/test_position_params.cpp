@@ -25,7 +25,8 @@ PositionConfig sized(const std::string& type, std::map<std::string, std::string>
   pc.n_heads = 2;
   pc.head_dim = 8;
   pc.max_len = 64;
-  if (type == "relative_2d") kv.insert({{"grid_h", "2"}, {"grid_w", "3"}});
+  // an encoding with grid parameters gets a small explicit grid (as a patch_grid task gives it)
+  if (find_position_variant(type).facts.grid_params) kv.insert({{"grid_h", "2"}, {"grid_w", "3"}});
   pc.params = PositionParams(kv);
   return pc;
 }

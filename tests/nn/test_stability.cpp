@@ -50,7 +50,7 @@ std::shared_ptr<nn::MultiHeadAttention> stable_attention(const std::string& type
   nn::AttentionConfig ac;
   ac.d_model = 8;
   ac.n_heads = 2;
-  ac.stability.qk_norm = qk;
+  ac.stability.qk_norm = *parse_enum<nn::QkNorm>(qk);
   ac.stability.softcap = cap;
   return std::make_shared<nn::MultiHeadAttention>(ac, nn::make_position_encoding(pc, gen), true, gen, DType::F64);
 }

@@ -76,7 +76,7 @@ nn::ModelConfig tiny(const std::string& pos, const std::string& norm = "pre") {
   c.position = pos;
   c.position_std = 0.3;
   c.init_std = 0.5;
-  c.norm = norm;
+  c.norm = *parse_enum<nn::NormPlacement>(norm);
   c.dtype = DType::F64;
   if (pos == "t5") c.position_params = nn::PositionParams({{"num_buckets", "8"}, {"max_distance", "16"}});
   if (pos == "shaw") c.position_params = nn::PositionParams(std::map<std::string, std::string>{{"k_max", "3"}});

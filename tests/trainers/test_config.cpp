@@ -46,7 +46,7 @@ TEST_CASE("config: defaults and values are read", "[config]") {
   REQUIRE(c.model.position == "t5");
   REQUIRE(c.data.task == "copy");
   REQUIRE(c.model.vocab == c.data.vocab_size + 4);
-  REQUIRE(c.optim.name == "adamw");
+  REQUIRE(c.optim.name == nn::optim::OptimizerKind::AdamW);
   REQUIRE(c.train.steps == 10);
 }
 

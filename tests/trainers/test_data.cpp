@@ -12,7 +12,7 @@ using Catch::Contains;
 namespace {
 train::Config cfg_for(const std::string& kind, const std::string& task, int64_t seq_len, int64_t vocab = 12) {
   train::Config c;
-  c.model.kind = *nn::parse_model_kind(kind);
+  c.model.kind = *parse_enum<nn::ModelKind>(kind);
   c.data.task = task;
   c.data.seq_len = seq_len;
   c.data.batch_size = 4;

@@ -134,7 +134,7 @@ TEST_CASE("trainer: nan_policy abort names the step and parameter and keeps the 
 
 TEST_CASE("trainer: nan_policy skip skips the update and counts it", "[trainer][nan]") {
   auto cfg = small(tmp_run("nan_skip"));
-  cfg.train.nan_policy = "skip";
+  cfg.train.nan_policy = NanPolicy::Skip;
   train::TrainOptions opt;
   opt.after_backward = [](int64_t step, nn::Model& m) {
     if (step != 7 && step != 8) return;
@@ -233,7 +233,7 @@ TEST_CASE("trainer: grad_accum 2 at batch B/2 gives the gradient of one batch B"
 
 TEST_CASE("trainer: a resumed run keeps the count of skipped steps", "[trainer][nan][resume]") {
   auto cfg = small(tmp_run("skip_resume_a"));
-  cfg.train.nan_policy = "skip";
+  cfg.train.nan_policy = NanPolicy::Skip;
   train::TrainOptions opt;
   opt.after_backward = [](int64_t step, nn::Model& m) {  // steps 7 and 8 skipped, before checkpoint 10
     if (step != 7 && step != 8) return;
@@ -248,7 +248,7 @@ TEST_CASE("trainer: a resumed run keeps the count of skipped steps", "[trainer][
   fs::create_directories(resumed_dir + "/checkpoints");
   fs::copy(checkpoint_dir(cfg.output_dir, 10), checkpoint_dir(resumed_dir, 10), fs::copy_options::recursive);
   auto cfg2 = small(resumed_dir);
-  cfg2.train.nan_policy = "skip";
+  cfg2.train.nan_policy = NanPolicy::Skip;
   train::TrainOptions ropt;
   ropt.resume = resumed_dir;
   auto resumed = train::train(cfg2, ropt);
@@ -281,7 +281,7 @@ TEST_CASE("trainer: nan_policy abort on a non-finite loss names the checkpoint b
 
 TEST_CASE("trainer: the summary reports the last evaluation that ran", "[trainer][nan]") {
   auto cfg = small(tmp_run("nan_skip_last"));
-  cfg.train.nan_policy = "skip";
+  cfg.train.nan_policy = NanPolicy::Skip;
   train::TrainOptions opt;
   opt.after_backward = [](int64_t step, nn::Model& m) {  // the last steps are skipped: no final evaluation
     if (step < 25) return;
@@ -306,10 +306,10 @@ TEST_CASE("trainer: every optimizer gets the optim.no_decay groups (SGD included
   mc.d_ff = 16;
   mc.position = "t5";
   nn::Model model(mc, 0);
-  for (const char* name : {"sgd", "adam", "adamw"}) {
+  for (const std::string& name : enum_names<nn::optim::OptimizerKind>()) {
     INFO(name);
     OptimConfig o;
-    o.name = name;
+    o.name = *parse_enum<nn::optim::OptimizerKind>(name);
     o.weight_decay = 0.25;
     auto opt = make_optimizer(model, o);
     std::vector<nn::optim::ParamGroup> groups;
