@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/autocast.h"
 #include "core/error.h"
 #include "trainers/dist/comm.h"
 
@@ -47,5 +48,10 @@ std::map<std::string, std::string> parse_params(const std::vector<std::string>& 
 // A word for sh: as is when it holds only characters no shell treats specially, else in
 // single quotes (an embedded ' becomes '\'').
 std::string shell_quote(const std::string& s);
+
+// --precision fp32|bf16|fp16 of eval and sample (autograd/autocast.h); empty: the run's
+// train.precision.
+CLI::Option* add_precision_option(CLI::App& cmd, std::string& out);
+Precision precision_or(const std::string& option, Precision run_precision);
 
 }  // namespace relpos::cli

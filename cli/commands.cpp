@@ -51,4 +51,15 @@ std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
+CLI::Option* add_precision_option(CLI::App& cmd, std::string& out) {
+  return cmd
+      .add_option("--precision", out,
+                  "matmul/attention precision, emulated as in training (default: the run's train.precision)")
+      ->check(CLI::IsMember(enum_names<Precision>()));
+}
+
+Precision precision_or(const std::string& option, Precision run_precision) {
+  return option.empty() ? run_precision : *parse_enum<Precision>(option);
+}
+
 }  // namespace relpos::cli

@@ -19,21 +19,39 @@ namespace relpos::k {
 
 // ---------------------------------------------------------------- elementwise
 enum class Unary {
-  Neg, Exp, Log, Sqrt, Rsqrt, Abs, Sign, Tanh, Sigmoid, Relu, GeluTanh, GeluErf, Silu, Floor, Ceil,
+  Neg,
+  Exp,
+  Log,
+  Sqrt,
+  Rsqrt,
+  Abs,
+  Sign,
+  Tanh,
+  Sigmoid,
+  Relu,
+  GeluTanh,
+  GeluErf,
+  Silu,
+  Floor,
+  Ceil,
   // derivatives used by backward passes
-  ReluGrad,           // x > 0
-  GeluTanhGrad,       // d/dx gelu_tanh(x)
-  GeluErfGrad,        // d/dx gelu_erf(x)
-  SiluGrad,           // d/dx silu(x)
-  TanhGradFromY,      // 1 - y^2
-  SigmoidGradFromY,   // y (1 - y)
+  ReluGrad,          // x > 0
+  GeluTanhGrad,      // d/dx gelu_tanh(x)
+  GeluErfGrad,       // d/dx gelu_erf(x)
+  SiluGrad,          // d/dx silu(x)
+  TanhGradFromY,     // 1 - y^2
+  SigmoidGradFromY,  // y (1 - y)
   // with scalar parameters p, q
-  AddScalar,          // x + p
-  MulScalar,          // x * p
-  PowScalar,          // x ^ p
-  RPowScalar,         // p ^ x
-  Clamp,              // min(max(x, p), q)
-  ClampMask,          // 1 where p <= x <= q else 0 (clamp backward)
+  AddScalar,   // x + p
+  MulScalar,   // x * p
+  PowScalar,   // x ^ p
+  RPowScalar,  // p ^ x
+  Clamp,       // min(max(x, p), q)
+  ClampMask,   // 1 where p <= x <= q else 0 (clamp backward)
+  // the nearest bfloat16 / float16 value (ties to even; float16: ±inf from 65520), in x's
+  // dtype (mixed-precision emulation, core/float16.h)
+  RoundBF16,
+  RoundFP16,
 };
 Tensor unary(Unary op, const Tensor& x, double p = 0.0, double q = 0.0);  // out: x.shape
 // Fused backward of a pointwise op: g * deriv(x) in one pass (g, x: same shape).

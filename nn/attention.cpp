@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "autograd/autocast.h"
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "nn/layers.h"
@@ -176,24 +177,28 @@ Variable MultiHeadAttention::fused(const Heads& h, const Positions& p, const Att
   }
   k::AttentionOut fwd;
   const Tensor kp_rows = in.key_padding.defined() ? in.key_padding.to(h.q.device()) : Tensor();  // [B, Lk]
+  // Under autocast (train.precision bf16/fp16) the kernel's q, k, v and output take 16-bit
+  // values; S, the bias, the softmax statistics and the accumulators stay float32 (as
+  // FlashAttention keeps them).
+  const Variable q = autocast_round(h.q), kk = autocast_round(h.k), v = autocast_round(h.v);
   Variable o;
   if (p.buckets.keys.defined()) {
     const int64_t nb = p.buckets.keys.size(0);
-    Variable qr = matmul(h.q, transpose(p.buckets.keys, 0, 1));  // [B, H, Lq, NB]
-    Variable ow = fused_attention_buckets(h.q, h.k, h.v, p.bias, qr, p.buckets.bucket, kp_rows, args, &fwd);
+    Variable qr = matmul(q, transpose(p.buckets.keys, 0, 1));  // [B, H, Lq, NB]
+    Variable ow = fused_attention_buckets(q, kk, v, p.bias, qr, p.buckets.bucket, kp_rows, args, &fwd);
     o = narrow(ow, 3, 0, head_dim_);                                                                 // [B, H, Lq, dh]
     if (p.buckets.values.defined()) o = o + matmul(narrow(ow, 3, head_dim_, nb), p.buckets.values);  // value term
   } else if (p.ibias.table.defined()) {
-    o = fused_attention_indexed(h.q, h.k, h.v, p.bias, p.ibias.table, p.ibias.index, kp_rows, args, &fwd);
+    o = fused_attention_indexed(q, kk, v, p.bias, p.ibias.table, p.ibias.index, kp_rows, args, &fwd);
   } else {
-    o = fused_attention(h.q, h.k, h.v, p.bias, kp_rows, args, &fwd);
+    o = fused_attention(q, kk, v, p.bias, kp_rows, args, &fwd);
   }
   if (sinks.stats) {
     sinks.stats->max_abs_logit = k::reduce(k::Reduce::Max, fwd.max_abs, {}, false).item();
     sinks.stats->mean_entropy =
         k::reduce(k::Reduce::Sum, fwd.entropy, {}, false).item() / double(h.B * cfg_.n_heads * h.Lq);
   }
-  return o;
+  return autocast_round(o);
 }
 
 // Everything materialised: S = scale (q k^T + terms) + biases, softcap, masks (padding

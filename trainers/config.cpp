@@ -385,6 +385,14 @@ Key<S> name_list(std::string path, At<S, std::vector<std::string>> get, std::vec
 
 using nn::AttnStability;
 using nn::BiasScaleConfig;
+// position.shared's default as the docs print it: the registry's per-layer encodings.
+std::string per_layer_default() {
+  std::vector<std::string> names;
+  for (const auto& v : nn::position_variants())
+    if (v.per_layer) names.push_back("`" + v.name + "`");
+  return fmt::format("true (false for {})", fmt::join(names, ", "));
+}
+
 using nn::ModelConfig;
 
 const std::vector<Key<ModelConfig>>& model_keys() {
@@ -412,7 +420,7 @@ const std::vector<Key<ModelConfig>>& model_keys() {
               "longest position the model is built for (learned absolute table size; RoPE YaRN's original length)"),
       {"position",
        {{"position.type", "name from `relpos list`", "`none`", "the position encoding"},
-        {"position.shared", "bool", "true (false for `shaw`, `fire`, `cope`)",
+        {"position.shared", "bool", per_layer_default(),
          "one encoding instance for all layers of a stack (T5) or one per layer (`relpos list --params` marks the "
          "per-layer defaults)"},
         {"position.<param>", "scalar", "per encoding",
@@ -547,6 +555,18 @@ const std::vector<Key<TrainLoopConfig>>& train_keys() {
              "gradient; the state after the previous step is saved when it is finite, with the RNG state a regular "
              "checkpoint of that step holds, else the previous checkpoint is named as the last good one) or skip the "
              "update and count it (the run still ends with a checkpoint)"),
+      choice("precision", at(&T::precision),
+             "mixed precision, emulated (autograd/autocast.h): `bf16`/`fp16` give every matmul and the fused "
+             "attention's q, k, v and output 16-bit values (inputs, output and their gradients rounded to nearest "
+             "even; fp16 overflows to inf above 65504) with float32 accumulation; softmax, norms, the loss, "
+             "reductions, the optimizer and the weights stay float32. Storage stays float32, so it is not faster; "
+             "`fp16` adds dynamic loss scaling. Evaluation during training runs in the same precision"),
+      real("loss_scale_init", at(&T::loss_scale_init), 1.0, 16777216.0,
+           "`fp16`: the first loss scale; a step whose gradients overflow is skipped (logged `overflow`, counted in "
+           "`overflow_steps`) and halves it (below 1, nan_policy decides), `loss_scale_interval` finite steps in a "
+           "row double it; logged as `loss_scale`, saved in checkpoints"),
+      integer("loss_scale_interval", at(&T::loss_scale_interval), 1, kMaxRepeat,
+              "`fp16`: finite steps in a row before the loss scale doubles"),
       integer("check_every", at(&T::check_every), 0, kMaxRepeat,
               "data-parallel runs (`mpirun -np N`): compare a checksum of every parameter across ranks every N steps "
               "(and at the start; 0 = only at the start); a mismatch stops the job naming the ranks that diverged"),

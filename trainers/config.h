@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/autocast.h"
 #include "nn/models.h"
 #include "nn/optim/optimizer.h"
 #include "nn/optim/schedule.h"
@@ -66,6 +67,9 @@ struct TrainLoopConfig {
   bool allow_tf32 = false;       // cuda: TF32 tensor cores for float32 GEMMs
   int64_t threads = 0;           // 0 = OMP_NUM_THREADS / all cores
   NanPolicy nan_policy = NanPolicy::Abort;
+  Precision precision = Precision::FP32;  // train.precision (autograd/autocast.h)
+  double loss_scale_init = 65536.0;       // fp16: the first loss scale (PyTorch's GradScaler: 2^16)
+  int64_t loss_scale_interval = 2000;     // fp16: finite steps before the scale doubles
   // Data-parallel runs (mpirun -np N relpos train): parameter checksum across ranks every
   // check_every steps (0 = only at the start), and how long a rank waits for the others at a
   // step before the job stops naming the missing ranks.

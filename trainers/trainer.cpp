@@ -11,23 +11,25 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "autograd/autocast.h"
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "core/cuda_runtime.h"
 #include "kernels/ops.h"
 #include "nn/optim/adam.h"
 #include "nn/optim/clip.h"
+#include "nn/optim/loss_scale.h"
 #include "nn/optim/param_groups.h"
 #include "nn/optim/schedule.h"
 #include "nn/optim/sgd.h"
 #include "nn/stability.h"
-#include "trainers/io/checkpoint.h"
-#include "trainers/dist/data_parallel.h"
 #include "trainers/data/data_tasks.h"
+#include "trainers/data/segments.h"
+#include "trainers/dist/data_parallel.h"
+#include "trainers/io/checkpoint.h"
 #include "trainers/io/file_io.h"
 #include "trainers/limits.h"
 #include "trainers/metrics.h"
-#include "trainers/data/segments.h"
 
 namespace fs = std::filesystem;
 
@@ -79,6 +81,14 @@ SavedState parse_state(const nlohmann::json& j, const std::string& ck) {
   SavedState s;
   s.step = count(need("step"), "step");
   s.skipped = j.contains("skipped_steps") ? count(j["skipped_steps"], "skipped_steps") : 0;
+  if (j.contains("loss_scale")) {  // train.precision fp16
+    const nlohmann::json& v = j["loss_scale"];
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0)
+      fail("trainer state '{}': 'loss_scale' must be a finite number > 0, got {}", file, v.dump());
+    s.loss_scale = v.get<double>();
+    s.loss_scale_good_steps = count(need("loss_scale_good_steps"), "loss_scale_good_steps");
+    s.overflow_steps = count(need("overflow_steps"), "overflow_steps");
+  }
   s.data_rng = rng("data_rng");
   s.dropout_rng = rng("dropout_rng");
   const nlohmann::json& y = need("config_yaml");
@@ -299,6 +309,7 @@ class Trainer {
   StepLoss forward_backward(int64_t step, bool log_step);
   void monitor_divergence(int64_t step, double loss);
   void skip_step(int64_t step, const std::string& bad, double loss);
+  void overflow_step(int64_t step, double loss);
   [[noreturn]] void abort_step(int64_t step, const std::string& bad, double loss, const GeneratorState& data_rng0,
                                const GeneratorState& dropout_rng0);
   void log_window(int64_t step, double lr, double norm, double pos_norm, const std::vector<nn::AttentionStats>& stats,
@@ -332,6 +343,9 @@ class Trainer {
   std::optional<MetricsWriter> metrics_;
   // the loop
   int64_t start_ = 0, skipped_ = 0;
+  // train.precision fp16: dynamic loss scaling; overflow steps are skipped and counted
+  std::optional<nn::optim::LossScaler> scaler_;
+  int64_t overflow_steps_ = 0;
   TrainResult res_;
   LogWindow window_;
   double run_min_ = std::numeric_limits<double>::infinity();  // running minimum of the training loss
@@ -377,6 +391,7 @@ void Trainer::read_resume_state() {
     cfg_.output_dir = run_dir_;
     start_ = last_saved_ = st_->step;
     skipped_ = res_.skipped_steps = st_->skipped;
+    overflow_steps_ = res_.overflow_steps = st_->overflow_steps;
     last_saved_path_ = ck_path_;
   } else if (non_empty_dir(run_dir_) && !topt_.overwrite) {
     fail_config(
@@ -408,6 +423,10 @@ void Trainer::build() {
   sched_.total_steps = cfg_.train.steps;
   sched_.min_lr_ratio = cfg_.optim.min_lr_ratio;
   nn::optim::validate(sched_);
+  if (cfg_.train.precision == Precision::FP16) {
+    scaler_.emplace(cfg_.train.loss_scale_init, cfg_.train.loss_scale_interval);
+    if (st_ && st_->loss_scale > 0) scaler_->restore(st_->loss_scale, st_->loss_scale_good_steps);
+  }
   params_ = model_->parameters();
   pos_params_ = model_->parameters_in_group(nn::group::kPosition);
   for (auto& [n, p] : model_->named_parameters())
@@ -493,9 +512,17 @@ void Trainer::step(int64_t step) {
   const StepLoss sl = forward_backward(step, log_step);
   if (topt_.after_backward) topt_.after_backward(step, *model_);
   monitor_divergence(step, sl.loss);
+  if (scaler_) nn::optim::scale_grads(params_, 1.0 / scaler_->scale());  // fp16: unscale before any use
   // The global gradient norm doubles as the non-finite check (NaN/Inf anywhere makes it
   // non-finite): one reduction on the device and one host read per step.
   const double pre_clip_norm = nn::optim::grad_norm(params_);
+  if (scaler_) {
+    const bool finite = std::isfinite(pre_clip_norm) && std::isfinite(sl.loss);
+    // an fp16 overflow: skip the update, halve the scale (a scale already below 1 that still
+    // overflows is not a scaling problem: then nan_policy decides)
+    if (!finite && scaler_->scale() >= 1.0) return overflow_step(step, sl.loss);
+    if (finite) scaler_->update(true);
+  }
   const std::string bad = !std::isfinite(sl.loss)        ? std::string("(loss)")
                           : std::isfinite(pre_clip_norm) ? std::string()
                                                          : first_nonfinite_grad(*model_);
@@ -541,13 +568,17 @@ StepLoss Trainer::forward_backward(int64_t step, bool log_step) {
     }
     Batch b = to_device(std::move(local), device_);
     if (fresh) memory_.reset();
-    Variable zl;
-    Variable loss = batch_loss(*model_, b, &dropout_gen_, log_step && micro == 0 ? &out.stats : nullptr,
-                               cfg_.optim.z_loss, &zl, segments_ ? &memory_ : nullptr);
+    Variable zl, loss;
+    {
+      AutocastGuard autocast(cfg_.train.precision);  // the forward and the loss; backward follows the rounding
+      loss = batch_loss(*model_, b, &dropout_gen_, log_step && micro == 0 ? &out.stats : nullptr, cfg_.optim.z_loss,
+                        &zl, segments_ ? &memory_ : nullptr);
+    }
+    const double scale = (scaler_ ? scaler_->scale() : 1.0) / accum;  // fp16: the loss scale
     if (dp_.active()) {
-      ((zl.defined() ? loss * w_ce + zl * w_z : loss * w_ce) * (1.0 / accum)).backward();
+      ((zl.defined() ? loss * w_ce + zl * w_z : loss * w_ce) * scale).backward();
     } else {
-      ((zl.defined() ? loss + zl : loss) * (1.0 / accum)).backward();
+      ((zl.defined() ? loss + zl : loss) * scale).backward();
     }
     loss_sum += loss.item() * w_ce;
     if (zl.defined()) z_sum += zl.item() * w_z;
@@ -565,6 +596,19 @@ StepLoss Trainer::forward_backward(int64_t step, bool log_step) {
   out.loss = loss_sum / accum;
   out.z = z_sum / accum;
   return out;
+}
+
+// train.precision fp16: the step's gradients overflowed; no update, the loss scale halves.
+void Trainer::overflow_step(int64_t step, double loss) {
+  res_.overflow_steps = ++overflow_steps_;
+  const double before = scaler_->scale();
+  scaler_->update(false);
+  opt_->zero_grad();
+  log_metrics(step, {{"loss", loss}, {"overflow", true}, {"loss_scale", before}, {"overflow_steps", overflow_steps_}});
+  if (overflow_steps_ <= 3 || step % cfg_.train.log_every == 0)
+    say(fmt::format("step {}: fp16 overflow (loss scale {} -> {}), update skipped ({} so far)", step, before,
+                    scaler_->scale(), overflow_steps_));
+  maybe_checkpoint(step);
 }
 
 // Divergence monitor: the first step whose loss is non-finite or > 2x the running minimum.
@@ -649,9 +693,11 @@ void Trainer::log_window(int64_t step, double lr, double norm, double pos_norm,
   if (dp_.active()) m["comm_fraction"] = secs > 0 ? window_.comm_s / secs : 0.0;  // rank 0's share of wall time
   if (res_.first_divergence_step > 0) m["first_divergence_step"] = res_.first_divergence_step;
   if (skipped_ > 0) m["skipped_steps"] = skipped_;
+  if (scaler_) m["loss_scale"] = scaler_->scale(), m["overflow_steps"] = overflow_steps_;
   res_.final_train_loss = m["loss"].get<double>();
   if (eval_step && dp_.is_root()) {
     model_->eval();
+    AutocastGuard autocast(cfg_.train.precision);
     const EvalResult ev = evaluate(*model_, *data_, cfg_);
     model_->train();
     m["val_loss"] = ev.loss;
@@ -692,6 +738,11 @@ std::string Trainer::save(int64_t step, const GeneratorState& data_rng, const Ge
   s["data_rng"] = rng_json(data_rng);
   s["dropout_rng"] = rng_json(dropout_rng);
   s["skipped_steps"] = skipped_;
+  if (scaler_) {
+    s["loss_scale"] = scaler_->scale();
+    s["loss_scale_good_steps"] = scaler_->good_steps();
+    s["overflow_steps"] = overflow_steps_;
+  }
   s["vocab"] = data_->vocabulary();
   s["config_yaml"] = cfg_.yaml;
   s["world_size"] = dp_.world();

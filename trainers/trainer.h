@@ -27,6 +27,7 @@ struct TrainResult {
   std::string run_dir;
   int64_t steps_done = 0;       // last completed step
   int64_t skipped_steps = 0;    // non-finite steps skipped (nan_policy: skip)
+  int64_t overflow_steps = 0;   // train.precision fp16: steps skipped for a gradient overflow
   double final_train_loss = 0;  // mean over the last log window
   double final_val_loss = 0;
   int64_t final_val_step = -1;  // step of the evaluation final_val_loss comes from (-1: none ran)
@@ -72,6 +73,9 @@ struct SavedState {
   std::vector<std::string> vocab;
   std::string config_yaml;
   int64_t world_size = 1;  // ranks of the run that wrote it (absent in older checkpoints: 1)
+  // train.precision fp16 (absent otherwise): the loss scaler's state, overflow steps so far
+  double loss_scale = 0;
+  int64_t loss_scale_good_steps = 0, overflow_steps = 0;
 };
 SavedState parse_state(const nlohmann::json& state, const std::string& ck);
 // The config saved in a checkpoint (its errors are relpos::Error naming the checkpoint).

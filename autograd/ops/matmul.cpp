@@ -1,12 +1,15 @@
 // autograd/ops/matmul.cpp — C = A @ B with A: [..., M, K], B: [..., K, N].
 // Backward: dA = dC @ B^T, dB = A^T @ dC (transposed views go to BLAS as flags), then
-// summed over broadcast batch dims.
+// summed over broadcast batch dims. Under autocast (autograd/autocast.h) the inputs, the output
+// and the gradients through them take 16-bit values; the products accumulate in float32.
+#include "autograd/autocast.h"
 #include "autograd/function.h"
 #include "autograd/ops.h"
 
 namespace relpos {
 
-Variable matmul(const Variable& a, const Variable& b) {
+namespace {
+Variable matmul_f32(const Variable& a, const Variable& b) {
   SavedTensor sa(a.data(), "matmul"), sb(b.data(), "matmul");
   bool ga = wants_grad(a), gb = wants_grad(b);
   return make_result(k::matmul(a.data(), b.data()), "matmul", {a, b},
@@ -24,6 +27,12 @@ Variable matmul(const Variable& a, const Variable& b) {
                        }
                        return {da, db};
                      });
+}
+}  // namespace
+
+Variable matmul(const Variable& a, const Variable& b) {
+  if (autocast_precision() == Precision::FP32) return matmul_f32(a, b);
+  return autocast_round(matmul_f32(autocast_round(a), autocast_round(b)));
 }
 
 }  // namespace relpos

@@ -23,6 +23,7 @@ struct Args {
   train::EvalOptions opt;
   std::string rope_scaling;
   double rope_factor = 0;
+  std::string precision;
 };
 
 std::string fmt_loss(double v) {
@@ -98,6 +99,7 @@ int run(Args a) {
                         fmt::format("eval --seq-len {}", L));
   const std::string note = a.rope_scaling.empty() ? std::string() : apply_rope_scaling(run, a);
   nlohmann::json j = nlohmann::json::array();
+  AutocastGuard autocast(precision_or(a.precision, run.cfg.train.precision));
   for (int64_t L : a.lens) {
     train::EvalOptions o = a.opt;
     o.seq_len = L;
@@ -153,6 +155,7 @@ Action setup(CLI::App& cmd) {
   cmd.add_option("--rope-factor", a->rope_factor, "RoPE scaling factor (e.g. eval length / train length)")
       ->check(finite_positive)
       ->needs(rs);
+  add_precision_option(cmd, a->precision);
   cmd.add_flag("--ignore-memory-check", a->ignore_memory,
                "evaluate even when the memory estimate exceeds the available memory (MemAvailable, cgroup limits)");
   cmd.add_flag("--json", a->json, "print JSON");

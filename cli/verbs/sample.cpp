@@ -1,4 +1,4 @@
-// relpos sample RUN_DIR [--prompt T] [--tokens N] [--temperature T] [--seed S]
+// relpos sample RUN_DIR [--prompt T] [--tokens N] [--temperature T] [--seed S] [--precision P]
 // Generates from a trained decoder with the KV cache.
 #include <fmt/format.h>
 
@@ -14,6 +14,7 @@ namespace {
 struct Args {
   std::string dir;
   train::SampleOptions opt;
+  std::string precision;
 };
 
 // A uint64 option of CLI11 clamps an out-of-range value: a seed the user did not give.
@@ -37,8 +38,10 @@ Action setup(CLI::App& cmd) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd.add_option("--seed", a->opt.seed, "sampling seed (0 .. 2^64 - 1)")->check(uint64_text)->capture_default_str();
+  add_precision_option(cmd, a->precision);
   return [a](Context&) {
     const train::LoadedRun run = train::load_run(a->dir);
+    AutocastGuard autocast(precision_or(a->precision, run.cfg.train.precision));
     fmt::print("{}\n", train::sample(run, a->opt));
     return 0;
   };

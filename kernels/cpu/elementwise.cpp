@@ -7,6 +7,7 @@
 #include <numbers>
 #include <type_traits>
 
+#include "core/float16.h"
 #include "core/strided.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/fast_math.h"
@@ -65,6 +66,8 @@ inline T unary_value(T x, [[maybe_unused]] T p, [[maybe_unused]] T q) {
   if constexpr (op == Unary::RPowScalar) return std::pow(p, x);
   if constexpr (op == Unary::Clamp) return x < p ? p : (x > q ? q : x);
   if constexpr (op == Unary::ClampMask) return (x >= p && x <= q) ? T(1) : T(0);
+  if constexpr (op == Unary::RoundBF16) return T(round_to_bf16(float(x)));
+  if constexpr (op == Unary::RoundFP16) return T(round_to_fp16(float(x)));
   return x;
 }
 
@@ -126,12 +129,13 @@ Tensor broadcast_apply(const Tensor& a, const Tensor& b, const char* op, F f) {
   return out;
 }
 
-#define RELPOS_UNARY_OPS(X)                                                                                     \
-  X(Neg)                                                                                                        \
-  X(Exp)                                                                                                        \
-  X(Log) X(Sqrt) X(Rsqrt) X(Abs) X(Sign) X(Tanh) X(Sigmoid) X(Relu) X(GeluTanh) X(GeluErf) X(Silu) X(Floor) X(Ceil) X(ReluGrad)  \
-      X(GeluTanhGrad) X(GeluErfGrad) X(SiluGrad) X(TanhGradFromY) X(SigmoidGradFromY) X(AddScalar) X(MulScalar) \
-          X(PowScalar) X(RPowScalar) X(Clamp) X(ClampMask)
+#define RELPOS_UNARY_OPS(X)                                                                                    \
+  X(Neg)                                                                                                       \
+  X(Exp)                                                                                                       \
+  X(Log)                                                                                                       \
+  X(Sqrt) X(Rsqrt) X(Abs) X(Sign) X(Tanh) X(Sigmoid) X(Relu) X(GeluTanh) X(GeluErf) X(Silu) X(Floor) X(Ceil)   \
+      X(ReluGrad) X(GeluTanhGrad) X(GeluErfGrad) X(SiluGrad) X(TanhGradFromY) X(SigmoidGradFromY) X(AddScalar) \
+          X(MulScalar) X(PowScalar) X(RPowScalar) X(Clamp) X(ClampMask) X(RoundBF16) X(RoundFP16)
 
 // f.template operator()<Unary::OP>() for the runtime op.
 template <typename F>

@@ -7,7 +7,8 @@ namespace relpos::k::cuda {
 
 // The device side switches on the integer values of k::Unary / k::Binary.
 static_assert(int(Unary::Neg) == 0 && int(Unary::Ceil) == 14 && int(Unary::ReluGrad) == 15 &&
-              int(Unary::SigmoidGradFromY) == 20 && int(Unary::AddScalar) == 21 && int(Unary::ClampMask) == 26);
+              int(Unary::SigmoidGradFromY) == 20 && int(Unary::AddScalar) == 21 && int(Unary::ClampMask) == 26 &&
+              int(Unary::RoundBF16) == 27 && int(Unary::RoundFP16) == 28);
 static_assert(int(Binary::Add) == 0 && int(Binary::Div) == 3 && int(Binary::Pow) == 4 && int(Binary::Ge) == 12);
 
 Tensor unary(Unary op, const Tensor& x, double p, double q) {

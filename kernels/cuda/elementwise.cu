@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <type_traits>
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include "kernels/cuda/common.cuh"
 
 namespace relpos::k::cuda::dev {
@@ -15,7 +18,7 @@ namespace {
 enum U : int {
   Neg, Exp, Log, Sqrt, Rsqrt, Abs, Sign, Tanh, Sigmoid, Relu, GeluTanh, GeluErf, Silu, Floor, Ceil,
   ReluGrad, GeluTanhGrad, GeluErfGrad, SiluGrad, TanhGradFromY, SigmoidGradFromY,
-  AddScalar, MulScalar, PowScalar, RPowScalar, Clamp, ClampMask
+  AddScalar, MulScalar, PowScalar, RPowScalar, Clamp, ClampMask, RoundBF16, RoundFP16
 };
 // k::Binary, in declaration order.
 enum B : int { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge };
@@ -63,6 +66,9 @@ __device__ T unary_value(int op, T x, T p, T q) {
     case RPowScalar: return pow(p, x);
     case Clamp: return x < p ? p : (x > q ? q : x);
     case ClampMask: return (x >= p && x <= q) ? T(1) : T(0);
+    // (from double: rounded to float first, as the CPU does)
+    case RoundBF16: return T(__bfloat162float(__float2bfloat16_rn(float(x))));
+    case RoundFP16: return T(__half2float(__float2half_rn(float(x))));
   }
   return x;
 }

@@ -56,3 +56,12 @@ double clip_grad_norm(const std::vector<Variable>& params, double max_norm, doub
 }
 
 }  // namespace relpos::nn::optim
+
+namespace relpos::nn::optim {
+
+void scale_grads(const std::vector<Variable>& params, double s) {
+  NoGradGuard no_grad;
+  for (const Variable& p : with_grad_once(params)) k::mul_(p.grad(), s);
+}
+
+}  // namespace relpos::nn::optim

@@ -29,4 +29,8 @@ double clip_grad_norm(const std::vector<Variable>& params, double max_norm);
 // and host sync when the caller needed the norm first, e.g. for a non-finite check).
 double clip_grad_norm(const std::vector<Variable>& params, double max_norm, double total_norm);
 
+// Every grad of `params` times s (the fp16 loss-scale unscale); a parameter listed twice is
+// scaled once, parameters without a grad are skipped.
+void scale_grads(const std::vector<Variable>& params, double s);
+
 }  // namespace relpos::nn::optim

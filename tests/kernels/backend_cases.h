@@ -161,10 +161,13 @@ inline std::string shapes_str(const std::vector<Input>& ins) {
 namespace detail {
 
 inline const char* unary_name(k::Unary op) {
-  static const char* names[] = {"Neg", "Exp", "Log", "Sqrt", "Rsqrt", "Abs", "Sign", "Tanh", "Sigmoid", "Relu",
-                                "GeluTanh", "GeluErf", "Silu", "Floor", "Ceil", "ReluGrad", "GeluTanhGrad",
-                                "GeluErfGrad", "SiluGrad", "TanhGradFromY", "SigmoidGradFromY", "AddScalar",
-                                "MulScalar", "PowScalar", "RPowScalar", "Clamp", "ClampMask"};
+  static const char* names[] = {
+      "Neg",       "Exp",       "Log",          "Sqrt",        "Rsqrt",    "Abs",           "Sign",
+      "Tanh",      "Sigmoid",   "Relu",         "GeluTanh",    "GeluErf",  "Silu",          "Floor",
+      "Ceil",      "ReluGrad",  "GeluTanhGrad", "GeluErfGrad", "SiluGrad", "TanhGradFromY", "SigmoidGradFromY",
+      "AddScalar", "MulScalar", "PowScalar",    "RPowScalar",  "Clamp",    "ClampMask",     "RoundBF16",
+      "RoundFP16"};
+  static_assert(sizeof(names) / sizeof(names[0]) == size_t(k::Unary::RoundFP16) + 1, "a name per k::Unary");
   return names[int(op)];
 }
 inline const char* binary_name(k::Binary op) {
@@ -211,6 +214,8 @@ inline std::vector<UnarySpec> unary_specs() {
       {U::RPowScalar, 1.7, 0, false, nullptr},
       {U::Clamp, -0.3, 0.4, false, [](const std::vector<Variable>& v) { return clamp(v[0], -0.3, 0.4); }},
       {U::ClampMask, -0.3, 0.4, false, nullptr},
+      {U::RoundBF16, 0, 0, false, nullptr},
+      {U::RoundFP16, 0, 0, false, nullptr},
   };
 }
 

@@ -1,0 +1,43 @@
+// autograd/autocast.h — mixed precision (train.precision) by emulation.
+//
+// Under an AutocastGuard(bf16 | fp16), every float32 matmul (autograd `matmul`) and the fused
+// attention's q, k, v and output take the values a 16-bit tensor would hold: inputs and output
+// are rounded to bfloat16 / float16 (round to nearest even; float16 overflows to inf above
+// 65504), products accumulate in float32 (as tensor cores and oneDNN do), and the gradients that
+// flow back through those points are rounded the same way (PyTorch's autocast runs the backward
+// of a 16-bit op in 16 bits). Everything else — softmax statistics, norms, the loss, reductions,
+// the optimizer and the master weights — stays float32, the policy of PyTorch's autocast.
+// The storage stays float32: this reproduces 16-bit numerics (rounding, fp16 overflow and
+// underflow) on any machine and is the oracle for a 16-bit kernel; it is not faster.
+#pragma once
+#include "autograd/variable.h"
+#include "core/enum_names.h"
+
+namespace relpos {
+
+enum class Precision { FP32, BF16, FP16 };
+
+Precision autocast_precision();  // of this thread; FP32 = autocast off
+
+class AutocastGuard {
+ public:
+  explicit AutocastGuard(Precision p);
+  ~AutocastGuard();
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  Precision prev_;
+};
+
+// x as a 16-bit copy would hold it (forward) with its gradient rounded the same way
+// (backward). The identity under FP32 and for tensors that are not float32.
+Variable autocast_round(const Variable& x);
+
+}  // namespace relpos
+
+template <>
+struct relpos::EnumTable<relpos::Precision> {
+  static constexpr EnumName<Precision> items[] = {
+      {Precision::FP32, "fp32"}, {Precision::BF16, "bf16"}, {Precision::FP16, "fp16"}};
+};

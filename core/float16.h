@@ -1,0 +1,32 @@
+// core/float16.h — rounding a float to the values bfloat16 and IEEE float16 can hold, kept in a
+// float (mixed-precision emulation: train.precision bf16 | fp16 rounds where a 16-bit tensor
+// would be stored; arithmetic stays float32). Round to nearest, ties to even, as the hardware
+// conversions and PyTorch (c10/util/BFloat16.h, Half.h) do; NaN stays NaN. float16 overflows
+// to ±inf from 65520 (half-way to the next binade) and keeps its subnormals (2^-24 steps).
+#pragma once
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace relpos {
+
+inline float round_to_bf16(float x) {
+  uint32_t u = std::bit_cast<uint32_t>(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return x;  // NaN
+  u += 0x7fffu + ((u >> 16) & 1u);                // ties to even; a carry may round up to inf
+  return std::bit_cast<float>(u & 0xffff0000u);
+}
+
+inline float round_to_fp16(float x) {
+  const float a = std::fabs(x);
+  if (std::isnan(x)) return x;
+  if (!(a < 65520.0f)) return std::copysign(std::numeric_limits<float>::infinity(), x);
+  if (a < 6.103515625e-05f)  // below float16's smallest normal (2^-14): multiples of 2^-24
+    return std::nearbyint(x * 16777216.0f) / 16777216.0f;  // the scaling is exact; nearbyint ties to even
+  uint32_t u = std::bit_cast<uint32_t>(x);
+  u += 0x0fffu + ((u >> 13) & 1u);  // keep 10 of the 23 fraction bits
+  return std::bit_cast<float>(u & 0xffffe000u);
+}
+
+}  // namespace relpos

@@ -1,0 +1,154 @@
+// Mixed precision by emulation (autograd/autocast.h, core/float16.h): the 16-bit rounding
+// against a float64 reference written independently (frexp + nearbyint), the autocast matmul
+// (rounded inputs, float32 accumulation, rounded output and gradients), fp16 overflow, and the
+// loss scaler's schedule.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include "autograd/autocast.h"
+#include "autograd/ops.h"
+#include "core/float16.h"
+#include "kernels/ops.h"
+#include "nn/optim/loss_scale.h"
+
+using namespace relpos;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The nearest value with `bits` significant bits (ties to even), computed in double: x = m 2^e
+// with 0.5 <= |m| < 1, so m 2^bits is exact in a double and nearbyint rounds it to even.
+// Below `min_normal` the spacing is fixed at `min_normal` 2^-(bits-1) (float16 subnormals);
+// from `overflow` up the result is infinite.
+double reference_round(double x, int bits, double min_normal, double max_finite) {
+  if (std::isnan(x) || x == 0) return x;
+  double r;
+  if (std::fabs(x) < min_normal) {
+    const double q = std::ldexp(min_normal, -(bits - 1));
+    r = std::nearbyint(x / q) * q;
+  } else {
+    int e = 0;
+    const double m = std::frexp(x, &e);
+    r = std::ldexp(std::nearbyint(std::ldexp(m, bits)), e - bits);
+  }
+  return std::fabs(r) > max_finite ? std::copysign(kInf, x) : r;
+}
+double ref_fp16(double x) { return reference_round(x, 11, std::ldexp(1.0, -14), 65504.0); }
+double ref_bf16(double x) {
+  return reference_round(x, 8, double(std::numeric_limits<float>::min()), 3.3895313892515355e38);
+}
+
+Tensor f32(const std::vector<double>& v) {
+  std::vector<float> f(v.begin(), v.end());
+  return Tensor::from_vector<float>(f, {int64_t(f.size())});
+}
+
+}  // namespace
+
+TEST_CASE("autocast: bf16/fp16 rounding ties to even, overflows and keeps subnormals as specified", "[autocast]") {
+  // hand-picked: ties, the largest values, the float16 subnormals, signed zero, NaN
+  const double t = std::ldexp(1.0, -24);
+  const std::vector<double> fp16_in = {1.0, 1 + std::ldexp(1, -11), 1 + 3 * std::ldexp(1, -11), 65504, 65519.99,
+                                       65520, -70000, t, 1.5 * t, 0.5 * t, 0.49 * t, -0.0, 3.14159265};
+  const std::vector<double> fp16_out = {1.0, 1.0, 1 + std::ldexp(1, -9), 65504, 65504, kInf, -kInf, t, 2 * t, 0.0,
+                                        0.0, -0.0, 3.140625};
+  const std::vector<double> got16 = k::unary(k::Unary::RoundFP16, f32(fp16_in)).to_vector<double>();
+  for (size_t i = 0; i < fp16_in.size(); ++i) {
+    INFO(fp16_in[i]);
+    CHECK(got16[i] == fp16_out[i]);
+    CHECK(std::signbit(got16[i]) == std::signbit(fp16_out[i]));
+  }
+  const std::vector<double> bf16_in = {1.0, 1 + std::ldexp(1, -8), 1 + 3 * std::ldexp(1, -8), 3.14159265, 1e30, -2.5e-3};
+  const std::vector<double> got_bf = k::unary(k::Unary::RoundBF16, f32(bf16_in)).to_vector<double>();
+  CHECK(got_bf[0] == 1.0);
+  CHECK(got_bf[1] == 1.0);                       // tie: to the even neighbour
+  CHECK(got_bf[2] == 1 + std::ldexp(1, -6));     // tie: to the even neighbour (up)
+  CHECK(got_bf[3] == 3.140625);
+  CHECK(std::isnan(round_to_fp16(std::numeric_limits<float>::quiet_NaN())));
+  CHECK(std::isnan(round_to_bf16(std::numeric_limits<float>::quiet_NaN())));
+  CHECK(round_to_bf16(std::numeric_limits<float>::max()) == std::numeric_limits<float>::infinity());
+}
+
+TEST_CASE("autocast: rounding equals an independent float64 reference over every magnitude", "[autocast]") {
+  Generator g(5);
+  // values spread over 2^-30 .. 2^20 (fp16 subnormals, normals, overflow) and over float's range (bf16)
+  Tensor u = Tensor::rand({20000}, g, DType::F64), s = Tensor::rand({20000}, g, DType::F64);
+  const std::vector<double> uu = u.to_vector<double>(), ss = s.to_vector<double>();
+  std::vector<double> x16(uu.size()), xb(uu.size());
+  for (size_t i = 0; i < uu.size(); ++i) {
+    const double sign = ss[i] < 0.5 ? -1.0 : 1.0;
+    x16[i] = double(float(sign * std::ldexp(1.0 + uu[i], int(-30 + 50 * ss[i]))));
+    xb[i] = double(float(sign * std::ldexp(1.0 + uu[i], int(-120 + 245 * ss[i]))));
+  }
+  const std::vector<double> r16 = k::unary(k::Unary::RoundFP16, f32(x16)).to_vector<double>();
+  const std::vector<double> rb = k::unary(k::Unary::RoundBF16, f32(xb)).to_vector<double>();
+  int64_t bad = 0;
+  for (size_t i = 0; i < x16.size(); ++i) {
+    if (r16[i] != ref_fp16(x16[i])) ++bad, UNSCOPED_INFO("fp16 " << x16[i] << " -> " << r16[i]);
+    if (rb[i] != ref_bf16(xb[i])) ++bad, UNSCOPED_INFO("bf16 " << xb[i] << " -> " << rb[i]);
+    if (bad > 5) break;
+  }
+  CHECK(bad == 0);
+  // float64 tensors round through float (as the CUDA kernel does)
+  CHECK(k::unary(k::Unary::RoundFP16, Tensor::from_vector<double>({1.0 / 3.0}, {1})).item() ==
+        ref_fp16(double(float(1.0 / 3.0))));
+}
+
+TEST_CASE("autocast: a matmul rounds its inputs, output and gradients, and fp32 leaves it untouched", "[autocast]") {
+  Generator g(3);
+  const Tensor a0 = Tensor::randn({3, 5}, g), b0 = Tensor::randn({5, 4}, g), w = Tensor::randn({3, 4}, g);
+  for (Precision p : {Precision::BF16, Precision::FP16}) {
+    INFO(enum_name(p));
+    const k::Unary r = p == Precision::BF16 ? k::Unary::RoundBF16 : k::Unary::RoundFP16;
+    Variable a(a0.clone(), true), b(b0.clone(), true);
+    Variable y;
+    {
+      AutocastGuard ac(p);
+      y = matmul(a, b);
+    }
+    sum(mul(y, Variable(w))).backward();
+    const Tensor ra = k::unary(r, a0), rb = k::unary(r, b0), rw = k::unary(r, w);
+    CHECK(y.data().to_vector<double>() == k::unary(r, k::matmul(ra, rb)).to_vector<double>());
+    CHECK(a.grad().to_vector<double>() == k::unary(r, k::matmul(rw, rb.transpose(0, 1))).to_vector<double>());
+    CHECK(b.grad().to_vector<double>() == k::unary(r, k::matmul(ra.transpose(0, 1), rw)).to_vector<double>());
+    CHECK(y.data().to_vector<double>() != k::matmul(a0, b0).to_vector<double>());
+  }
+  Variable a(a0.clone(), true), b(b0.clone(), true);
+  AutocastGuard off(Precision::FP32);
+  CHECK(matmul(a, b).data().to_vector<double>() == k::matmul(a0, b0).to_vector<double>());
+  CHECK(autocast_precision() == Precision::FP32);
+}
+
+TEST_CASE("autocast: fp16 overflows to inf past 65504 where bf16 and fp32 stay finite", "[autocast]") {
+  // inputs exact in float16; 2 * 256 * 128 = 65536 = 2^16, past float16's largest finite 65504
+  const Variable a(Tensor::full({1, 2}, 256.0)), b(Tensor::full({2, 1}, 128.0));
+  auto product = [&](Precision p) {
+    AutocastGuard ac(p);
+    return matmul(a, b).data().item();
+  };
+  CHECK(std::isinf(product(Precision::FP16)));
+  CHECK(product(Precision::BF16) == 65536.0);
+  CHECK(product(Precision::FP32) == 65536.0);
+}
+
+TEST_CASE("autocast: the loss scaler backs off on overflow and grows after the interval", "[autocast][optim]") {
+  nn::optim::LossScaler s(1024.0, 3);
+  s.update(true);
+  s.update(true);
+  CHECK(s.scale() == 1024.0);
+  s.update(true);  // third finite step in a row: doubles
+  CHECK(s.scale() == 2048.0);
+  CHECK(s.good_steps() == 0);
+  s.update(true);
+  s.update(false);  // overflow: halves and restarts the count
+  CHECK(s.scale() == 1024.0);
+  CHECK(s.good_steps() == 0);
+  s.restore(8.0, 2);
+  s.update(true);
+  CHECK(s.scale() == 16.0);
+  CHECK_THROWS_WITH(s.restore(8.0, 3), Catch::Contains("not a valid state"));
+  CHECK_THROWS_WITH(nn::optim::LossScaler(0.0, 3), Catch::Contains("loss scale"));
+}
