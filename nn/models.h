@@ -41,7 +41,7 @@ struct ModelConfig {
   std::string position = "none";
   AttentionImpl attention = AttentionImpl::Fused;
   PositionParams position_params;
-  std::optional<bool> position_shared;  // default: the registry's per_layer (shaw, fire, cope)
+  std::optional<bool> position_shared;  // default: the registry's per_layer (shaw, fire, cope, music_transformer)
   BiasScaleConfig bias_scale;
   AttnStability stability;          // model.qk_norm, model.attn_softcap (self-attention)
   int64_t mem_len = 0;              // model.mem_len: Transformer-XL segment memory in training (decoder, text)
