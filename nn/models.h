@@ -5,7 +5,7 @@
 //                    (no position information in cross-attention) -> [B, Lt, V]
 // Position encodings: one instance per stack shared by all its layers (T5 default), or one
 // per layer (`position_shared = false`; the default of variants marked per_layer in the
-// registry: shaw, fire, cope). An encoding with both shared and
+// registry: shaw, fire, cope, music_transformer). An encoding with both shared and
 // per-layer parameters (Transformer-XL: u, v shared, W_r per layer) keeps its shared part at
 // "pos.*" and gives each layer its own part (make_layer) at "layers.N.attn.pos.*". The encoder
 // and the decoder of an encoder-decoder have their own (bidirectional vs causal) encodings.
@@ -41,7 +41,7 @@ struct ModelConfig {
   std::string position = "none";
   AttentionImpl attention = AttentionImpl::Fused;
   PositionParams position_params;
-  std::optional<bool> position_shared;  // default: the registry's per_layer (shaw, fire, cope)
+  std::optional<bool> position_shared;  // default: the registry's per_layer (shaw, fire, cope, music_transformer)
   BiasScaleConfig bias_scale;
   AttnStability stability;          // model.qk_norm, model.attn_softcap (self-attention)
   int64_t mem_len = 0;              // model.mem_len: Transformer-XL segment memory in training (decoder, text)

@@ -29,7 +29,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 export ROOT OUT=${OUT:-gpu-check-out} BUILD=${RELPOS_GPU_BUILD:-build-gpu}
 export PREFIX=${RELPOS_DEPS_PREFIX:-$ROOT/.gpu-deps} DEBS=$ROOT/.gpu-debs
-CAP=420  # seconds per phase: well under the 8-minute slot, with the machine start on top
+CAP=420  # seconds per phase: well under 8 minutes (a command may run at most 10), with the machine start on top
 
 phase="" dry=0
 for a in "$@"; do

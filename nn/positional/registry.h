@@ -2,7 +2,8 @@
 // Each encoding describes itself in its own file: `PositionVariant <name>_encoding()` gives its
 // name, description, parameter schema, capabilities, facts and constructor. Adding one: that
 // file, one X(<name>) line in RELPOS_POSITION_ENCODINGS below, and regenerated fixtures
-// (docs/DESIGN.md, "Adding an encoding"). Every test iterates position_variants().
+// (docs/DESIGN.md, "Position encodings: one interface, many variants", the paragraph
+// "Adding a variant"). Every test iterates position_variants().
 #pragma once
 #include <functional>
 #include <map>

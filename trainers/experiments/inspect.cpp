@@ -33,7 +33,7 @@ BiasReport position_bias(const BiasRequest& req) {
       p.data().copy_(rows.view(s).expand(p.shape()));
     }
   NoGradGuard ng;
-  // A causal-only encoding (xpos, cope) is shown in its causal form.
+  // A causal-only encoding (xpos, cope, transformer_xl) is shown in its causal form.
   nn::AttnGeometry g{req.lq, req.lk, req.q_offset, req.k_offset, req.causal || pos->causal_only()};
   BiasReport r;
   Tensor idx = pos->bias_index(g);
