@@ -64,6 +64,19 @@ void causal_fill(DT t, void* out, const void* x, int64_t rows, int64_t Lq, int64
 // x: contiguous [rows, R] -> out [rows]; op = int(k::Reduce). One block per row, float64
 // accumulation, fixed summation tree (deterministic).
 void reduce_rows(int op, DT t, void* out, const void* x, int64_t rows, int64_t R, int64_t correction);
+// x: contiguous [R, K] -> out [K]: column sums (op Sum or Mean), no transposed copy. Two
+// passes: thread (column, chunk of kColChunk rows) adds its rows in order into part
+// ([col_chunks(R), K] float64), then one thread per column adds the chunks in order.
+constexpr int64_t kColChunk = 64;
+inline int64_t col_chunks(int64_t R) {
+  return (R + kColChunk - 1) / kColChunk;
+}
+void reduce_cols(int op, DT t, void* out, const void* x, int64_t R, int64_t K, double* part);
+// x: contiguous [n] -> out (one element), op Sum or Mean: one block per chunk of 8192
+// elements into partial (all_chunks(n) doubles), then one block over the partials (fixed
+// trees: deterministic) — a full reduction on every multiprocessor, not one block.
+int64_t all_chunks(int64_t n);
+void reduce_all(int op, DT t, void* out, const void* x, int64_t n, double* partial);
 // x: contiguous [n] -> *out = sum x^2 in float64. partial: device scratch of
 // sum_squares_chunks(n) doubles. Fixed chunking and summation tree (deterministic).
 int64_t sum_squares_chunks(int64_t n);
@@ -91,9 +104,17 @@ void norm_forward(DT t, bool center, const void* x, const void* w, const void* b
                   void* rstd, int64_t rows, int64_t D, double eps);
 void norm_backward_dx(DT t, bool center, const void* gy, const void* x, const void* mean, const void* rstd,
                       const void* w, void* dx, int64_t rows, int64_t D);
-// dw, db: [D] or null; one thread per column, rows in order (deterministic, no atomics).
-void norm_backward_params(DT t, bool center, const void* gy, const void* x, const void* mean,
-                          const void* rstd, void* dw, void* db, int64_t rows, int64_t D);
+// dw, db: [D] or null. Two passes, as kernels/cpu/norm.cpp: rows in fixed chunks of
+// kNormRowChunk, one thread per (column, chunk) sums its chunk's rows in order into
+// part_w / part_b ([norm_chunks(rows), D] float64 scratch, either null when its output is),
+// then one thread per column adds the chunks in order: parallel over rows, deterministic,
+// the CPU's additions in the CPU's order.
+constexpr int64_t kNormRowChunk = 64;
+inline int64_t norm_chunks(int64_t rows) {
+  return (rows + kNormRowChunk - 1) / kNormRowChunk;
+}
+void norm_backward_params(DT t, bool center, const void* gy, const void* x, const void* mean, const void* rstd,
+                          void* dw, void* db, int64_t rows, int64_t D, double* part_w, double* part_b);
 
 // ---------------------------------------------------------------- index.cu
 // Index bounds are checked on the device (chk; a bad index reads nothing: its output is 0).

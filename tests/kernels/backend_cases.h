@@ -360,7 +360,15 @@ inline void add_reductions(std::vector<OpCase>& cs) {
     cs.push_back({nm + " [1, 3] dim 0", "reduce", {in({1, 3})}, mk({0}, false)});
     cs.push_back({nm + " [4, 3] broadcast0 dim -1", "reduce", {in({4, 3}, Layout::Broadcast0)}, mk({-1}, false)});
     cs.push_back({nm + " [0, 3] dim 1", "reduce", {in({0, 3})}, mk({1}, false)});
-    if (op == R::Sum || op == R::Mean) cs.push_back({nm + " [0, 3] dim 0", "reduce", {in({0, 3})}, mk({0}, false)});
+    if (op == R::Sum || op == R::Mean) {
+      cs.push_back({nm + " [0, 3] dim 0", "reduce", {in({0, 3})}, mk({0}, false)});
+      // CUDA: leading dims of a contiguous tensor as column sums (chunks of 64 rows), a large
+      // full reduction in two passes (chunks of 8192)
+      cs.push_back({nm + " [150, 7] dim 0 (column sums)", "reduce", {in({150, 7})}, mk({0}, false)});
+      cs.push_back(
+          {nm + " [3, 50, 2, 3] dims 0, 1 keepdim (column sums)", "reduce", {in({3, 50, 2, 3})}, mk({0, 1}, true)});
+      cs.push_back({nm + " [20001] all (two passes)", "reduce", {in({20001})}, mk({}, false)});
+    }
     if (op == R::Var) cs.push_back({nm + " correction 0 [3, 17]", "reduce", {in({3, 17})}, mk({1}, false, 0)});
     if (op == R::Sum || op == R::Max || op == R::LogSumExp) {
       cs.push_back({nm + " NaN/Inf [5]", "reduce", {Input{{5}, Layout::Contiguous, Fill::Special}}, mk({}, false)});
@@ -493,6 +501,13 @@ inline void add_norms(std::vector<OpCase>& cs) {
     cs.back().rtol32 = 1e-4, cs.back().atol32 = 1e-4;
     cs.push_back({nm + "_backward [4, 5] no weight, strided gy", nm + "_backward", {in({4, 5}), in({4, 5}, Layout::Strided), in({5}), in({5})}, bwd(false, false)});
     cs.back().rtol32 = 1e-4, cs.back().atol32 = 1e-5;
+    // weight and bias gradients over several row chunks of 64 (the last one partial): CUDA
+    // sums each chunk in parallel, then the chunks in order, as the CPU
+    cs.push_back({nm + "_backward [3, 50, 9] weight, bias (row chunks)",
+                  nm + "_backward",
+                  {in({3, 50, 9}), in({3, 50, 9}), in({9}), in({9})},
+                  bwd(true, true)});
+    cs.back().rtol32 = 1e-4, cs.back().atol32 = 1e-4;
   }
 }
 
