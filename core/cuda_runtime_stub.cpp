@@ -15,8 +15,21 @@ void empty_cache() {}
 size_t cached_bytes() { return 0; }
 void memset_device(void*, int, size_t) { fail("built without CUDA support"); }
 void copy_to_device(void*, const void*, size_t) { fail("built without CUDA support"); }
-void copy_to_host(void*, const void*, size_t) { fail("built without CUDA support"); }
+void copy_to_host(void*, const void*, size_t, bool) {
+  fail("built without CUDA support");
+}
 void copy_device_to_device(void*, const void*, size_t) { fail("built without CUDA support"); }
+TransferStats transfer_stats() {
+  return {};
+}
+void reset_transfer_stats() {}
+DeviceCheck begin_device_check(std::function<std::string(uint64_t)>) {
+  fail("built without CUDA support");
+}
+void check_device_errors() {}
+size_t pending_device_checks() {
+  return 0;
+}
 
 }  // namespace relpos::cuda
 

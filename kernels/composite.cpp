@@ -10,8 +10,8 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   Shape shape = broadcast_shapes(x.shape(), mask.shape(), "masked_fill");
   RELPOS_CHECK(shape == x.shape(), "masked_fill: mask {} does not broadcast to input {}", shape_str(mask.shape()),
                shape_str(x.shape()));
-  Tensor v = Tensor::scalar(value, x.dtype());
-  return where(mask, x.device() == Device::CPU ? v : v.to(x.device()), x);
+  // The scalar is made on x's device (a fill kernel taking the value by value): no upload.
+  return where(mask, Tensor::scalar(value, x.dtype(), x.device()), x);
 }
 
 Tensor sum_to(const Tensor& x, const Shape& shape) {

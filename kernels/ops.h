@@ -221,12 +221,17 @@ enum class Reduction { Mean, Sum, None };
 struct CrossEntropyOut {
   Tensor loss;   // [] for mean/sum, [N] for none
   Tensor lse;    // [N] logsumexp of each row (saved for backward)
-  int64_t count; // rows not equal to ignore_index
+  // Rows not equal to ignore_index. On cuda the count stays on the device (count_device,
+  // int64 []) and count is -1, so the op reads nothing back; counted() reads it when needed.
+  int64_t count = -1;
+  Tensor count_device;
+  int64_t counted() const { return count >= 0 ? count : int64_t(count_device.item()); }
 };
 // logits: [N, C], target: int64 [N]; rows with target == ignore_index contribute 0.
 CrossEntropyOut cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index,
                               Reduction reduction);
-// g: [] (mean/sum) or [N] (none) -> dlogits [N, C]
+// g: [] (mean/sum) or [N] (none) -> dlogits [N, C]. count: the forward's (-1 on cuda: the
+// backend counts the rows on the device again).
 Tensor cross_entropy_backward(const Tensor& g, const Tensor& logits, const Tensor& lse,
                               const Tensor& target, int64_t ignore_index, Reduction reduction,
                               int64_t count);

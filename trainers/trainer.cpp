@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -252,7 +253,7 @@ EvalResult evaluate(const nn::Model& model, const Dataset& data, const Config& c
     Tensor tg = b.target.reshape({-1});
     k::CrossEntropyOut ce = k::cross_entropy(flat, tg, kIgnore, k::Reduction::Sum);
     loss_sum += ce.loss.item();
-    r.tokens += ce.count;
+    r.tokens += ce.counted();  // on cuda a read of the device count (evaluation is not a training step)
     // Accuracy on the device: a row counts when its target's logit is the row maximum.
     const Device dev = flat.device();
     Tensor valid = k::binary(k::Binary::Ne, tg, Tensor::scalar(double(kIgnore), DType::I64, dev));  // [N] 1/0
@@ -282,6 +283,15 @@ struct LogWindow {
 struct StepLoss {
   double loss = 0, z = 0;                 // training loss and z-loss, means over the micro-batches
   std::vector<nn::AttentionStats> stats;  // attention statistics of the first micro-batch (log steps)
+  // Single process: the sums over the micro-batches of loss * w and z * w, float64 [] on the
+  // device, read with the gradient norms in one transfer (Trainer::read_step); loss and z are
+  // set then. Data-parallel: undefined (the sums went through the collective on the host).
+  Tensor loss_t, z_t;
+};
+
+// The values a step reads back from the device, all in one transfer.
+struct StepValues {
+  double norm = 0, pos_norm = 0;  // global gradient norm (non-finite check, clipping), position params'
 };
 
 // train() in named phases. The constructor validates and builds everything (the resumed
@@ -307,6 +317,7 @@ class Trainer {
   void announce() const;
   void step(int64_t step);
   StepLoss forward_backward(int64_t step, bool log_step);
+  StepValues read_step(StepLoss& sl);
   void monitor_divergence(int64_t step, double loss);
   void skip_step(int64_t step, const std::string& bad, double loss);
   void overflow_step(int64_t step, double loss);
@@ -347,6 +358,10 @@ class Trainer {
   std::optional<nn::optim::LossScaler> scaler_;
   int64_t overflow_steps_ = 0;
   TrainResult res_;
+  const bool stats_ = topt_.cuda_stats || [] {
+    const char* v = std::getenv("RELPOS_CUDA_STATS");
+    return v != nullptr && std::string(v) == "1";
+  }();
   LogWindow window_;
   double run_min_ = std::numeric_limits<double>::infinity();  // running minimum of the training loss
   int64_t last_saved_ = -1;
@@ -509,13 +524,16 @@ void Trainer::step(int64_t step) {
   opt_->set_lr(lr);
   const bool log_step = step % cfg_.train.log_every == 0 || step == cfg_.train.steps;
   const bool eval_step = step % cfg_.train.eval_every == 0 || step == cfg_.train.steps;
-  const StepLoss sl = forward_backward(step, log_step);
+  if (stats_) cuda::reset_transfer_stats();
+  StepLoss sl = forward_backward(step, log_step);
   if (topt_.after_backward) topt_.after_backward(step, *model_);
-  monitor_divergence(step, sl.loss);
   if (scaler_) nn::optim::scale_grads(params_, 1.0 / scaler_->scale());  // fp16: unscale before any use
   // The global gradient norm doubles as the non-finite check (NaN/Inf anywhere makes it
-  // non-finite): one reduction on the device and one host read per step.
-  const double pre_clip_norm = nn::optim::grad_norm(params_);
+  // non-finite). It, the position parameters' norm and the loss come back in one transfer:
+  // the only host read of a step that is not logged (a failed device check throws there).
+  const StepValues sv = read_step(sl);
+  monitor_divergence(step, sl.loss);
+  const double pre_clip_norm = sv.norm;
   if (scaler_) {
     const bool finite = std::isfinite(pre_clip_norm) && std::isfinite(sl.loss);
     // an fp16 overflow: skip the update, halve the scale (a scale already below 1 that still
@@ -532,7 +550,7 @@ void Trainer::step(int64_t step) {
     maybe_checkpoint(step);  // a skipped last step still ends with a checkpoint
     return;
   }
-  const double pos_norm = pos_params_.empty() ? 0.0 : nn::optim::grad_norm(pos_params_);
+  const double pos_norm = sv.pos_norm;
   const double norm = cfg_.optim.clip_grad_norm > 0
                           ? nn::optim::clip_grad_norm(params_, cfg_.optim.clip_grad_norm, pre_clip_norm)
                           : pre_clip_norm;
@@ -544,8 +562,39 @@ void Trainer::step(int64_t step) {
   window_.loss += sl.loss;
   window_.z += sl.z;
   ++window_.steps;
+  if (stats_) {  // RELPOS_CUDA_STATS=1: this step's transfers, before logging and checkpointing
+    const cuda::TransferStats t = cuda::transfer_stats();
+    say(fmt::format("step {}: cuda transfers h2d {} ({} B), d2h {} ({} B), d2d {}, syncs {}", step, t.h2d, t.h2d_bytes,
+                    t.d2h, t.d2h_bytes, t.d2d, t.syncs));
+    res_.step_transfers.push_back(t);
+  }
   if (log_step || eval_step) log_window(step, lr, norm, pos_norm, sl.stats, eval_step);
   maybe_checkpoint(step);
+}
+
+StepValues Trainer::read_step(StepLoss& sl) {
+  std::vector<Tensor> parts;
+  auto add = [&](const Tensor& t) {
+    if (!t.defined()) return -1;
+    Tensor v = t.to(DType::F64).reshape({1});
+    if (!parts.empty() && v.device() != parts[0].device()) v = v.to(parts[0].device());  // grads on two devices
+    parts.push_back(v);
+    return int(parts.size()) - 1;
+  };
+  const int il = add(sl.loss_t), iz = add(sl.z_t), in = add(nn::optim::grad_sq_sum(params_));
+  const int ip = pos_params_.empty() ? -1 : add(nn::optim::grad_sq_sum(pos_params_));
+  std::vector<double> v;
+  if (!parts.empty()) v = (parts.size() == 1 ? parts[0] : k::cat(parts, 0)).to_vector<double>();
+  const double accum = double(cfg_.train.grad_accum);
+  if (il >= 0) sl.loss = v[size_t(il)] / accum;
+  if (iz >= 0)
+    sl.z = v[size_t(iz)] / accum;
+  else if (sl.loss_t.defined())
+    sl.z = 0.0;
+  StepValues out;
+  out.norm = in >= 0 ? std::sqrt(v[size_t(in)]) : 0.0;
+  out.pos_norm = ip >= 0 ? std::sqrt(v[size_t(ip)]) : 0.0;
+  return out;
 }
 
 // The gradients of one step, accumulated over train.grad_accum micro-batches. Data-parallel:
@@ -580,8 +629,17 @@ StepLoss Trainer::forward_backward(int64_t step, bool log_step) {
     } else {
       ((zl.defined() ? loss + zl : loss) * scale).backward();
     }
-    loss_sum += loss.item() * w_ce;
-    if (zl.defined()) z_sum += zl.item() * w_z;
+    if (dp_.active()) {  // the collective sums host values
+      loss_sum += loss.item() * w_ce;
+      if (zl.defined()) z_sum += zl.item() * w_z;
+    } else {  // on the device, read once per step (read_step): loss * 1.0 (w_ce) is loss
+      Tensor l = loss.data().to(DType::F64);
+      out.loss_t = out.loss_t.defined() ? k::add(out.loss_t, l) : l;
+      if (zl.defined()) {
+        Tensor z = zl.data().to(DType::F64);
+        out.z_t = out.z_t.defined() ? k::add(out.z_t, z) : z;
+      }
+    }
     window_.tokens += b.target.numel() * dp_.world();
   }
   if (dp_.active()) {

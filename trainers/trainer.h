@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cuda_runtime.h"
 #include "nn/models.h"
 #include "nn/optim/optimizer.h"
 #include "trainers/config.h"
@@ -36,6 +37,9 @@ struct TrainResult {
   // First step whose training loss was non-finite or > 2x the running minimum of the
   // earlier steps' losses (-1: none); also logged to metrics.jsonl as first_divergence_step.
   int64_t first_divergence_step = -1;
+  // With TrainOptions::cuda_stats (or RELPOS_CUDA_STATS=1): the host<->device transfers of
+  // each step run, from its start to the end of its update (before logging and checkpointing).
+  std::vector<cuda::TransferStats> step_transfers;
 };
 
 struct TrainOptions {
@@ -50,6 +54,10 @@ struct TrainOptions {
   Communicator* comm = nullptr;
   // Test hook: called after backward, before the non-finite check (inject a NaN gradient).
   std::function<void(int64_t step, nn::Model&)> after_backward;
+  // Debug statistic: count the CUDA transfers of every step (core/cuda_runtime.h), log them
+  // ("step N: cuda transfers h2d ...") and return them in TrainResult::step_transfers. Also
+  // on when the environment has RELPOS_CUDA_STATS=1.
+  bool cuda_stats = false;
 };
 
 TrainResult train(const Config& cfg, const TrainOptions& opt = {});

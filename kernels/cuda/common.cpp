@@ -13,6 +13,10 @@ namespace dev {
 void throw_error(const char* op, const char* what, const char* status) {
   fail("{}: CUDA error in {}: {}", op, what, status);
 }
+void debug_sync(const char*) {
+  relpos::cuda::synchronize();
+  relpos::cuda::check_device_errors();
+}
 }  // namespace dev
 
 dev::DT dt(DType t) { return dev::DT(int(t)); }
@@ -34,9 +38,13 @@ dev::Strides strides_of(const Tensor& t) {
   return s;
 }
 
-Tensor upload(const std::vector<int64_t>& v) {
-  if (v.empty()) return zeros_cuda({1}, DType::I64);
-  return Tensor::from_vector(v, {int64_t(v.size())}).to(Device::CUDA);
+dev::Check device_check(std::function<std::string(uint64_t pos)> report) {
+  const relpos::cuda::DeviceCheck c = relpos::cuda::begin_device_check(std::move(report));
+  return {c.record, c.base};
+}
+
+int64_t element(const Tensor& t, uint64_t pos) {
+  return int64_t(t.contiguous().reshape({-1}).at({int64_t(pos)}));
 }
 
 }  // namespace relpos::k::cuda

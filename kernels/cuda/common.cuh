@@ -19,12 +19,12 @@
       ::relpos::k::cuda::dev::throw_error(op, #call, cudaGetErrorString(relpos_err_));       \
   } while (0)
 // After a launch: a bad launch configuration fails here; with RELPOS_CUDA_SYNC=1 in the
-// environment the device is also synchronised, so a fault inside the kernel is reported
-// with the op's name instead of at the next, unrelated, synchronising call (debugging aid).
-#define RELPOS_LAUNCH_CHECK(op)                                                                   \
-  do {                                                                                            \
-    RELPOS_CUDA_CHECK(op, cudaGetLastError());                                                    \
-    if (::relpos::k::cuda::dev::sync_after_launch()) RELPOS_CUDA_CHECK(op, cudaDeviceSynchronize()); \
+// environment the device is also synchronised (debug_sync), so a fault inside the kernel is
+// reported with the op's name instead of at the next, unrelated, synchronising call.
+#define RELPOS_LAUNCH_CHECK(op)                                                              \
+  do {                                                                                       \
+    RELPOS_CUDA_CHECK(op, cudaGetLastError());                                               \
+    if (::relpos::k::cuda::dev::sync_after_launch()) ::relpos::k::cuda::dev::debug_sync(op); \
   } while (0)
 
 namespace relpos::k::cuda::dev {
@@ -55,8 +55,36 @@ inline int64_t numel(const Geom& g) {
   return n;
 }
 
+// Merge the adjacent dims of g that every operand walks as one (stride[d] == stride[d + 1] *
+// shape[d + 1]) and drop size-1 dims, keeping the row-major order of the elements: a launch
+// over contiguous operands becomes 1-d (offset_of: one multiply, no div/mod), a broadcast one
+// keeps only the dims it needs. ops: the operands' strides over g, rewritten with it.
+template <size_t N>
+inline void collapse(Geom& g, Strides* const (&ops)[N]) {
+  int64_t shape[kMaxDims], st[N][kMaxDims];
+  int nd = 0;  // innermost first
+  for (int d = g.ndim - 1; d >= 0; --d) {
+    if (g.shape[d] == 1) continue;
+    bool merge = nd > 0;
+    for (size_t k = 0; merge && k < N; ++k) merge = ops[k]->s[d] == st[k][nd - 1] * shape[nd - 1];
+    if (merge) {
+      shape[nd - 1] *= g.shape[d];
+      continue;
+    }
+    shape[nd] = g.shape[d];
+    for (size_t k = 0; k < N; ++k) st[k][nd] = ops[k]->s[d];
+    ++nd;
+  }
+  g.ndim = nd;
+  for (int j = 0; j < nd; ++j) {
+    g.shape[j] = shape[nd - 1 - j];
+    for (size_t k = 0; k < N; ++k) ops[k]->s[j] = st[k][nd - 1 - j];
+  }
+}
+
 // Element offset of row-major linear index i of g in an operand with strides s.
 __device__ inline int64_t offset_of(int64_t i, const Geom& g, const Strides& s) {
+  if (g.ndim == 1) return i * s.s[0];  // a collapsed contiguous (or uniformly strided) launch
   int64_t off = 0;
   for (int d = g.ndim - 1; d >= 0; --d) {
     const int64_t n = g.shape[d];
@@ -64,6 +92,11 @@ __device__ inline int64_t offset_of(int64_t i, const Geom& g, const Strides& s) 
     i /= n;
   }
   return off;
+}
+
+// Record a failed device check at element pos (the earliest launch and element win).
+__device__ inline void record_failure(const Check& chk, int64_t pos) {
+  if (chk.record) atomicMin(chk.record, chk.base | static_cast<unsigned long long>(pos));
 }
 
 struct SumOp {

@@ -31,11 +31,13 @@ Tensor binary(Binary op, const Tensor& a, const Tensor& b) {
   Tensor out = empty_cuda(shape, a.dtype());
   Tensor ae = a.expand(shape), be = b.expand(shape);
   const bool int_div = op == Binary::Div && a.dtype() == DType::I64;
-  Tensor bad = int_div ? zeros_cuda({1}, DType::I64) : Tensor();
+  // int64 division by zero: checked on the device, thrown at the next host read
+  const dev::Check chk = int_div ? device_check([da = describe(a), db = describe(b)](uint64_t) {
+    return fmt::format("div: integer division by zero or overflow in {} / {}", da, db);
+  })
+                                 : dev::Check{};
   dev::binary(int(op), dt(a.dtype()), out.raw_data(), ae.raw_data(), strides_of(ae), be.raw_data(), strides_of(be),
-              geom(shape, name), int_div ? bad.data<int64_t>() : nullptr);
-  if (int_div)
-    RELPOS_CHECK(bad.item() == 0.0, "div: integer division by zero or overflow in {} / {}", describe(a), describe(b));
+              geom(shape, name), chk);
   return out;
 }
 

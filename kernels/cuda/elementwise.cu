@@ -79,15 +79,15 @@ template <> __device__ int64_t pow_value<int64_t>(int64_t a, int64_t b) {  // st
 }
 
 template <typename T>
-__device__ T binary_value(int op, T a, T b, int64_t* bad) {
+__device__ T binary_value(int op, T a, T b, const Check& bad) {
   switch (op) {
     case Add: return a + b;
     case Sub: return a - b;
     case Mul: return a * b;
     case Div:
       if constexpr (std::is_integral_v<T>) {
-        if (b == 0 || (b == -1 && a == INT64_MIN)) {  // would trap: flag it, the host throws
-          *bad = 1;
+        if (b == 0 || (b == -1 && a == INT64_MIN)) {  // would trap: record it, the host throws
+          record_failure(bad, 0);
           return T(0);
         }
       }
@@ -118,7 +118,7 @@ __global__ void unary_grad_kernel(int op, T* out, const T* gr, Strides gs, const
 
 template <typename T>
 __global__ void binary_kernel(int op, T* out, const T* a, Strides as, const T* b, Strides bs, Geom g, int64_t n,
-                              int64_t* bad) {
+                              Check bad) {
   RELPOS_GRID_STRIDE(i, n) out[i] = binary_value<T>(op, a[offset_of(i, g, as)], b[offset_of(i, g, bs)], bad);
 }
 
@@ -142,9 +142,12 @@ __global__ void mul_kernel(T* dst, Strides ds, Geom g, int64_t n, T s) {
 
 }  // namespace
 
-void unary(int op, DT t, void* out, const void* x, const Strides& xs, const Geom& g, double p, double q) {
-  const int64_t n = numel(g);
+void unary(int op, DT t, void* out, const void* x, const Strides& xs_in, const Geom& g_in, double p, double q) {
+  const int64_t n = numel(g_in);
   if (n == 0) return;
+  Geom g = g_in;
+  Strides xs = xs_in;
+  collapse(g, {&xs});
   visit_float(t, [&](auto tag) {
     using T = decltype(tag);
     unary_kernel<T><<<grid_for(n), kThreads>>>(op, static_cast<T*>(out), static_cast<const T*>(x), xs, g, n, T(p),
@@ -153,10 +156,13 @@ void unary(int op, DT t, void* out, const void* x, const Strides& xs, const Geom
   RELPOS_LAUNCH_CHECK("unary op");
 }
 
-void unary_grad(int op, DT t, void* out, const void* gr, const Strides& gs, const void* x, const Strides& xs,
-                const Geom& g, double p, double q) {
-  const int64_t n = numel(g);
+void unary_grad(int op, DT t, void* out, const void* gr, const Strides& gs_in, const void* x, const Strides& xs_in,
+                const Geom& g_in, double p, double q) {
+  const int64_t n = numel(g_in);
   if (n == 0) return;
+  Geom g = g_in;
+  Strides gs = gs_in, xs = xs_in;
+  collapse(g, {&gs, &xs});
   visit_float(t, [&](auto tag) {
     using T = decltype(tag);
     unary_grad_kernel<T><<<grid_for(n), kThreads>>>(op, static_cast<T*>(out), static_cast<const T*>(gr), gs,
@@ -165,10 +171,13 @@ void unary_grad(int op, DT t, void* out, const void* gr, const Strides& gs, cons
   RELPOS_LAUNCH_CHECK("unary_grad");
 }
 
-void binary(int op, DT t, void* out, const void* a, const Strides& as, const void* b, const Strides& bs,
-            const Geom& g, int64_t* bad) {
-  const int64_t n = numel(g);
+void binary(int op, DT t, void* out, const void* a, const Strides& as_in, const void* b, const Strides& bs_in,
+            const Geom& g_in, Check bad) {
+  const int64_t n = numel(g_in);
   if (n == 0) return;
+  Geom g = g_in;
+  Strides as = as_in, bs = bs_in;
+  collapse(g, {&as, &bs});
   visit_all(t, [&](auto tag) {
     using T = decltype(tag);
     binary_kernel<T><<<grid_for(n), kThreads>>>(op, static_cast<T*>(out), static_cast<const T*>(a), as,
@@ -177,10 +186,13 @@ void binary(int op, DT t, void* out, const void* a, const Strides& as, const voi
   RELPOS_LAUNCH_CHECK("binary op");
 }
 
-void where(DT ct, DT t, void* out, const void* c, const Strides& cs, const void* a, const Strides& as,
-           const void* b, const Strides& bs, const Geom& g) {
-  const int64_t n = numel(g);
+void where(DT ct, DT t, void* out, const void* c, const Strides& cs_in, const void* a, const Strides& as_in,
+           const void* b, const Strides& bs_in, const Geom& g_in) {
+  const int64_t n = numel(g_in);
   if (n == 0) return;
+  Geom g = g_in;
+  Strides cs = cs_in, as = as_in, bs = bs_in;
+  collapse(g, {&cs, &as, &bs});
   visit_all(t, [&](auto tag) {
     using T = decltype(tag);
     visit_all(ct, [&](auto ctag) {
@@ -192,10 +204,13 @@ void where(DT ct, DT t, void* out, const void* c, const Strides& cs, const void*
   RELPOS_LAUNCH_CHECK("where");
 }
 
-void add_inplace(DT t, void* dst, const Strides& ds, const void* src, const Strides& ss, const Geom& g,
+void add_inplace(DT t, void* dst, const Strides& ds_in, const void* src, const Strides& ss_in, const Geom& g_in,
                  double alpha) {
-  const int64_t n = numel(g);
+  const int64_t n = numel(g_in);
   if (n == 0) return;
+  Geom g = g_in;
+  Strides ds = ds_in, ss = ss_in;
+  collapse(g, {&ds, &ss});
   visit_float(t, [&](auto tag) {
     using T = decltype(tag);
     add_kernel<T><<<grid_for(n), kThreads>>>(static_cast<T*>(dst), ds, static_cast<const T*>(src), ss, g, n,
@@ -204,9 +219,12 @@ void add_inplace(DT t, void* dst, const Strides& ds, const void* src, const Stri
   RELPOS_LAUNCH_CHECK("add_");
 }
 
-void mul_inplace(DT t, void* dst, const Strides& ds, const Geom& g, double s) {
-  const int64_t n = numel(g);
+void mul_inplace(DT t, void* dst, const Strides& ds_in, const Geom& g_in, double s) {
+  const int64_t n = numel(g_in);
   if (n == 0) return;
+  Geom g = g_in;
+  Strides ds = ds_in;
+  collapse(g, {&ds});
   visit_float(t, [&](auto tag) {
     using T = decltype(tag);
     mul_kernel<T><<<grid_for(n), kThreads>>>(static_cast<T*>(dst), ds, g, n, T(s));

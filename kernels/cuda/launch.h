@@ -25,6 +25,17 @@ struct Strides {  // one operand's element strides over Geom (0 = broadcast)
 
 // Throws relpos::Error("<op>: CUDA error in <what>: <status>"). Defined in common.cpp.
 [[noreturn]] void throw_error(const char* op, const char* what, const char* status);
+// RELPOS_CUDA_SYNC=1 (debugging): wait for the device after each launch through the counted
+// relpos::cuda::synchronize() and throw pending device-check failures at once. common.cpp.
+void debug_sync(const char* op);
+
+// A device-side check (relpos::cuda::DeviceCheck, core/cuda_runtime.h): a kernel that finds
+// a bad input at element pos does atomicMin(record, base | pos) and does not read through it;
+// the host throws the message at its next read. record == nullptr: no check.
+struct Check {
+  unsigned long long* record = nullptr;
+  unsigned long long base = 0;
+};
 
 // ---------------------------------------------------------------- info.cu
 void cublas_version(int* major, int* minor, int* patch);  // -1 where cuBLAS cannot say
@@ -35,9 +46,9 @@ void cublas_version(int* major, int* minor, int* patch);  // -1 where cuBLAS can
 void unary(int op, DT t, void* out, const void* x, const Strides& xs, const Geom& g, double p, double q);
 void unary_grad(int op, DT t, void* out, const void* gr, const Strides& gs, const void* x, const Strides& xs,
                 const Geom& g, double p, double q);
-// int64 Div sets *bad = 1 on division by zero or INT64_MIN / -1 (bad: one device int64).
-void binary(int op, DT t, void* out, const void* a, const Strides& as, const void* b, const Strides& bs,
-            const Geom& g, int64_t* bad);
+// int64 Div records element 0 in chk on division by zero or INT64_MIN / -1.
+void binary(int op, DT t, void* out, const void* a, const Strides& as, const void* b, const Strides& bs, const Geom& g,
+            Check chk);
 void where(DT ct, DT t, void* out, const void* c, const Strides& cs, const void* a, const Strides& as,
            const void* b, const Strides& bs, const Geom& g);
 void add_inplace(DT t, void* dst, const Strides& ds, const void* src, const Strides& ss, const Geom& g,
@@ -53,6 +64,19 @@ void causal_fill(DT t, void* out, const void* x, int64_t rows, int64_t Lq, int64
 // x: contiguous [rows, R] -> out [rows]; op = int(k::Reduce). One block per row, float64
 // accumulation, fixed summation tree (deterministic).
 void reduce_rows(int op, DT t, void* out, const void* x, int64_t rows, int64_t R, int64_t correction);
+// x: contiguous [R, K] -> out [K]: column sums (op Sum or Mean), no transposed copy. Two
+// passes: thread (column, chunk of kColChunk rows) adds its rows in order into part
+// ([col_chunks(R), K] float64), then one thread per column adds the chunks in order.
+constexpr int64_t kColChunk = 64;
+inline int64_t col_chunks(int64_t R) {
+  return (R + kColChunk - 1) / kColChunk;
+}
+void reduce_cols(int op, DT t, void* out, const void* x, int64_t R, int64_t K, double* part);
+// x: contiguous [n] -> out (one element), op Sum or Mean: one block per chunk of 8192
+// elements into partial (all_chunks(n) doubles), then one block over the partials (fixed
+// trees: deterministic) — a full reduction on every multiprocessor, not one block.
+int64_t all_chunks(int64_t n);
+void reduce_all(int op, DT t, void* out, const void* x, int64_t n, double* partial);
 // x: contiguous [n] -> *out = sum x^2 in float64. partial: device scratch of
 // sum_squares_chunks(n) doubles. Fixed chunking and summation tree (deterministic).
 int64_t sum_squares_chunks(int64_t n);
@@ -80,24 +104,50 @@ void norm_forward(DT t, bool center, const void* x, const void* w, const void* b
                   void* rstd, int64_t rows, int64_t D, double eps);
 void norm_backward_dx(DT t, bool center, const void* gy, const void* x, const void* mean, const void* rstd,
                       const void* w, void* dx, int64_t rows, int64_t D);
-// dw, db: [D] or null; one thread per column, rows in order (deterministic, no atomics).
-void norm_backward_params(DT t, bool center, const void* gy, const void* x, const void* mean,
-                          const void* rstd, void* dw, void* db, int64_t rows, int64_t D);
+// dw, db: [D] or null. Two passes, as kernels/cpu/norm.cpp: rows in fixed chunks of
+// kNormRowChunk, one thread per (column, chunk) sums its chunk's rows in order into
+// part_w / part_b ([norm_chunks(rows), D] float64 scratch, either null when its output is),
+// then one thread per column adds the chunks in order: parallel over rows, deterministic,
+// the CPU's additions in the CPU's order.
+constexpr int64_t kNormRowChunk = 64;
+inline int64_t norm_chunks(int64_t rows) {
+  return (rows + kNormRowChunk - 1) / kNormRowChunk;
+}
+void norm_backward_params(DT t, bool center, const void* gy, const void* x, const void* mean, const void* rstd,
+                          void* dw, void* db, int64_t rows, int64_t D, double* part_w, double* part_b);
 
 // ---------------------------------------------------------------- index.cu
-// out [n, D] = w [V, D] rows ids[0..n) (ids already bounds-checked).
-void embedding(DT t, void* out, const void* w, const int64_t* ids, int64_t n, int64_t D);
+// Index bounds are checked on the device (chk; a bad index reads nothing: its output is 0).
+// out [n, D] = w [V, D] rows ids[0..n) (ids contiguous).
+void embedding(DT t, void* out, const void* w, const int64_t* ids, int64_t n, int64_t V, int64_t D, Check chk);
 // x contiguous [pre, nsrc, post], ids [m] -> out [pre, m, post] (any dtype).
 void index_select(DT t, void* out, const void* x, const int64_t* ids, int64_t pre, int64_t nsrc, int64_t m,
-                  int64_t post);
-// Deterministic segmented sum (the scatter-adds): out [pre, nseg, post],
-//   out[p, s, q] = sum_{k = seg_begin[s]}^{seg_begin[s+1]-1} src[p, perm[k], q]   (src: [pre, src_m, post])
-// summed in T in increasing k, one thread per output element — the order of the CPU loops.
+                  int64_t post, Check chk);
+// out [idx shape] contiguous: out[e] = x[coords(e) with idx[e] at dim] (idx[e] in [0, bound)).
+void gather(DT t, void* out, const void* x, const Strides& xs, const int64_t* idx, const Strides& is, const Geom& ig,
+            int dim, int64_t bound, Check chk);
+// The scatter-adds, deterministic and without a host-built sort:
+//  1. keys: key[e] (unsigned) of every contribution e < n, in [0, nseg]; nseg for a bad index
+//     (recorded in chk), so it falls in no segment; val[e] = e.
+//     keys_from_ids: key[e] = ids[e] (ids contiguous [n], valid in [0, nseg)).
+//     keys_scatter: e runs over idx (geometry ig, strides is) in row-major order; key[e] = the
+//       offset in the contiguous output (element strides os over ig's dims) of coords(e) with
+//       idx[e] at dim (valid in [0, bound)); nseg = numel of the output.
+//  2. sort_pairs: a stable radix sort (CUB) of (key, val) by key's low end_bit bits, so each
+//     segment's contributions stay in increasing e: the CPU's loop order.
+//  3. segment_bounds: seg_begin[s] = first k with sorted_key[k] >= s, s in [0, nseg].
+//  4. segment_sum: out[p, s, q] = sum_{k = seg_begin[s]}^{seg_begin[s+1]-1} src[p, perm[k], q]
+//     (src [pre, src_m, post]), in T, in increasing k, one thread per output element.
+void keys_from_ids(const int64_t* ids, int64_t n, int64_t nseg, unsigned long long* key, int64_t* val, Check chk);
+void keys_scatter(const int64_t* idx, const Strides& is, const Geom& ig, int dim, int64_t bound, const Strides& os,
+                  int64_t nseg, unsigned long long* key, int64_t* val, Check chk);
+int end_bit_for(int64_t nseg);  // bits needed for keys in [0, nseg]
+size_t sort_pairs_temp_bytes(int64_t n, int end_bit);
+void sort_pairs(void* temp, size_t temp_bytes, const unsigned long long* key_in, unsigned long long* key_out,
+                const int64_t* val_in, int64_t* val_out, int64_t n, int end_bit);
+void segment_bounds(int64_t* seg_begin, const unsigned long long* sorted_key, int64_t n, int64_t nseg);
 void segment_sum(DT t, void* out, const void* src, const int64_t* seg_begin, const int64_t* perm, int64_t pre,
                  int64_t nseg, int64_t post, int64_t src_m);
-// out [idx shape] contiguous: out[e] = x[coords(e) with idx[e] at dim].
-void gather(DT t, void* out, const void* x, const Strides& xs, const int64_t* idx, const Strides& is,
-            const Geom& ig, int dim);
 
 // ---------------------------------------------------------------- rotary.cu
 // x, out contiguous [N, L, dh]; cs contiguous [2, L, half]; n = N L > 0 rows.
@@ -115,14 +165,21 @@ void toeplitz_diag_sum(DT t, void* out, const void* ds, int64_t B, int64_t H, in
 void dropout_mask(DT t, void* out, int64_t n, double p, uint64_t seed, uint64_t first);
 
 // ---------------------------------------------------------------- cross_entropy.cu
-// logits [N, C] contiguous, target [N] (validated) -> lse [N], per_row [N].
-void ce_forward(DT t, const void* logits, const int64_t* target, int64_t N, int64_t C, int64_t ignore_index,
-                void* lse, void* per_row);
-// loss (one element) = sum(per_row) / divisor  (divisor 1 for sum; 0 writes 0).
-void ce_reduce(DT t, void* loss, const void* per_row, int64_t N, double divisor);
-// reduction = int(k::Reduction); g: one element (mean/sum) or [N] (none).
-void ce_backward(DT t, void* dx, const void* g, int reduction, int64_t count, const void* logits, const void* lse,
-                 const int64_t* target, int64_t N, int64_t C, int64_t ignore_index);
+// logits [N, C] contiguous, target [N] -> lse [N], per_row [N]; a target neither ignore_index
+// nor in [0, C) is recorded in chk (element = its row) and its row's loss is 0.
+void ce_forward(DT t, const void* logits, const int64_t* target, int64_t N, int64_t C, int64_t ignore_index, void* lse,
+                void* per_row, Check chk);
+// *count = the rows whose target is not ignore_index (one block, integers: exact).
+void ce_count(const int64_t* target, int64_t N, int64_t ignore_index, int64_t* count);
+// loss (one element) = sum(per_row) / divisor: divisor *count (mean) or 1 (count == nullptr);
+// a divisor of 0 writes 0.
+void ce_reduce(DT t, void* loss, const void* per_row, int64_t N, const int64_t* count);
+// reduction = int(k::Reduction); g: one element (mean/sum) or [N] (none); for mean the scale
+// is g / count, count = *count_dev when count_dev is set, else count_host. Bad targets as in
+// ce_forward (their rows get 0).
+void ce_backward(DT t, void* dx, const void* g, int reduction, const int64_t* count_dev, int64_t count_host,
+                 const void* logits, const void* lse, const int64_t* target, int64_t N, int64_t C, int64_t ignore_index,
+                 Check chk);
 
 // ---------------------------------------------------------------- optim.cu
 struct AdamScalars {  // double values, rounded to T in the kernel exactly as kernels/cpu/optim.cpp rounds them

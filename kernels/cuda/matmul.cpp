@@ -2,7 +2,8 @@
 // kernels/cpu/matmul.cpp (transposed views go to cuBLAS with a transpose flag, not copied;
 // anything else is packed once), batch dims broadcast. When every operand's batch offsets are
 // i * stride for one stride (always for one batch dim or a contiguous batch; 0 for a
-// broadcast operand) the whole product is one strided-batched GEMM, else one GEMM per batch.
+// broadcast operand) the whole product is one strided-batched GEMM, else one strided-batched
+// GEMM over the last batch dim per index of the leading ones (attention on split heads).
 #include "kernels/cuda/host.h"
 
 namespace relpos::k::cuda {
@@ -93,11 +94,18 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
     dev::gemm(t, allow_tf32(), M, N, K, la, lb, out.raw_data(), N, M * N, nb);
     return out;
   }
+  // Batch offsets that are not one stride apart (split heads: [B, H] over a [B, L, H, dh]
+  // buffer): the last batch dim always is, so one strided-batched GEMM over it per index of
+  // the leading batch dims (B calls for attention, not B * H).
+  const size_t last = batch.size() - 1;
+  const Shape lead(batch.begin(), batch.end() - 1);
+  const int64_t inner = batch[last], outer = nb / inner;
+  la.batch_stride = ae.strides()[last], lb.batch_stride = be.strides()[last];
   char* po = static_cast<char*>(out.raw_data());
-  for (int64_t i = 0; i < nb; ++i) {
-    la.data = at(ae, batch_offset(ae, batch, i)), la.batch_stride = 0;
-    lb.data = at(be, batch_offset(be, batch, i)), lb.batch_stride = 0;
-    dev::gemm(t, allow_tf32(), M, N, K, la, lb, po + i * M * N * int64_t(es), N, M * N, 1);
+  for (int64_t i = 0; i < outer; ++i) {
+    la.data = at(ae, batch_offset(ae, lead, i));
+    lb.data = at(be, batch_offset(be, lead, i));
+    dev::gemm(t, allow_tf32(), M, N, K, la, lb, po + i * inner * M * N * int64_t(es), N, M * N, inner);
   }
   return out;
 }

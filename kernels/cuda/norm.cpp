@@ -36,9 +36,13 @@ NormGrads backward(bool center, const Tensor& gy_in, const Tensor& x_in, const T
   if (w.defined() || has_bias) {
     if (w.defined()) g.dweight = empty_cuda({D}, x.dtype());
     if (has_bias) g.dbias = empty_cuda({D}, x.dtype());
+    const int64_t chunks = std::max<int64_t>(dev::norm_chunks(rows), 1);  // float64 partial sums per row chunk
+    Tensor pw = w.defined() ? empty_cuda({chunks, D}, DType::F64) : Tensor();
+    Tensor pb = has_bias ? empty_cuda({chunks, D}, DType::F64) : Tensor();
     dev::norm_backward_params(t, center, gy.raw_data(), x.raw_data(), ptr(mean), rstd.raw_data(),
                               g.dweight.defined() ? g.dweight.raw_data() : nullptr,
-                              g.dbias.defined() ? g.dbias.raw_data() : nullptr, rows, D);
+                              g.dbias.defined() ? g.dbias.raw_data() : nullptr, rows, D,
+                              pw.defined() ? pw.data<double>() : nullptr, pb.defined() ? pb.data<double>() : nullptr);
   }
   return g;
 }

@@ -71,15 +71,36 @@ __global__ void norm_backward_dx_kernel(bool center, const T* gy, const T* x, co
   }
 }
 
+// Pass 1: thread (column i, chunk ch) sums rows ch * kNormRowChunk .. in order, the CPU's
+// partial: += g * ((x - mean) * rstd) and += g, in float64.
 template <typename T>
-__global__ void norm_backward_params_kernel(bool center, const T* gy, const T* x, const T* mean, const T* rstd, T* dw,
-                                            T* db, int64_t rows, int64_t D) {
+__global__ void norm_params_partial_kernel(bool center, const T* gy, const T* x, const T* mean, const T* rstd,
+                                           double* part_w, double* part_b, int64_t rows, int64_t D, int64_t chunks) {
+  for (int64_t ch = blockIdx.y; ch < chunks; ch += gridDim.y) {
+    const int64_t r1 = ch * kNormRowChunk + kNormRowChunk < rows ? ch * kNormRowChunk + kNormRowChunk : rows;
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < D; i += int64_t(gridDim.x) * blockDim.x) {
+      double sw = 0.0, sb = 0.0;
+      for (int64_t r = ch * kNormRowChunk; r < r1; ++r) {
+        const double g = double(gy[r * D + i]);
+        const double xh = (double(x[r * D + i]) - (center ? double(mean[r]) : 0.0)) * double(rstd[r]);
+        sw += g * xh;
+        sb += g;
+      }
+      if (part_w) part_w[ch * D + i] = sw;
+      if (part_b) part_b[ch * D + i] = sb;
+    }
+  }
+}
+
+// Pass 2: one thread per column adds the chunks in order.
+template <typename T>
+__global__ void norm_params_finish_kernel(const double* part_w, const double* part_b, T* dw, T* db, int64_t D,
+                                          int64_t chunks) {
   RELPOS_GRID_STRIDE(i, D) {
     double sw = 0.0, sb = 0.0;
-    for (int64_t r = 0; r < rows; ++r) {
-      const double gv = double(gy[r * D + i]);
-      sw += gv * (double(x[r * D + i]) - (center ? double(mean[r]) : 0.0)) * double(rstd[r]);
-      sb += gv;
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+      if (part_w) sw += part_w[ch * D + i];
+      if (part_b) sb += part_b[ch * D + i];
     }
     if (dw) dw[i] = T(sw);
     if (db) db[i] = T(sb);
@@ -113,13 +134,20 @@ void norm_backward_dx(DT t, bool center, const void* gy, const void* x, const vo
 }
 
 void norm_backward_params(DT t, bool center, const void* gy, const void* x, const void* mean, const void* rstd,
-                          void* dw, void* db, int64_t rows, int64_t D) {
+                          void* dw, void* db, int64_t rows, int64_t D, double* part_w, double* part_b) {
   if (D == 0) return;
+  const int64_t chunks = norm_chunks(rows);
   visit_float(t, [&](auto tag) {
     using T = decltype(tag);
-    norm_backward_params_kernel<T><<<grid_for(D), kThreads>>>(
-        center, static_cast<const T*>(gy), static_cast<const T*>(x), static_cast<const T*>(mean),
-        static_cast<const T*>(rstd), static_cast<T*>(dw), static_cast<T*>(db), rows, D);
+    if (chunks > 0) {
+      const dim3 grid(grid_for(D), unsigned(std::min<int64_t>(chunks, 65535)));
+      norm_params_partial_kernel<T><<<grid, kThreads>>>(center, static_cast<const T*>(gy), static_cast<const T*>(x),
+                                                        static_cast<const T*>(mean), static_cast<const T*>(rstd),
+                                                        dw ? part_w : nullptr, db ? part_b : nullptr, rows, D, chunks);
+      RELPOS_LAUNCH_CHECK(center ? "layer_norm_backward" : "rms_norm_backward");
+    }
+    norm_params_finish_kernel<T><<<grid_for(D), kThreads>>>(dw ? part_w : nullptr, db ? part_b : nullptr,
+                                                            static_cast<T*>(dw), static_cast<T*>(db), D, chunks);
   });
   RELPOS_LAUNCH_CHECK(center ? "layer_norm_backward" : "rms_norm_backward");
 }

@@ -1,6 +1,8 @@
 // kernels/cuda/reduce.cpp — CUDA entry points of reduce and sum_squares. As on the CPU
 // (kernels/cpu/reduce.cpp), the input is permuted so kept dims come first and reduced dims
-// last and made contiguous; reduce.cu then reduces each row with one block.
+// last and made contiguous; reduce.cu then reduces each row with one block. Two special
+// cases (sum and mean): the leading dims of a contiguous tensor are summed as columns in
+// place (reduce_cols), and a large full reduction runs in two passes (reduce_all).
 #include <algorithm>
 
 #include "kernels/cuda/host.h"
@@ -38,7 +40,25 @@ Tensor reduce(Reduce op, const Tensor& x, std::vector<int64_t> dims, bool keepdi
     }
   const int64_t rows = numel_of(kept_shape);
   Tensor out = empty_cuda(keepdim ? out_shape : kept_shape, x.dtype());
+  const bool sum_like = op == Reduce::Sum || op == Reduce::Mean;
+  // Sum / mean over the leading dims of a contiguous tensor (a bias gradient, sum_to): column
+  // sums in place, no transposed copy.
+  int64_t lead = 0;
+  while (lead < nd && red[size_t(lead)]) ++lead;
+  bool leading = lead > 0 && rows > 1 && x.is_contiguous();
+  for (int64_t d = lead; leading && d < nd; ++d) leading = !red[size_t(d)];
+  if (sum_like && leading) {
+    Tensor part = empty_cuda({std::max<int64_t>(dev::col_chunks(R), 1), rows}, DType::F64);
+    dev::reduce_cols(int(op), dt(x.dtype()), out.raw_data(), x.raw_data(), R, rows, part.data<double>());
+    return out;
+  }
   Tensor xp = (nd == 0 ? x : x.permute(order)).contiguous();  // [rows, R]
+  // A large full reduction: every multiprocessor, then one block.
+  if (sum_like && rows == 1 && R > 8192) {
+    Tensor partial = empty_cuda({dev::all_chunks(R)}, DType::F64);
+    dev::reduce_all(int(op), dt(x.dtype()), out.raw_data(), xp.raw_data(), R, partial.data<double>());
+    return out;
+  }
   dev::reduce_rows(int(op), dt(x.dtype()), out.raw_data(), xp.raw_data(), rows, R, correction);
   return out;
 }

@@ -55,29 +55,87 @@ __global__ void reduce_rows_kernel(int op, T* out, const T* x, int64_t rows, int
 
 constexpr int64_t kChunk = 8192;  // as kernels/cpu/optim.cpp
 
-// One block per chunk of kChunk elements -> partial[c].
-template <typename T>
-__global__ void sum_squares_partial(double* partial, const T* x, int64_t n, int64_t chunks) {
+// One block per chunk of kChunk elements -> partial[c] = the chunk's sum (of squares when
+// Square), fixed tree.
+template <typename T, bool Square>
+__global__ void chunk_partial_kernel(double* partial, const T* x, int64_t n, int64_t chunks) {
   __shared__ double sh[kThreads];
   for (int64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
     const int64_t begin = c * kChunk, end = begin + kChunk < n ? begin + kChunk : n;
     double s = 0.0;
-    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) s += double(x[i]) * double(x[i]);
+    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x)
+      s += Square ? double(x[i]) * double(x[i]) : double(x[i]);
     s = block_reduce(s, SumOp{}, sh);
     if (threadIdx.x == 0) partial[c] = s;
   }
 }
 
-// One block: out = sum of the partials (fixed order).
-__global__ void sum_partials(double* out, const double* partial, int64_t chunks) {
+// One block: *out = the sum of the partials (fixed tree), / n for a mean.
+template <typename T>
+__global__ void chunk_finish_kernel(T* out, const double* partial, int64_t n, int64_t chunks, bool mean) {
   __shared__ double sh[kThreads];
   double s = 0.0;
   for (int64_t i = threadIdx.x; i < chunks; i += blockDim.x) s += partial[i];
   s = block_reduce(s, SumOp{}, sh);
-  if (threadIdx.x == 0) *out = s;
+  if (threadIdx.x == 0) *out = T(mean ? s / double(n) : s);
+}
+
+// Column sums, pass 1: thread (column i, chunk ch) adds rows ch * kColChunk .. in order.
+template <typename T>
+__global__ void col_partial_kernel(double* part, const T* x, int64_t R, int64_t K, int64_t chunks) {
+  for (int64_t ch = blockIdx.y; ch < chunks; ch += gridDim.y) {
+    const int64_t r1 = ch * kColChunk + kColChunk < R ? ch * kColChunk + kColChunk : R;
+    for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < K; i += int64_t(gridDim.x) * blockDim.x) {
+      double s = 0.0;
+      for (int64_t r = ch * kColChunk; r < r1; ++r) s += double(x[r * K + i]);
+      part[ch * K + i] = s;
+    }
+  }
+}
+
+// Column sums, pass 2: one thread per column adds the chunks in order (/ R for the mean).
+template <typename T>
+__global__ void col_finish_kernel(T* out, const double* part, int64_t R, int64_t K, int64_t chunks, bool mean) {
+  RELPOS_GRID_STRIDE(i, K) {
+    double s = 0.0;
+    for (int64_t ch = 0; ch < chunks; ++ch) s += part[ch * K + i];
+    out[i] = T(mean ? s / double(R) : s);
+  }
 }
 
 }  // namespace
+
+void reduce_cols(int op, DT t, void* out, const void* x, int64_t R, int64_t K, double* part) {
+  if (K == 0) return;
+  const int64_t chunks = col_chunks(R);
+  visit_float(t, [&](auto tag) {
+    using T = decltype(tag);
+    if (chunks > 0) {
+      const dim3 grid(grid_for(K), unsigned(std::min<int64_t>(chunks, 65535)));
+      col_partial_kernel<T><<<grid, kThreads>>>(part, static_cast<const T*>(x), R, K, chunks);
+      RELPOS_LAUNCH_CHECK("reduce");
+    }
+    col_finish_kernel<T><<<grid_for(K), kThreads>>>(static_cast<T*>(out), part, R, K, chunks, op == Mean);
+  });
+  RELPOS_LAUNCH_CHECK("reduce");
+}
+
+int64_t all_chunks(int64_t n) {
+  return (n + kChunk - 1) / kChunk;
+}
+
+void reduce_all(int op, DT t, void* out, const void* x, int64_t n, double* partial) {
+  const int64_t chunks = all_chunks(n);
+  visit_float(t, [&](auto tag) {
+    using T = decltype(tag);
+    if (chunks > 0) {
+      chunk_partial_kernel<T, false><<<grid_rows(chunks), kThreads>>>(partial, static_cast<const T*>(x), n, chunks);
+      RELPOS_LAUNCH_CHECK("reduce");
+    }
+    chunk_finish_kernel<T><<<1, kThreads>>>(static_cast<T*>(out), partial, n, chunks, op == Mean);
+  });
+  RELPOS_LAUNCH_CHECK("reduce");
+}
 
 void reduce_rows(int op, DT t, void* out, const void* x, int64_t rows, int64_t R, int64_t correction) {
   if (rows == 0) return;
@@ -96,11 +154,11 @@ void sum_squares(DT t, double* out, const void* x, int64_t n, double* partial) {
   if (chunks > 0) {
     visit_float(t, [&](auto tag) {
       using T = decltype(tag);
-      sum_squares_partial<T><<<grid_rows(chunks), kThreads>>>(partial, static_cast<const T*>(x), n, chunks);
+      chunk_partial_kernel<T, true><<<grid_rows(chunks), kThreads>>>(partial, static_cast<const T*>(x), n, chunks);
     });
     RELPOS_LAUNCH_CHECK("sum_squares");
   }
-  sum_partials<<<1, kThreads>>>(out, partial, chunks);
+  chunk_finish_kernel<double><<<1, kThreads>>>(out, partial, n, chunks, false);
   RELPOS_LAUNCH_CHECK("sum_squares");
 }
 

@@ -22,10 +22,10 @@ std::vector<Variable> with_grad_once(const std::vector<Variable>& params) {
   return out;
 }
 
-// sqrt(sum over parameters of sum(g^2)): the per-parameter sums (float64, on the grads'
-// device) are added on the device in parameter order, then read back once — one host sync.
-// Non-finite when any gradient element is NaN/Inf.
-double norm_of(const std::vector<Variable>& params) {
+// sum over parameters of sum(g^2): the per-parameter sums (float64, on the grads' device) are
+// added on the device in parameter order; nothing is read back. Non-finite when any gradient
+// element is NaN/Inf.
+Tensor sq_sum_of(const std::vector<Variable>& params) {
   Tensor acc;
   for (const Variable& p : params) {
     Tensor s = k::sum_squares(p.grad());
@@ -33,12 +33,19 @@ double norm_of(const std::vector<Variable>& params) {
     else if (s.device() == acc.device()) acc = k::add(acc, s);
     else acc = k::add(acc, s.to(acc.device()));  // parameters on two devices: rare, still exact
   }
-  return acc.defined() ? std::sqrt(acc.item()) : 0.0;
+  return acc;
 }
 
 }  // namespace
 
-double grad_norm(const std::vector<Variable>& params) { return norm_of(with_grad_once(params)); }
+Tensor grad_sq_sum(const std::vector<Variable>& params) {
+  return sq_sum_of(with_grad_once(params));
+}
+
+double grad_norm(const std::vector<Variable>& params) {
+  const Tensor acc = grad_sq_sum(params);
+  return acc.defined() ? std::sqrt(acc.item()) : 0.0;
+}
 
 double clip_grad_norm(const std::vector<Variable>& params, double max_norm) {
   return clip_grad_norm(params, max_norm, grad_norm(params));

@@ -17,6 +17,10 @@ namespace relpos::nn::optim {
 
 // The global L2 norm of the grads of `params` (0 when none has a grad).
 double grad_norm(const std::vector<Variable>& params);
+// Its square as a float64 [] tensor on the grads' device, nothing read back (undefined when
+// none has a grad): grad_norm == sqrt(grad_sq_sum(...).item()). Lets a caller read it
+// together with other device values in one transfer.
+Tensor grad_sq_sum(const std::vector<Variable>& params);
 
 // Clips as above and returns the pre-clip norm. max_norm must be > 0 (+inf never clips).
 // Scaling is in place (k::mul_) on each grad, except that a grad which shares its storage

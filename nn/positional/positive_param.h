@@ -12,7 +12,7 @@
 namespace relpos::nn {
 
 inline Variable softplus(const Variable& u) {
-  Tensor large = gt(u, Variable(Tensor::scalar(30.0, u.dtype())));
+  Tensor large = gt(u, Variable(Tensor::scalar(30.0, u.dtype(), u.data().device())));  // made on u's device
   return where(large, u, log(add(exp(clamp(u, -1e300, 30.0)), 1.0)));
 }
 inline double softplus_inverse(double r) { return r > 30 ? r : std::log(std::expm1(r)); }

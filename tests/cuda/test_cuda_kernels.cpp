@@ -173,7 +173,11 @@ TEST_CASE("cuda: bad inputs give the cpu's errors", "[cuda]") {
   Tensor w = rnd({5, 3}, 1);
   Tensor bad = ids({0, 7}, {2});
   auto both = [](auto f_cpu, auto f_cuda) {
-    const std::string a = error_of(f_cpu), b = error_of(f_cuda);
+    // device-side checks throw at the next host read (here: check_device_errors)
+    const std::string a = error_of(f_cpu), b = error_of([&] {
+                                             f_cuda();
+                                             cuda::check_device_errors();
+                                           });
     INFO("cpu: " << a << "\ncuda: " << b);
     CHECK(!a.empty());
     // the same text up to the device each side names ("int64 [2] on cpu" / "... on cuda")
@@ -207,6 +211,67 @@ TEST_CASE("cuda: bad inputs give the cpu's errors", "[cuda]") {
   // mixed devices: the dispatcher names the op and both devices
   const std::string mixed = error_of([&] { k::add(rnd({2}, 1), rnd({2}, 1).to(Device::CPU)); });
   CHECK(mixed.find("different devices") != std::string::npos);
+}
+
+TEST_CASE("cuda: a bad index is thrown at the next host read, with the cpu's message, and only once", "[cuda]") {
+  Tensor w = rnd({5, 3}, 1);
+  cuda::check_device_errors();
+  Tensor out = k::embedding(w, ids({0, 7, -1}, {3}));  // queued: nothing read back yet
+  CHECK(cuda::pending_device_checks() >= 1);
+  Tensor fine = k::add(w, w);
+  // the read of an unrelated tensor reports the failure (the earliest launch, first bad element)
+  CHECK_THROWS_WITH(fine.to(Device::CPU), "embedding: index 7 out of range [0, 5)");
+  CHECK(cuda::pending_device_checks() == 0);
+  CHECK_NOTHROW(fine.to(Device::CPU));  // the record was reset
+  // two bad launches: the first one's message
+  k::gather(w, 1, ids({0, 1, 2, 3, 1, 0}, {2, 3}));
+  k::index_select(w, 0, ids({9}, {1}));
+  CHECK_THROWS_WITH(cuda::check_device_errors(), "gather: index 3 out of range [0, 3) along dim 1");
+  CHECK_NOTHROW(cuda::check_device_errors());
+  // reads larger than the folded size carry the record in a second transfer
+  k::embedding(w, ids({5}, {1}));
+  CHECK_THROWS_WITH(rnd({100000}, 2).to(Device::CPU), "embedding: index 5 out of range [0, 5)");
+}
+
+TEST_CASE("cuda: the scatter-adds sort on the device: many segments, duplicates, empty rows", "[cuda]") {
+  // up to 2^17 segments (radix sort over 18 bits) with most segments empty and long runs
+  for (int64_t V : {1, 3, 1000, 131071}) {
+    std::vector<int64_t> v(20000);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = int64_t((i * 2654435761u) % uint64_t(std::min<int64_t>(V, 977)));
+    Tensor idx = ids(v, {int64_t(v.size())});
+    Tensor gy = rnd({int64_t(v.size()), 3}, 11);
+    Tensor e = k::embedding_backward(gy, idx, V);
+    INFO("V " << V);
+    CHECK(bit_identical(e, k::embedding_backward(gy.to(Device::CPU), idx.to(Device::CPU), V)));
+  }
+  Tensor gidx = ids(std::vector<int64_t>(4 * 5 * 6, 2), {4, 5, 6});
+  Tensor src = rnd({4, 5, 6}, 12, DType::F64);
+  for (int64_t dim : {0, 1, 2}) {
+    Shape shape{4, 5, 6};
+    shape[size_t(dim)] = 7;
+    INFO("dim " << dim);
+    CHECK(bit_identical(k::scatter_add(shape, dim, gidx, src),
+                        k::scatter_add(shape, dim, gidx.to(Device::CPU), src.to(Device::CPU))));
+  }
+}
+
+TEST_CASE("cuda: cross-entropy keeps the row count on the device", "[cuda]") {
+  Tensor logits = rnd({6, 4}, 1);
+  Tensor tg = ids({1, -100, 3, 0, -100, 2}, {6});
+  k::CrossEntropyOut o = k::cross_entropy(logits, tg, -100, k::Reduction::Mean);
+  CHECK(o.count == -1);
+  CHECK(o.count_device.device() == Device::CUDA);
+  CHECK(o.counted() == 4);
+  k::CrossEntropyOut c = k::cross_entropy(logits.to(Device::CPU), tg.to(Device::CPU), -100, k::Reduction::Mean);
+  CHECK(std::abs(o.loss.item() - c.loss.item()) <= 1e-6 * std::abs(c.loss.item()));
+  Tensor g = Tensor::scalar(1.0, DType::F32, Device::CUDA);
+  Tensor dx = k::cross_entropy_backward(g, logits, o.lse, tg, -100, k::Reduction::Mean, o.count);
+  Tensor dc = k::cross_entropy_backward(g.to(Device::CPU), logits.to(Device::CPU), c.lse, tg.to(Device::CPU), -100,
+                                        k::Reduction::Mean, c.count);
+  CHECK(compare(dx.to(Device::CPU), dc, 1e-5, 1e-6, false) == "");
+  // all rows ignored: mean 0, gradient 0
+  Tensor none = ids({-100, -100, -100, -100, -100, -100}, {6});
+  CHECK(k::cross_entropy(logits, none, -100, k::Reduction::Mean).loss.item() == 0.0);
 }
 
 TEST_CASE("cuda: tf32 switch and matmul layouts", "[cuda]") {

@@ -229,6 +229,8 @@ inline void add_elementwise(std::vector<OpCase>& cs) {
     cs.push_back({nm + " [17, 3] transposed", "unary", {mk({17, 3}, Layout::Transposed)}, run});
     cs.push_back({nm + " [] 0-d", "unary", {mk({}, Layout::Contiguous)}, run});
     cs.push_back({nm + " [0, 3]", "unary", {mk({0, 3}, Layout::Contiguous)}, run});
+    // CUDA collapses the dims of contiguous operands into one (no div/mod per element)
+    cs.push_back({nm + " [2, 3, 4, 5] contiguous (1-d launch)", "unary", {mk({2, 3, 4, 5}, Layout::Contiguous)}, run});
     // unary_grad: g * deriv(x)
     RunFn rg = [u](const std::vector<Tensor>& x, Device) {
       return std::vector<Tensor>{k::unary_grad(u.op, x[0], x[1], u.p, u.q)};
@@ -265,6 +267,20 @@ inline void add_elementwise(std::vector<OpCase>& cs) {
     cs.push_back({nm + " transposed + broadcast0", "binary", {mk({17, 3}, Layout::Transposed), mk({17, 3}, Layout::Broadcast0)}, run});
     cs.push_back({nm + " [] + [5]", "binary", {mk({}, Layout::Contiguous), mk({5}, Layout::Contiguous)}, run});
     cs.push_back({nm + " [0, 3] + [3]", "binary", {mk({0, 3}, Layout::Contiguous), mk({3}, Layout::Contiguous)}, run});
+    // CUDA dim collapsing: all contiguous (1-d), a middle broadcast dim (dims kept apart),
+    // leading size-1 dims dropped
+    cs.push_back({nm + " [2, 3, 4, 5] + [2, 3, 4, 5] (1-d launch)",
+                  "binary",
+                  {mk({2, 3, 4, 5}, Layout::Contiguous), mk({2, 3, 4, 5}, Layout::Contiguous)},
+                  run});
+    cs.push_back({nm + " [4, 5, 6] + [4, 1, 6] (partial collapse)",
+                  "binary",
+                  {mk({4, 5, 6}, Layout::Contiguous), mk({4, 1, 6}, Layout::Contiguous)},
+                  run});
+    cs.push_back({nm + " [1, 1, 7, 3] + [7, 3] (size-1 dims)",
+                  "binary",
+                  {mk({1, 1, 7, 3}, Layout::Contiguous), mk({7, 3}, Layout::Contiguous)},
+                  run});
   }
   for (B op : {B::Add, B::Sub, B::Mul, B::Maximum, B::Minimum, B::Lt, B::Eq}) {
     cs.push_back({std::string("binary ") + binary_name(op) + " int64 [3, 17] + [17]", "binary",
@@ -349,7 +365,15 @@ inline void add_reductions(std::vector<OpCase>& cs) {
     cs.push_back({nm + " [1, 3] dim 0", "reduce", {in({1, 3})}, mk({0}, false)});
     cs.push_back({nm + " [4, 3] broadcast0 dim -1", "reduce", {in({4, 3}, Layout::Broadcast0)}, mk({-1}, false)});
     cs.push_back({nm + " [0, 3] dim 1", "reduce", {in({0, 3})}, mk({1}, false)});
-    if (op == R::Sum || op == R::Mean) cs.push_back({nm + " [0, 3] dim 0", "reduce", {in({0, 3})}, mk({0}, false)});
+    if (op == R::Sum || op == R::Mean) {
+      cs.push_back({nm + " [0, 3] dim 0", "reduce", {in({0, 3})}, mk({0}, false)});
+      // CUDA: leading dims of a contiguous tensor as column sums (chunks of 64 rows), a large
+      // full reduction in two passes (chunks of 8192)
+      cs.push_back({nm + " [150, 7] dim 0 (column sums)", "reduce", {in({150, 7})}, mk({0}, false)});
+      cs.push_back(
+          {nm + " [3, 50, 2, 3] dims 0, 1 keepdim (column sums)", "reduce", {in({3, 50, 2, 3})}, mk({0, 1}, true)});
+      cs.push_back({nm + " [20001] all (two passes)", "reduce", {in({20001})}, mk({}, false)});
+    }
     if (op == R::Var) cs.push_back({nm + " correction 0 [3, 17]", "reduce", {in({3, 17})}, mk({1}, false, 0)});
     if (op == R::Sum || op == R::Max || op == R::LogSumExp) {
       cs.push_back({nm + " NaN/Inf [5]", "reduce", {Input{{5}, Layout::Contiguous, Fill::Special}}, mk({}, false)});
@@ -391,6 +415,22 @@ inline void add_matmul(std::vector<OpCase>& cs) {
   add("[2, 33, 65] @ [2, 65, 17]", in({2, 33, 65}), in({2, 65, 17}));
   cs.push_back({"matmul NaN/Inf", "matmul", {Input{{2, 3}, Layout::Contiguous, Fill::Special}, in({3, 2})}, mm});
   cs.back().nan_expected = true;
+  // Attention on split heads: q [B, L, H, dh] viewed as [B, H, L, dh], k viewed as
+  // [B, H, dh, L]: batch offsets not one stride apart (CUDA: one strided-batched GEMM per b).
+  cs.push_back({"matmul split heads [2, 3, 5, 4] @ [2, 3, 4, 6]",
+                "matmul",
+                {in({2, 5, 3, 4}), in({2, 6, 3, 4})},
+                [](const std::vector<Tensor>& x, Device) {
+                  return std::vector<Tensor>{k::matmul(x[0].permute({0, 2, 1, 3}), x[1].permute({0, 2, 3, 1}))};
+                }});
+  cs.back().rtol32 = 1e-4, cs.back().atol32 = 1e-5;
+  cs.push_back({"matmul split heads, 3 batch dims [2, 2, 3, 5, 4] @ [4, 5]",
+                "matmul",
+                {in({2, 5, 2, 3, 4}), in({4, 5})},
+                [](const std::vector<Tensor>& x, Device) {
+                  return std::vector<Tensor>{k::matmul(x[0].permute({0, 2, 3, 1, 4}), x[1])};
+                }});
+  cs.back().rtol32 = 1e-4, cs.back().atol32 = 1e-5;
 }
 
 inline void add_softmax(std::vector<OpCase>& cs) {
@@ -466,6 +506,13 @@ inline void add_norms(std::vector<OpCase>& cs) {
     cs.back().rtol32 = 1e-4, cs.back().atol32 = 1e-4;
     cs.push_back({nm + "_backward [4, 5] no weight, strided gy", nm + "_backward", {in({4, 5}), in({4, 5}, Layout::Strided), in({5}), in({5})}, bwd(false, false)});
     cs.back().rtol32 = 1e-4, cs.back().atol32 = 1e-5;
+    // weight and bias gradients over several row chunks of 64 (the last one partial): CUDA
+    // sums each chunk in parallel, then the chunks in order, as the CPU
+    cs.push_back({nm + "_backward [3, 50, 9] weight, bias (row chunks)",
+                  nm + "_backward",
+                  {in({3, 50, 9}), in({3, 50, 9}), in({9}), in({9})},
+                  bwd(true, true)});
+    cs.back().rtol32 = 1e-4, cs.back().atol32 = 1e-4;
   }
 }
 
@@ -526,6 +573,30 @@ inline void add_indexing(std::vector<OpCase>& cs) {
   cs.push_back({"scatter_add [3, 8, 5] idx [2, 8, 2] dim 2 (many duplicates)", "scatter_add", {in({2, 8, 2}), idx({2, 8, 2}, 2)},
                 [](const std::vector<Tensor>& x, Device) { return std::vector<Tensor>{k::scatter_add({3, 8, 5}, 2, x[1], x[0])}; }});
   cs.back().exact = true;
+  // The CUDA scatter-adds sort on the device (kernels/cuda/index.cu: keys, radix sort over
+  // the bits of the segment count, segment bounds): many mostly empty segments, long runs,
+  // a transposed index.
+  cs.push_back({"embedding_backward idx [600] rows 70000 (sort over 17 bits)",
+                "embedding_backward",
+                {in({600, 3}), idx({600}, 70000)},
+                [](const std::vector<Tensor>& x, Device) {
+                  return std::vector<Tensor>{k::embedding_backward(x[0], x[1], 70000)};
+                }});
+  cs.back().exact = true;
+  cs.push_back({"index_add [2, 3, 4] dim 1 idx [1000] (long segments)",
+                "index_add",
+                {in({2, 1000, 4}), idx({1000}, 3)},
+                [](const std::vector<Tensor>& x, Device) {
+                  return std::vector<Tensor>{k::index_add({2, 3, 4}, 1, x[1], x[0])};
+                }});
+  cs.back().exact = true;
+  cs.push_back({"scatter_add [6, 9] transposed idx [5, 7] dim 1",
+                "scatter_add",
+                {in({5, 7}), Input{{5, 7}, Layout::Transposed, Fill::Index, 0, 0, 9}},
+                [](const std::vector<Tensor>& x, Device) {
+                  return std::vector<Tensor>{k::scatter_add({6, 9}, 1, x[1], x[0])};
+                }});
+  cs.back().exact = true;
 }
 
 inline void add_misc(std::vector<OpCase>& cs) {
@@ -581,7 +652,7 @@ inline void add_misc(std::vector<OpCase>& cs) {
                   {in({9, 7}, Layout::Contiguous), idx({9}, 7)},
                   [red](const std::vector<Tensor>& x, Device) {
                     k::CrossEntropyOut o = k::cross_entropy(x[0], x[1], ignore, red);
-                    return std::vector<Tensor>{o.loss, o.lse, Tensor::scalar(double(o.count), DType::F64)};
+                    return std::vector<Tensor>{o.loss, o.lse, Tensor::scalar(double(o.counted()), DType::F64)};
                   }});
     cs.back().grad = [red](const std::vector<Variable>& v) { return cross_entropy(v[0], v[1].data(), ignore, red); };
     cs.push_back({"cross_entropy_backward " + r + " [9, 7] transposed logits",

@@ -1,5 +1,6 @@
 // The training loop: deterministic reruns, bit-exact resume, NaN policies, metrics,
 // checkpoints that reload for eval/sample, a short text run that learns.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -69,6 +70,29 @@ TEST_CASE("trainer: a rerun with the same seed gives the same loss curve", "[tra
   auto c = small(tmp_run("det_c"));
   c.train.seed = 8;
   REQUIRE(train::train(c).losses != a.losses);
+}
+
+TEST_CASE("trainer: cuda_stats records every step's transfers (none on the cpu) and logs them", "[trainer]") {
+  auto cfg = small(tmp_run("cuda_stats"));
+  cfg.train.steps = 8;
+  std::vector<std::string> lines;
+  train::TrainOptions opt;
+  opt.cuda_stats = true;
+  opt.log = [&](const std::string& l) { lines.push_back(l); };
+  const train::TrainResult r = train::train(cfg, opt);
+  REQUIRE(r.step_transfers.size() == 8);
+  for (const cuda::TransferStats& t : r.step_transfers) {
+    CHECK(t.h2d == 0);
+    CHECK(t.d2h == 0);
+    CHECK(t.syncs == 0);
+  }
+  CHECK(std::count_if(lines.begin(), lines.end(), [](const std::string& l) {
+          return l.find("cuda transfers h2d 0 (0 B), d2h 0 (0 B), d2d 0, syncs 0") != std::string::npos;
+        }) == 8);
+  // the same losses as without the statistic
+  auto off = small(tmp_run("cuda_stats_off"));
+  off.train.steps = 8;
+  CHECK(train::train(off).losses == r.losses);
 }
 
 TEST_CASE("trainer: resume from a checkpoint continues bit-exactly", "[trainer][resume]") {
