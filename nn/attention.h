@@ -64,6 +64,10 @@ struct KVCache {
 struct AttentionStats {  // filled when a pointer is given (monitors)
   double max_abs_logit = 0;   // max |S| over unmasked cells
   double mean_entropy = 0;    // mean over (b, h, i) of -sum_j P log P
+  // filled by TransformerBlock: its output's largest finite |value| and how many of its
+  // values are NaN or ±inf (16-bit overflow and activation growth monitors)
+  double max_abs_activation = 0;
+  int64_t nonfinite_activations = 0;
   Tensor probs;               // [B, H, Lq, Lk] attention probabilities before dropout (shares
                               // storage); reference path only (the fused kernel never forms P)
 };

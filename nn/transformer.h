@@ -46,6 +46,7 @@ class TransformerBlock : public Module {
   const MultiHeadAttention& self_attention() const { return *attn_; }  // inspection
 
  private:
+  static void monitor_output(const Tensor& y, AttentionStats& stats);
   BlockConfig cfg_;
   std::shared_ptr<MultiHeadAttention> attn_, cross_;
   std::shared_ptr<MLP> mlp_;

@@ -736,10 +736,16 @@ void Trainer::log_window(int64_t step, double lr, double norm, double pos_norm,
                               {"tokens_per_s", tok_s},
                               {"pos_grad_norm", pos_norm}};
   if (!stats.empty()) {
-    std::vector<double> mx, ent;
-    for (auto& s : stats) mx.push_back(s.max_abs_logit), ent.push_back(s.mean_entropy);
+    std::vector<double> mx, ent, act;
+    std::vector<int64_t> nonfinite;
+    for (auto& s : stats) {
+      mx.push_back(s.max_abs_logit), ent.push_back(s.mean_entropy);
+      act.push_back(s.max_abs_activation), nonfinite.push_back(s.nonfinite_activations);
+    }
     m["max_attn_logit"] = mx;
     m["attn_entropy"] = ent;
+    m["max_abs_activation"] = act;           // per block output: the largest finite |value|
+    m["nonfinite_activations"] = nonfinite;  // per block output: NaN/inf values
   }
   if (!alphas_.empty()) {
     std::vector<double> a;

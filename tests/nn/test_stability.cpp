@@ -3,10 +3,13 @@
 // properties that make them stabilisers (qk_norm is invariant to the scale of q and k;
 // softcap bounds the logits the monitors see).
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
 
 #include "../helpers.h"
 #include "attention_fixture.h"
 #include "nn/stability.h"
+#include "nn/transformer.h"
 
 using namespace relpos;
 
@@ -107,4 +110,40 @@ TEST_CASE("attn_softcap: every logit the monitors see is within the cap", "[nn][
   nn::AttentionStats st2;
   raw->forward({.xq = x, .xkv = x, .causal = true}, {.stats = &st2});
   CHECK(st2.max_abs_logit > 0.75);
+}
+
+TEST_CASE("block output monitors: the largest finite |value| and the count of NaN/inf values", "[nn][stability]") {
+  Generator gen(4);
+  nn::BlockConfig bc;
+  bc.d_model = 8;
+  bc.n_heads = 2;
+  bc.d_ff = 16;
+  nn::PositionConfig pc;
+  pc.d_model = 8;
+  pc.n_heads = 2;
+  pc.head_dim = 4;
+  nn::TransformerBlock block(bc, nn::make_position_encoding(pc, gen), true, gen);
+  Tensor x = Tensor::randn({2, 5, 8}, gen);
+  nn::AttentionStats st;
+  const Variable y = block.forward(Variable(x), true, Tensor(), 0, Variable(), Tensor(), nullptr, nullptr, &st);
+  double mx = 0;
+  for (double v : y.data().to_vector<double>()) mx = std::max(mx, std::fabs(v));
+  CHECK(st.max_abs_activation == mx);
+  CHECK(st.nonfinite_activations == 0);
+  // a NaN and an inf in the second sequence's last position (P v multiplies the masked
+  // zeros with the NaN values: the whole second sequence turns non-finite, the first stays)
+  std::vector<float> xv = x.to_vector<float>();
+  xv[size_t(5 * 8 + 4 * 8)] = std::numeric_limits<float>::quiet_NaN();
+  xv[size_t(5 * 8 + 4 * 8 + 1)] = std::numeric_limits<float>::infinity();
+  nn::AttentionStats bad;
+  const Variable yb = block.forward(Variable(Tensor::from_vector<float>(xv, {2, 5, 8})), true, Tensor(), 0, Variable(),
+                                    Tensor(), nullptr, nullptr, &bad);
+  int64_t nonfinite = 0;
+  double finite_max = 0;
+  for (double v : yb.data().to_vector<double>())
+    std::isfinite(v) ? void(finite_max = std::max(finite_max, std::fabs(v))) : void(++nonfinite);
+  CHECK(nonfinite >= 8);
+  CHECK(nonfinite <= 40);
+  CHECK(bad.nonfinite_activations == nonfinite);
+  CHECK(bad.max_abs_activation == finite_max);
 }

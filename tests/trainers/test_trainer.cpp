@@ -129,8 +129,12 @@ TEST_CASE("trainer: metrics.jsonl and metrics.csv record the monitored quantitie
   REQUIRE(rows == 6);  // steps 5, 10, ..., 30
   for (const char* key : {"\"step\":30", "\"loss\"", "\"val_loss\"", "\"lr\"", "\"grad_norm\"", "\"clipped\"",
                           "\"tokens_per_s\"", "\"max_attn_logit\"", "\"attn_entropy\"", "\"pos_grad_norm\"",
-                          "\"bias_scale\""})
+                          "\"bias_scale\"", "\"max_abs_activation\"", "\"nonfinite_activations\""})
     REQUIRE_THAT(last, Contains(key));
+  const auto j = nlohmann::json::parse(last);
+  REQUIRE(j["max_abs_activation"].size() == 2);  // one per block
+  for (const auto& v : j["max_abs_activation"]) CHECK(v.get<double>() > 0);
+  CHECK(j["nonfinite_activations"] == nlohmann::json::array({0, 0}));
   REQUIRE(fs::exists(cfg.output_dir + "/metrics.csv"));
   REQUIRE(fs::exists(cfg.output_dir + "/config.yaml"));
 }
