@@ -53,22 +53,15 @@ double clip_grad_norm(const std::vector<Variable>& params, double max_norm) {
 
 double clip_grad_norm(const std::vector<Variable>& params, double max_norm, double total) {
   RELPOS_CHECK(max_norm > 0, "clip_grad_norm: max_norm must be > 0, got {}", max_norm);
-  const std::vector<Variable> ps = with_grad_once(params);
   if (!std::isfinite(total)) return total;
   const double coef = max_norm / (total + 1e-6);
-  if (coef >= 1.0) return total;
-  NoGradGuard no_grad;
-  for (const Variable& p : ps) k::mul_(p.grad(), coef);  // each leaf owns its grad (AccumulateGrad)
+  if (coef < 1.0) scale_grads(params, coef);
   return total;
 }
 
-}  // namespace relpos::nn::optim
-
-namespace relpos::nn::optim {
-
 void scale_grads(const std::vector<Variable>& params, double s) {
   NoGradGuard no_grad;
-  for (const Variable& p : with_grad_once(params)) k::mul_(p.grad(), s);
+  for (const Variable& p : with_grad_once(params)) k::mul_(p.grad(), s);  // each leaf owns its grad (AccumulateGrad)
 }
 
 }  // namespace relpos::nn::optim
