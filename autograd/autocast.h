@@ -12,6 +12,7 @@
 #pragma once
 #include "autograd/variable.h"
 #include "core/enum_names.h"
+#include "kernels/ops.h"
 
 namespace relpos {
 
@@ -29,6 +30,9 @@ class AutocastGuard {
  private:
   Precision prev_;
 };
+
+// What a GEMM's operands hold under precision p (k::GemmInputs: F32, BF16, FP16).
+k::GemmInputs gemm_inputs(Precision p);
 
 // x as a 16-bit copy would hold it (forward) with its gradient rounded the same way
 // (backward). The identity under FP32 and for tensors that are not float32.

@@ -16,6 +16,7 @@
 // --dump DIR (for bench/torch_train.py --load DIR, the cross-check): writes the initial
 // parameters (params.txt: "name dims..." per line, params.bin: their float32 values in that
 // order) and every batch (tokens.bin: int64 [W + N, B, L + 1]) before training.
+#include <fmt/format.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -30,8 +31,7 @@
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
-
+#include "autograd/autocast.h"
 #include "autograd/ops.h"
 #include "kernels/ops.h"
 #include "nn/models.h"
@@ -53,15 +53,18 @@ struct Args {
   std::string dump;
   std::string device = "cpu";
   std::string attention = "fused";  // model.attention: fused | reference
+  std::string precision = "fp32";   // train.precision: fp32 | bf16 (autocast over forward + loss)
 };
 
 [[noreturn]] void usage(const char* argv0, const std::string& err = "") {
   if (!err.empty()) std::fprintf(stderr, "error: %s\n", err.c_str());
-  std::fprintf(stderr,
-               "usage: %s [--d-model D] [--layers N] [--heads H] [--seq L] [--batch B] [--pos none|t5|alibi|rope|shaw]\n"
-               "          [--warmup W] [--steps N] [--threads T] [--seed S] [--lr LR] [--wd WD] [--clip C] [--dump DIR] [--device cpu|cuda]\n"
-               "          [--attention fused|reference]\n",
-               argv0);
+  std::fprintf(
+      stderr,
+      "usage: %s [--d-model D] [--layers N] [--heads H] [--seq L] [--batch B] [--pos none|t5|alibi|rope|shaw]\n"
+      "          [--warmup W] [--steps N] [--threads T] [--seed S] [--lr LR] [--wd WD] [--clip C] [--dump DIR] "
+      "[--device cpu|cuda]\n"
+      "          [--attention fused|reference] [--precision fp32|bf16]\n",
+      argv0);
   std::exit(2);
 }
 
@@ -89,6 +92,8 @@ Args parse(int argc, char** argv) {
       else if (k == "--dump") a.dump = v;
       else if (k == "--device") a.device = v;
       else if (k == "--attention") a.attention = v;
+      else if (k == "--precision")
+        a.precision = v;
       else usage(argv[0], "unknown option " + k);
     } catch (const std::exception&) {
       usage(argv[0], "bad value '" + v + "' for " + k);
@@ -97,6 +102,8 @@ Args parse(int argc, char** argv) {
   if (a.steps < 1 || a.warmup < 0 || a.threads < 1 || a.batch < 1 || a.seq < 1) usage(argv[0], "bad sizes");
   if (a.device != "cpu" && a.device != "cuda") usage(argv[0], "--device must be cpu or cuda");
   if (a.attention != "fused" && a.attention != "reference") usage(argv[0], "--attention must be fused or reference");
+  // fp16 needs loss scaling (the trainer's), which this loop does not have.
+  if (a.precision != "fp32" && a.precision != "bf16") usage(argv[0], "--precision must be fp32 or bf16");
   return a;
 }
 
@@ -138,6 +145,7 @@ int main(int argc, char** argv) {
   cfg.max_len = a.seq;
   cfg.position = a.position;
   cfg.attention = *parse_enum<nn::AttentionImpl>(a.attention);
+  const Precision precision = *parse_enum<Precision>(a.precision);
   nn::Model model(cfg, a.seed);
   const Device dev = a.device == "cuda" ? Device::CUDA : Device::CPU;
   model.to(dev);
@@ -180,8 +188,12 @@ int main(int argc, char** argv) {
   std::vector<double> ms, losses;
   for (int64_t s = 0; s < total; ++s) {
     const auto t0 = Clock::now();
-    Variable logits = model.forward(inputs[size_t(s)]);
-    Variable loss = cross_entropy(reshape(logits, {-1, cfg.vocab}), targets[size_t(s)]);
+    Variable loss;
+    {
+      AutocastGuard autocast(precision);  // the forward and the loss; backward follows the rounding
+      Variable logits = model.forward(inputs[size_t(s)]);
+      loss = cross_entropy(reshape(logits, {-1, cfg.vocab}), targets[size_t(s)]);
+    }
     loss.backward();
     nn::optim::clip_grad_norm(params, a.clip);
     opt.step();
@@ -203,9 +215,10 @@ int main(int argc, char** argv) {
       "{{\"impl\":\"relpos\",\"pos\":\"{}\",\"d_model\":{},\"n_layers\":{},\"n_heads\":{},\"seq\":{},\"batch\":{},"
       "\"threads\":{},\"warmup\":{},\"steps\":{},\"params\":{},\"ms_per_step_median\":{:.3f},"
       "\"ms_per_step_mean\":{:.3f},\"ms_per_step_min\":{:.3f},\"tokens_per_s\":{:.1f},\"peak_rss_mb\":{:.1f},"
-      "\"rss_start_mb\":{:.1f},\"final_loss\":{:.6f},\"device\":\"{}\",\"losses\":[{}]}}\n",
+      "\"rss_start_mb\":{:.1f},\"final_loss\":{:.6f},\"device\":\"{}\",\"precision\":\"{}\",\"gemm\":\"{}\","
+      "\"losses\":[{}]}}\n",
       a.position, a.d_model, a.n_layers, a.n_heads, a.seq, a.batch, a.threads, a.warmup, a.steps,
       model.num_parameters(), median, mean, sorted.front(), double(B * L) / (median / 1000.0), peak_rss_mb(), rss_start,
-      losses.back(), a.device, loss_list);
+      losses.back(), a.device, a.precision, k::cpu_gemm_path(gemm_inputs(precision)), loss_list);
   return 0;
 }

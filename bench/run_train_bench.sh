@@ -25,6 +25,9 @@
 #   Each PE runs relpos and then every peer, in PEERS order. The torch2 peers need the venv:
 #   run bench/setup_torch2.sh once (PyPI torch + numpy, ~6 GB); without it this script exits 2.
 #   --check cross-checks every peer's losses against relpos' (|diff| < 1e-3).
+# PRECISION=bf16: relpos --precision bf16 against the torch2 peers under
+#   torch.autocast(dtype=bfloat16) (torch113 is fp32 only); default fp32.
+# RELPOS_GEMM=openblas|onednn (kernels/cpu/gemm.h) is passed through to relpos.
 #   Smoke test: TINY_WARMUP=1 TINY_STEPS=2 SIZES=tiny POS="none t5" PEERS="torch2 torch2c" \
 #               bench/run_train_bench.sh --check
 set -euo pipefail
@@ -157,6 +160,7 @@ RES="$OUTDIR/train_T${THREADS}_$(date +%Y%m%d_%H%M%S).jsonl"
 for size in $SIZES; do
   for pos in $POS; do
     args="$(size_args "$size") --threads $THREADS --pos $pos"
+    [[ "${PRECISION:-fp32}" == fp32 ]] || args="$args --precision $PRECISION"
     # shellcheck disable=SC2086
     "$BIN" $args | sed "s/^{/{\"size\":\"$size\",/" >>"$RES"
     for peer in $PEERS; do

@@ -282,6 +282,8 @@ def build_parser(doc=__doc__):
     ap.add_argument("--clip", type=float, default=1.0)
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--load", default="", help="directory written by relpos_bench_train --dump")
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
+                    help="bf16: forward and loss under torch.autocast(device, dtype=torch.bfloat16)")
     ap.add_argument("--profile", action="store_true",
                     help="run the timed steps under torch.profiler and print its op table to stderr")
     return ap
@@ -319,6 +321,7 @@ def result(a, impl, params, ms, losses, rss_start):
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
         "rss_start_mb": round(rss_start, 1), "final_loss": round(losses[-1], 6),
         "losses": [round(x, 6) for x in losses], "torch": torch.__version__, "device": a.device,
+        "precision": getattr(a, "precision", "fp32"),
     }
 
 
@@ -334,8 +337,9 @@ def run_steps(a, model, opt, params, inputs, targets):
             prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
             prof.__enter__()
         t0 = time.perf_counter()
-        logits = model(inputs[s])
-        loss = F.cross_entropy(logits.reshape(-1, VOCAB), targets[s])
+        with torch.autocast(a.device, dtype=torch.bfloat16, enabled=getattr(a, "precision", "fp32") == "bf16"):
+            logits = model(inputs[s])
+            loss = F.cross_entropy(logits.reshape(-1, VOCAB), targets[s])
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, a.clip)
         opt.step()

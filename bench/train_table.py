@@ -31,6 +31,9 @@ def ratio(d, p, key):
 
 
 vs = "torch" if peers == ["torch"] else "peer"
+prec = sorted({r.get("precision", "fp32") for r in rows})
+print(f"precision {', '.join(prec)}; relpos GEMM: {rows[0].get('gemm', 'not recorded')}" if rows[0].get("impl") == "relpos"
+      else f"precision {', '.join(prec)}")
 print(f"threads {t}; ms/step = median of the timed steps (mean in parentheses); ratio = relpos/{vs} (lower is better)")
 print()
 head = ["size", "PE", "relpos ms/step"]

@@ -45,6 +45,9 @@ install(FILES ${PROJECT_BINARY_DIR}/relposConfig.cmake ${PROJECT_BINARY_DIR}/rel
 # pkg-config (relpos.pc) for non-CMake builds: static libraries in link order plus their
 # dependencies (BLAS, cuBLAS and the CUDA runtime when built with CUDA).
 string(REPLACE ";" " " RELPOS_PC_LIBS "${BLAS_LIBRARIES}")
+if(RELPOS_DNNL_FOUND)
+  string(APPEND RELPOS_PC_LIBS " ${RELPOS_DNNL_LIBRARY}")  # kernels/cpu/gemm.cpp
+endif()
 set(RELPOS_PC_DEFINES "")
 if(RELPOS_CUDA)
   string(APPEND RELPOS_PC_LIBS " ${CUDA_cublas_LIBRARY} ${CUDA_cudart_LIBRARY}")  # kernels/cuda uses cuBLAS

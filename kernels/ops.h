@@ -91,9 +91,14 @@ Tensor sum_squares(const Tensor& x);
 Tensor sum_to(const Tensor& x, const Shape& shape);
 
 // ---------------------------------------------------------------- linear algebra
+// What matmul's float32 operands hold. F32: any float. BF16 / FP16: every value is exactly a
+// bfloat16 / float16 (autocast rounded it, autograd/autocast.h), so a backend may multiply the
+// operands on its 16-bit units with float32 accumulation: the same products, summed in another
+// order. The CPU does so for BF16 where it has bf16 units (kernels/cpu/gemm.h).
+enum class GemmInputs { F32, BF16, FP16 };
 // a: [..., M, K], b: [..., K, N] -> [..., M, N]; batch dims broadcast. Transposed views are
 // handed to BLAS with transpose flags, not copied.
-Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor matmul(const Tensor& a, const Tensor& b, GemmInputs inputs = GemmInputs::F32);
 
 // ---------------------------------------------------------------- softmax family
 Tensor softmax(const Tensor& x, int64_t dim);
@@ -266,6 +271,10 @@ struct BlasCore {
   int core_tier() const;  // the same scale for `core`
 };
 const BlasCore& ensure_blas_core();
+// Which library and kernel a CPU matmul of these operands runs on (kernels/cpu/gemm.cpp), e.g.
+// "oneDNN 2.6.3 matmul brg:avx512_core_bf16 (bf16 x bf16 -> float32)"; for `relpos info` and
+// the training log.
+std::string cpu_gemm_path(GemmInputs inputs);
 // Let cuBLAS use TF32 tensor cores for float32 GEMMs (faster, ~1e-3 relative error).
 // Off by default, so CPU and GPU runs agree to float32 rounding; `train.allow_tf32`.
 void set_allow_tf32(bool allow);

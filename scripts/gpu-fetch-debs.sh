@@ -7,7 +7,8 @@
 #   yaml-cpp, fmt: headers + CMake configs + shared libraries
 #   Catch2 (v2), CLI11, nlohmann-json: header-only, with CMake configs
 #   OpenBLAS (OpenMP build): cblas.h + libopenblas, and its runtime libgfortran5 + libquadmath0
-# Not carried: libc6, libstdc++6, libgcc-s1, libgomp1 (the GPU machine's compiler brings them;
+# Not carried: oneDNN (libdnnl, ~25 MB with its OpenCL loader; RELPOS_DNNL=AUTO builds the CPU
+# GEMMs on OpenBLAS there), libc6, libstdc++6, libgcc-s1, libgomp1 (the GPU machine's compiler brings them;
 # the carried libraries need glibc >= 2.34 and libstdc++ from GCC >= 11), MPI (optional).
 set -euo pipefail
 cd "$(dirname "$0")/.."

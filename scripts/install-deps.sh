@@ -4,7 +4,7 @@
 #   scripts/install-deps.sh --fuzz   also clang-14, its sanitizer + libFuzzer runtimes and OpenMP (the
 #                                    sanitizer build: scripts/build.sh with RELPOS_SANITIZE=1)
 set -euo pipefail
-pkgs=(cmake g++ make libopenblas-openmp-dev libyaml-cpp-dev libfmt-dev catch2 libcli11-dev nlohmann-json3-dev
+pkgs=(cmake g++ make libopenblas-openmp-dev libdnnl-dev libyaml-cpp-dev libfmt-dev catch2 libcli11-dev nlohmann-json3-dev
       pkg-config python3-matplotlib python3-numpy python3-yaml python3-torch
       openmpi-bin libopenmpi-dev)
 # python3-matplotlib: relpos report (and its tests); python3-torch + yaml: the PyTorch loader test

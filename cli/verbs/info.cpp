@@ -1,5 +1,6 @@
 // relpos info
-// Version, commit, build, BLAS (library, core, threading), CPU threads, CUDA, MPI, devices.
+// Version, commit, build, BLAS (library, core, threading), the CPU GEMM per precision, CPU
+// threads, CUDA, MPI, devices.
 #include <fmt/format.h>
 
 #include "cli/command.h"
@@ -62,6 +63,11 @@ int run() {
   if (core.library == "OpenBLAS")
     fmt::print("BLAS core:    {} ({} kernels; CPU: {}){}\n", core.core, kTier[core.core_tier()], kTier[core.cpu_tier],
                core.note.empty() ? "" : "; " + core.note);
+  // The GEMM behind a CPU matmul, per train.precision (kernels/cpu/gemm.h); fp16 has no CPU
+  // 16-bit path, so its line says how its values are multiplied.
+  fmt::print("CPU GEMM fp32: {}\n", k::cpu_gemm_path(k::GemmInputs::F32));
+  fmt::print("CPU GEMM bf16: {}\n", k::cpu_gemm_path(k::GemmInputs::BF16));
+  fmt::print("CPU GEMM fp16: {}\n", k::cpu_gemm_path(k::GemmInputs::FP16));
   fmt::print("CPU threads:  {} (OpenMP)\n", k::num_threads());
   print_devices();
   return 0;

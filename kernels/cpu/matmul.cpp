@@ -1,19 +1,18 @@
-// kernels/cpu/matmul.cpp — (batched) matmul through OpenBLAS sgemm/dgemm.
+// kernels/cpu/matmul.cpp — (batched) matmul through the CPU GEMM provider (kernels/cpu/gemm.h).
 // a: [..., M, K], b: [..., K, N] -> out [..., M, N], batch dims broadcast.
 // A matrix operand whose last two dims are row-major (stride[-1] == 1) goes in as NoTrans;
 // column-major (stride[-2] == 1, e.g. a transposed view) goes in as Trans; anything else
 // is copied once. When b has no batch dims and a's batch dims fold into rows, the whole
 // product is one GEMM of (batch*M) x K by K x N.
-#include <cblas.h>
-
 #include "kernels/backend.h"
+#include "kernels/cpu/gemm.h"
 
 namespace relpos::k::cpu {
 
 namespace {
 
 struct MatLayout {
-  CBLAS_TRANSPOSE trans;
+  bool trans;
   int64_t ld;
 };
 
@@ -22,31 +21,28 @@ bool blas_layout(const Tensor& t, MatLayout& m) {
   int64_t rows = t.size(-2), cols = t.size(-1);
   int64_t rs = t.strides()[t.dim() - 2], cs = t.strides()[t.dim() - 1];
   if ((cs == 1 || cols == 1) && rs >= std::max<int64_t>(cols, 1)) {
-    m = {CblasNoTrans, rows == 1 ? std::max<int64_t>(cols, 1) : rs};
+    m = {false, rows == 1 ? std::max<int64_t>(cols, 1) : rs};
     return true;
   }
   if ((rs == 1 || rows == 1) && cs >= std::max<int64_t>(rows, 1)) {
-    m = {CblasTrans, cols == 1 ? std::max<int64_t>(rows, 1) : cs};
+    m = {true, cols == 1 ? std::max<int64_t>(rows, 1) : cs};
     return true;
   }
   return false;
 }
 
 template <typename T>
-void gemm(MatLayout la, MatLayout lb, int64_t M, int64_t N, int64_t K, const T* a, const T* b,
-          T* c, int64_t ldc) {
+void gemm(GemmInputs inputs, MatLayout la, MatLayout lb, int64_t M, int64_t N, int64_t K, const T* a, const T* b, T* c,
+          int64_t ldc) {
   if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, la.trans, lb.trans, int(M), int(N), int(K), 1.0f, a, int(la.ld), b,
-                int(lb.ld), 0.0f, c, int(ldc));
+    gemm_f32(inputs, la.trans, lb.trans, M, N, K, a, la.ld, b, lb.ld, c, ldc);
   else
-    cblas_dgemm(CblasRowMajor, la.trans, lb.trans, int(M), int(N), int(K), 1.0, a, int(la.ld), b,
-                int(lb.ld), 0.0, c, int(ldc));
+    gemm_f64(la.trans, lb.trans, M, N, K, a, la.ld, b, lb.ld, c, ldc);
 }
 
 }  // namespace
 
-Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
-  ensure_blas_core();
+Tensor matmul(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs) {
   const int64_t M = a_in.size(-2), K = a_in.size(-1), N = b_in.size(-1);
   Shape ab(a_in.shape().begin(), a_in.shape().end() - 2);
   Shape bb(b_in.shape().begin(), b_in.shape().end() - 2);
@@ -65,12 +61,12 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
 
   visit_float(a.dtype(), "matmul", [&]<typename T>() {
     // Fold a's batch into rows: b unbatched, a row-major with rows evenly spaced.
-    if (bb.empty() && !ab.empty() && la.trans == CblasNoTrans) {
+    if (bb.empty() && !ab.empty() && !la.trans) {
       Tensor af = a.reshape({-1, K});  // a view when a's batch and row dims are evenly strided
       if (af.shares_storage(a) || a.is_contiguous()) {
         MatLayout lf{};
-        if (blas_layout(af, lf) && lf.trans == CblasNoTrans) {
-          gemm<T>(lf, lb, af.size(0), N, K, af.data<T>(), b.data<T>(), out.data<T>(), N);
+        if (blas_layout(af, lf) && !lf.trans) {
+          gemm<T>(inputs, lf, lb, af.size(0), N, K, af.data<T>(), b.data<T>(), out.data<T>(), N);
           return;
         }
       }
@@ -90,7 +86,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
         oa += idx * ae.strides()[d];
         ob += idx * be.strides()[d];
       }
-      gemm<T>(la, lb, M, N, K, ae.data<T>() + oa, be.data<T>() + ob, po + i * M * N, N);
+      gemm<T>(inputs, la, lb, M, N, K, ae.data<T>() + oa, be.data<T>() + ob, po + i * M * N, N);
     }
   });
   return out;

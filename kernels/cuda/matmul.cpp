@@ -48,7 +48,7 @@ int64_t uniform_batch_stride(const Tensor& t, const Shape& batch, int64_t nb) {
 
 }  // namespace
 
-Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+Tensor matmul(const Tensor& a_in, const Tensor& b_in, GemmInputs) {
   const int64_t M = a_in.size(-2), K = a_in.size(-1), N = b_in.size(-1);
   Shape ab(a_in.shape().begin(), a_in.shape().end() - 2);
   Shape bb(b_in.shape().begin(), b_in.shape().end() - 2);

@@ -1,0 +1,223 @@
+// kernels/cpu/gemm.cpp — the CPU GEMM provider (kernels/cpu/gemm.h): oneDNN matmul when built
+// with it, OpenBLAS otherwise and for float64.
+//
+// Why oneDNN (bench/RESULTS.md, "GEMM provider"): Debian 12's OpenBLAS 0.3.21 runs AVX2
+// ("Haswell") kernels on CPUs newer than it knows, ~200 GFLOP/s on the 2-core AMD EPYC (Zen 5)
+// VM against ~400 for oneDNN 2.6's AVX-512 brgemm; and only oneDNN has bf16 kernels in Debian
+// (OpenBLAS's sbgemm is not exported by Debian's build).
+//
+// oneDNN specifics handled here:
+//   - one primitive per (dtype, layout, M, N, K, leading dims, accumulate): creating one costs
+//     tens of microseconds, executing a cached one a few; the cache is capped (eval over many
+//     lengths) and cleared when full;
+//   - K is cut into chunks of at most kMaxK (see gemm.h: no K-parallel reduction, so results
+//     do not depend on the thread count); chunk 2.. accumulate into C (a sum post-op);
+//   - it parallelises with OpenMP itself (omp_get_max_threads() at execution); called inside a
+//     parallel region it runs on the calling thread;
+//   - bf16 operands are packed from their float32 storage (round to nearest even, exact for the
+//     bf16-valued floats autocast produces) into per-thread buffers.
+#include "kernels/cpu/gemm.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "kernels/backend.h"
+
+#if RELPOS_WITH_DNNL
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+namespace relpos::k {
+
+namespace {
+
+enum class Provider { OpenBLAS, OneDNN };
+
+Provider requested_provider() {
+  static const Provider p = [] {
+    const char* e = std::getenv("RELPOS_GEMM");
+    if (!e || !*e) return RELPOS_WITH_DNNL ? Provider::OneDNN : Provider::OpenBLAS;
+    if (std::strcmp(e, "openblas") == 0) return Provider::OpenBLAS;
+    RELPOS_CHECK(std::strcmp(e, "onednn") == 0, "RELPOS_GEMM={}: expected 'openblas' or 'onednn'", e);
+    RELPOS_CHECK(RELPOS_WITH_DNNL, "RELPOS_GEMM=onednn: this relpos was built without oneDNN (RELPOS_WITH_DNNL=OFF)");
+    return Provider::OneDNN;
+  }();
+  return p;
+}
+
+void openblas_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, const float* b,
+                    int64_t ldb, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
+              1.0f, a, int(lda), b, int(ldb), 0.0f, c, int(ldc));
+}
+
+#if RELPOS_WITH_DNNL
+constexpr int64_t kMaxK = 1024;
+constexpr size_t kMaxCached = 4096;
+
+// (bf16, ta, tb, M, N, K, lda, ldb, ldc, accumulate, threads): a primitive keeps the thread count
+// it was created for (its blocking and its parallel loop), so a new count needs a new one.
+using Key = std::tuple<bool, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, int>;
+
+struct Primitive {
+  dnnl::matmul matmul;
+  std::string impl;  // oneDNN's name of the kernel it picked: "brg:avx512_core_bf16"
+};
+
+struct OneDnn {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  bool bf16_units = false;  // AVX512-BF16 or AMX-BF16: oneDNN multiplies bf16 natively
+  std::mutex mu;
+  std::map<Key, Primitive> cache;
+  OneDnn() {
+    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    const auto want = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+    bf16_units = (isa & want) == want;
+  }
+};
+
+OneDnn& onednn() {
+  static OneDnn d;
+  return d;
+}
+
+dnnl::stream& thread_stream() {
+  thread_local dnnl::stream s(onednn().engine);
+  return s;
+}
+
+// [rows, cols] with leading dim ld, stored transposed when `trans`.
+dnnl::memory::desc matrix_desc(bool bf16, bool trans, int64_t rows, int64_t cols, int64_t ld) {
+  using dt = dnnl::memory::data_type;
+  return dnnl::memory::desc({rows, cols}, bf16 ? dt::bf16 : dt::f32,
+                            trans ? dnnl::memory::dims{1, ld} : dnnl::memory::dims{ld, 1});
+}
+
+// The primitive for one (chunk) shape; created once, then taken from the cache.
+Primitive primitive(const Key& key) {
+  OneDnn& d = onednn();
+  {
+    std::lock_guard lock(d.mu);
+    auto it = d.cache.find(key);
+    if (it != d.cache.end()) return it->second;
+  }
+  const auto [bf16, ta, tb, M, N, K, lda, ldb, ldc, accumulate, threads] = key;
+  (void)threads;
+  dnnl::primitive_attr attr;
+  if (accumulate) {
+    dnnl::post_ops ops;
+    ops.append_sum(1.0f);
+    attr.set_post_ops(ops);
+  }
+  const auto a = matrix_desc(bf16, ta, M, K, lda), b = matrix_desc(bf16, tb, K, N, ldb);
+  const auto c = matrix_desc(false, false, M, N, ldc);
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, d.engine);
+  Primitive p{dnnl::matmul(pd), pd.impl_info_str()};
+  std::lock_guard lock(d.mu);
+  if (d.cache.size() >= kMaxCached) d.cache.clear();
+  d.cache.emplace(key, p);
+  return p;
+}
+
+// C = op(A) op(B) with K cut into chunks of at most kMaxK, in order; elem = 4 (f32) or 2 (bf16).
+void onednn_gemm(bool bf16, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void* a, int64_t lda,
+                 const void* b, int64_t ldb, float* c, int64_t ldc) {
+  const int64_t elem = bf16 ? 2 : 4;
+  dnnl::stream& s = thread_stream();
+  for (int64_t k0 = 0; k0 < K; k0 += kMaxK) {
+    const int64_t kc = std::min(kMaxK, K - k0);
+    // The chunk's first element: column k0 of A ([M, K]; row k0 when stored [K, M]), row k0 of B.
+    const auto* ac = static_cast<const char*>(a) + (ta ? k0 * lda : k0) * elem;
+    const auto* bc = static_cast<const char*>(b) + (tb ? k0 : k0 * ldb) * elem;
+    const Primitive p = primitive({bf16, ta, tb, M, N, kc, lda, ldb, ldc, k0 > 0, omp_get_max_threads()});
+    const dnnl::engine& e = onednn().engine;
+    dnnl::memory ma(matrix_desc(bf16, ta, M, kc, lda), e, const_cast<char*>(ac));
+    dnnl::memory mb(matrix_desc(bf16, tb, kc, N, ldb), e, const_cast<char*>(bc));
+    dnnl::memory mc(matrix_desc(false, false, M, N, ldc), e, c);
+    p.matmul.execute(s, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
+  }
+  s.wait();
+}
+
+uint16_t to_bf16_bits(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40u);  // NaN stays NaN
+  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+// The [rows, cols] block at src (leading dim ld) as dense bf16 (leading dim cols) in dst.
+void pack_bf16(const float* src, int64_t rows, int64_t cols, int64_t ld, std::vector<uint16_t>& dst) {
+  dst.resize(size_t(rows * cols));
+  uint16_t* out = dst.data();
+#pragma omp parallel for schedule(static) if (rows * cols >= (int64_t(1) << 16))
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) out[r * cols + j] = to_bf16_bits(src[r * ld + j]);
+}
+#endif
+
+}  // namespace
+
+namespace cpu {
+
+void gemm_f32(GemmInputs inputs, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a, int64_t lda,
+              const float* b, int64_t ldb, float* c, int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  ensure_blas_core();
+#if RELPOS_WITH_DNNL
+  if (requested_provider() == Provider::OneDNN && K > 0) {
+    if (inputs == GemmInputs::BF16 && onednn().bf16_units) {
+      thread_local std::vector<uint16_t> pa, pb;
+      // Stored shapes: A is [M, K] ([K, M] when transposed), B is [K, N] ([N, K]).
+      pack_bf16(a, ta ? K : M, ta ? M : K, lda, pa);
+      pack_bf16(b, tb ? N : K, tb ? K : N, ldb, pb);
+      onednn_gemm(true, ta, tb, M, N, K, pa.data(), ta ? M : K, pb.data(), tb ? K : N, c, ldc);
+      return;
+    }
+    onednn_gemm(false, ta, tb, M, N, K, a, lda, b, ldb, c, ldc);
+    return;
+  }
+#endif
+  (void)inputs;
+  openblas_sgemm(ta, tb, M, N, K, a, lda, b, ldb, c, ldc);
+}
+
+void gemm_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, int64_t lda, const double* b,
+              int64_t ldb, double* c, int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  ensure_blas_core();
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
+              1.0, a, int(lda), b, int(ldb), 0.0, c, int(ldc));
+}
+
+}  // namespace cpu
+
+std::string cpu_gemm_path(GemmInputs inputs) {
+  const std::string blas = "OpenBLAS sgemm (" + ensure_blas_core().core + " kernels)";
+  const char* why_f32 = inputs == GemmInputs::BF16   ? ", on the bf16 values in float32"
+                        : inputs == GemmInputs::FP16 ? ", on the float16 values in float32"
+                                                     : "";
+#if RELPOS_WITH_DNNL
+  if (requested_provider() == Provider::OpenBLAS) return blas + why_f32 + " [RELPOS_GEMM=openblas]";
+  const dnnl_version_t* v = dnnl_version();
+  const std::string lib = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+                          std::to_string(v->patch);
+  const bool bf16 = inputs == GemmInputs::BF16 && onednn().bf16_units;
+  const Primitive probe = primitive({bf16, false, false, 256, 256, 256, 256, 256, 256, false, omp_get_max_threads()});
+  std::string path = lib + " matmul " + probe.impl + (bf16 ? " (bf16 x bf16 -> float32)" : "");
+  if (inputs == GemmInputs::BF16 && !bf16) path += ", on the bf16 values in float32: this CPU has no bf16 units";
+  if (inputs == GemmInputs::FP16) path += ", on the float16 values in float32: oneDNN 2.6 has no CPU float16 matmul";
+  return path;
+#else
+  return blas + why_f32 + " [built without oneDNN]";
+#endif
+}
+
+}  // namespace relpos::k

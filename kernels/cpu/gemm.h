@@ -1,0 +1,32 @@
+// kernels/cpu/gemm.h — the one place a CPU GEMM is chosen (kernels/cpu/gemm.cpp).
+//
+// C[M, N] = op(A)[M, K] · op(B)[K, N], row-major, op = transpose when the flag says so (A is
+// then stored [K, M] with leading dim lda), C overwritten (beta = 0), float32 accumulation.
+//   float32, inputs F32:   oneDNN's matmul (brgemm, the CPU's widest float32 unit) when relpos
+//                          was built with oneDNN (RELPOS_WITH_DNNL), else OpenBLAS sgemm;
+//   float32, inputs BF16:  every operand value is a bfloat16 (autocast rounded it): the operands
+//                          are packed to bf16 and multiplied on the CPU's bf16 units
+//                          (AVX512-BF16 / AMX through oneDNN) with float32 accumulation; without
+//                          such units (or oneDNN), the float32 path on the same values;
+//   float32, inputs FP16:  the float32 path (oneDNN 2.6 has no CPU float16 matmul);
+//   float64:               OpenBLAS dgemm.
+// RELPOS_GEMM=openblas forces OpenBLAS for float32 (and bf16 inputs): a switch for benchmarks
+// and for bisecting a numerical difference, read once.
+// Determinism: the result of a given call is the same at every thread count. oneDNN may split
+// K across threads (a parallel reduction whose order follows the thread count) when K > 1024 and
+// there is little M x N work; relpos therefore never hands it a K above 1024: longer products run
+// as a fixed sequence of K chunks accumulated into C (kernels/cpu/gemm.cpp).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "kernels/ops.h"
+
+namespace relpos::k::cpu {
+
+void gemm_f32(GemmInputs inputs, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* a,
+              int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc);
+void gemm_f64(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const double* a, int64_t lda,
+              const double* b, int64_t ldb, double* c, int64_t ldc);
+
+}  // namespace relpos::k::cpu

@@ -1,0 +1,155 @@
+// The CPU GEMM provider (kernels/cpu/gemm.h): every layout and a K past the chunk length against
+// a float64 loop, the same bits at every thread count (oneDNN's K-parallel reduction avoided),
+// bf16 operands on the bf16 units against float64 from the same bf16 values, and the path
+// `relpos info` reports.
+#include <catch2/catch.hpp>
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/float16.h"
+#include "kernels/ops.h"
+#include "tests/cli_run.h"
+
+using namespace relpos;
+
+namespace {
+
+// C = op(A) op(B) in float64 from the float32 values of the (possibly transposed) views.
+std::vector<double> reference(const Tensor& a, const Tensor& b) {
+  const Tensor ac = a.contiguous(), bc = b.contiguous();
+  const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+  const std::vector<float> A = ac.to_vector<float>(), B = bc.to_vector<float>();
+  std::vector<double> C(size_t(M * N), 0.0);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t e = 0; e < K; ++e) {
+      const double x = A[size_t(i * K + e)];
+      for (int64_t j = 0; j < N; ++j) C[size_t(i * N + j)] += x * double(B[size_t(e * N + j)]);
+    }
+  return C;
+}
+
+// |C - ref| <= 2 K u sum_e |a_ie b_ej| elementwise (float32 accumulation in any order).
+void check_close(const Tensor& c, const Tensor& a, const Tensor& b, const std::string& what) {
+  const std::vector<double> ref = reference(a, b);
+  const std::vector<double> mag = reference(k::unary(k::Unary::Abs, a), k::unary(k::Unary::Abs, b));
+  const std::vector<float> got = c.contiguous().to_vector<float>();
+  const double K = double(a.size(1)), u = std::ldexp(1.0, -24);
+  double worst = 0;  // the largest error as a fraction of its bound
+  for (size_t i = 0; i < ref.size(); ++i)
+    worst = std::max(worst, std::abs(double(got[i]) - ref[i]) / (2 * K * u * mag[i] + 1e-30));
+  INFO(what << ": worst error / bound = " << worst);
+  CHECK(worst <= 1.0);
+}
+
+Tensor bf16_valued(const Shape& s, uint64_t seed) {
+  Generator g(seed);
+  return k::unary(k::Unary::RoundBF16, Tensor::randn(s, g));
+}
+
+bool bitwise_equal(const Tensor& x, const Tensor& y) {
+  const std::vector<float> a = x.to_vector<float>(), b = y.to_vector<float>();
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// A, B in every transposition: x^T is the transposed view of a [cols, rows] tensor.
+Tensor operand(const Shape& s, bool trans, uint64_t seed, bool bf16) {
+  const Shape stored = trans ? Shape{s[1], s[0]} : s;
+  Generator g(seed);
+  Tensor t = bf16 ? bf16_valued(stored, seed) : Tensor::randn(stored, g);
+  return trans ? t.transpose(0, 1) : t;
+}
+
+}  // namespace
+
+TEST_CASE("gemm: float32 products in every layout match float64, K past the 1024 chunk included", "[kernels][gemm]") {
+  INFO("path: " << k::cpu_gemm_path(k::GemmInputs::F32));
+  for (auto [M, N, K] : {std::array<int64_t, 3>{1, 1, 1}, {7, 5, 3}, {64, 48, 1024}, {33, 17, 1025}, {96, 80, 2500}}) {
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        Tensor a = operand({M, K}, ta, 11 + M, false), b = operand({K, N}, tb, 23 + N, false);
+        check_close(k::matmul(a, b), a, b, fmt::format("M={} N={} K={} ta={} tb={}", M, N, K, ta, tb));
+      }
+  }
+  // A row stride wider than the row (a narrowed view) goes in with its leading dim.
+  Generator g(5);
+  Tensor wide = Tensor::randn({40, 300}, g).narrow(1, 10, 200);
+  Tensor b = Tensor::randn({200, 30}, g);
+  check_close(k::matmul(wide, b), wide, b, "lda > K");
+}
+
+TEST_CASE("gemm: the same bits at 1, 2 and 3 threads, weight-gradient shapes with K up to 8192 included",
+          "[kernels][gemm][determinism]") {
+  const int before = k::num_threads();
+  // dW = x^T dy: A transposed, small M x N, long K: where oneDNN would split K across threads.
+  for (auto [M, N, K] : {std::array<int64_t, 3>{64, 64, 8192}, {32, 32, 16384}, {16, 16, 4096}, {128, 512, 2048},
+                         {256, 256, 2048}, {2048, 256, 256}})
+    for (k::GemmInputs in : {k::GemmInputs::F32, k::GemmInputs::BF16}) {
+      const bool bf16 = in == k::GemmInputs::BF16;
+      Tensor a = operand({M, K}, true, 3, bf16), b = operand({K, N}, false, 4, bf16);
+      k::set_num_threads(1);
+      const Tensor c1 = k::matmul(a, b, in);
+      k::set_num_threads(2);
+      const Tensor c2 = k::matmul(a, b, in);
+      k::set_num_threads(3);
+      const Tensor c3 = k::matmul(a, b, in);
+      INFO("M=" << M << " N=" << N << " K=" << K << (bf16 ? " bf16" : " f32"));
+      CHECK(bitwise_equal(c1, c2));
+      CHECK(bitwise_equal(c1, c3));
+    }
+  k::set_num_threads(before);
+}
+
+TEST_CASE("gemm: bf16 operands multiply with float32 accumulation, as float64 from the same bf16 values",
+          "[kernels][gemm][precision]") {
+  const std::string path = k::cpu_gemm_path(k::GemmInputs::BF16);
+  INFO("path: " << path);
+  for (auto [M, N, K] : {std::array<int64_t, 3>{5, 3, 7}, {64, 96, 128}, {130, 70, 1500}})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        Tensor a = operand({M, K}, ta, 7, true), b = operand({K, N}, tb, 8, true);
+        check_close(k::matmul(a, b, k::GemmInputs::BF16), a, b,
+                    fmt::format("bf16 M={} N={} K={} ta={} tb={}", M, N, K, ta, tb));
+      }
+  // NaN and inf operands propagate as in float32.
+  Tensor a = bf16_valued({4, 8}, 1), b = bf16_valued({8, 4}, 2);
+  std::vector<float> av = a.to_vector<float>();
+  av[0] = std::nanf("");
+  av[9] = INFINITY;
+  Tensor an = Tensor::from_vector(av, {4, 8});
+  const std::vector<float> c = k::matmul(an, b, k::GemmInputs::BF16).to_vector<float>();
+  CHECK(std::isnan(c[0]));  // row 0 holds the NaN
+  CHECK(!std::isfinite(c[4]));  // row 1 holds the inf
+  CHECK(std::isfinite(c[8]));
+}
+
+TEST_CASE("gemm: the path names the bf16 units where the CPU has them, and relpos info prints it",
+          "[kernels][gemm][precision]") {
+  const std::string f32 = k::cpu_gemm_path(k::GemmInputs::F32), bf16 = k::cpu_gemm_path(k::GemmInputs::BF16);
+  INFO("fp32: " << f32 << "\nbf16: " << bf16);
+  const bool env = std::getenv("RELPOS_GEMM") != nullptr;
+  if (f32.rfind("oneDNN", 0) == 0 && !env) {
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512bf16"))
+      CHECK((bf16.find("avx512_core_bf16") != std::string::npos || bf16.find("amx") != std::string::npos));
+    else
+      CHECK(bf16.find("no bf16 units") != std::string::npos);
+#endif
+  } else {
+    CHECK(bf16.find("on the bf16 values in float32") != std::string::npos);
+  }
+  const auto info = test::cli_run("info");
+  REQUIRE(info.code == 0);
+  CHECK(info.out.find("CPU GEMM bf16: " + bf16) != std::string::npos);
+  // The override is read from the environment, and a wrong value is named.
+  const auto forced = test::shell_run("RELPOS_GEMM=openblas " + test::shell_quote(RELPOS_CLI_PATH) + " info");
+  CHECK(forced.code == 0);
+  CHECK(forced.out.find("CPU GEMM fp32: OpenBLAS sgemm") != std::string::npos);
+  const auto bad = test::shell_run("RELPOS_GEMM=mkl " + test::shell_quote(RELPOS_CLI_PATH) + " info");
+  CHECK(bad.code != 0);
+  CHECK(bad.out.find("RELPOS_GEMM=mkl: expected 'openblas' or 'onednn'") != std::string::npos);
+}
