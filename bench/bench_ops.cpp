@@ -1,4 +1,4 @@
-// bench/bench_ops.cpp — time relpos k::matmul (OpenBLAS sgemm) and k::softmax in float32.
+// bench/bench_ops.cpp — time relpos k::matmul (float32, and bf16 operands) and k::softmax.
 // bench/torch_ops.py runs the same cases the same way with PyTorch; bench/run_ops_bench.sh
 // runs both with one thread count and prints a comparison table.
 //
@@ -26,6 +26,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/tensor.h"
@@ -113,6 +114,22 @@ int main(int argc, char** argv) {
     cases.push_back({"matmul", "512x512x512 b.T", 2.0 * n * n * n, 4.0 * 3 * n * n,
                      [a, bt] { return k::matmul(a, bt); }});
   }
+  // The small model's GEMMs (B*T = 2048 rows, d 256, d_ff 1024): q/k/v, fc1, fc2 and a weight
+  // gradient (x^T dy, K = B*T), in float32 and with bf16 operands ("matmul_bf16": float32
+  // tensors holding bf16 values, k::GemmInputs::BF16, the packing to bf16 included; PyTorch:
+  // torch.matmul on bfloat16 tensors).
+  for (auto [M, K, N, ta] : {std::tuple{2048, 256, 768, false},
+                             {2048, 256, 1024, false},
+                             {2048, 1024, 256, false},
+                             {256, 2048, 1024, true}}) {
+    const std::string size = std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N) + (ta ? " a.T" : "");
+    Tensor a = ta ? randn({K, M}).transpose(0, 1) : randn({M, K}), b = randn({K, N});
+    cases.push_back(
+        {"matmul", size, 2.0 * M * N * K, 4.0 * (M * K + K * N + M * N), [a, b] { return k::matmul(a, b); }});
+    Tensor ab = k::unary(k::Unary::RoundBF16, a), bb = k::unary(k::Unary::RoundBF16, b);
+    cases.push_back({"matmul_bf16", size, 2.0 * M * N * K, 2.0 * (M * K + K * N) + 4.0 * M * N,
+                     [ab, bb] { return k::matmul(ab, bb, k::GemmInputs::BF16); }});
+  }
   for (const Shape& s : {Shape{4096, 256}, Shape{64, 4, 128, 128}}) {
     Tensor x = randn(s);
     std::string size = "[";
@@ -128,9 +145,10 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"impl\":\"relpos\",\"meta\":true,\"threads\":%d,\"omp_max_threads\":%d,"
       "\"openblas_threads\":%d,\"openblas_config\":\"%s\",\"openblas_coretype_env\":\"%s\","
-      "\"warmup\":%d,\"warmup_ms\":%g,\"samples\":%d,\"min_sample_ms\":%g}\n",
-      threads, omp_get_max_threads(), openblas_get_num_threads(), openblas_get_config(),
-      coretype ? coretype : "", kWarmup, kWarmupMs, kSamples, kMinSampleMs);
+      "\"warmup\":%d,\"warmup_ms\":%g,\"samples\":%d,\"min_sample_ms\":%g,\"gemm_f32\":\"%s\",\"gemm_bf16\":\"%s\"}\n",
+      threads, omp_get_max_threads(), openblas_get_num_threads(), openblas_get_config(), coretype ? coretype : "",
+      kWarmup, kWarmupMs, kSamples, kMinSampleMs, k::cpu_gemm_path(k::GemmInputs::F32).c_str(),
+      k::cpu_gemm_path(k::GemmInputs::BF16).c_str());
   std::fflush(stdout);
   for (const Case& c : cases) {
     if (!filter.empty() && (c.op + " " + c.size).find(filter) == std::string::npos) continue;

@@ -75,6 +75,7 @@ print(f"threads: relpos {rmeta['threads']} (omp {rmeta['omp_max_threads']}, open
       f"(torch {tmeta['torch_version']}); {rmeta['openblas_config']}")
 print(f"method: per case >= {rmeta['warmup_ms']:g} ms (>= {rmeta['warmup']} calls) of warmup, median of {rmeta['samples']} samples, each the mean "
       f"of back-to-back calls filling >= {rmeta['min_sample_ms']} ms (1 call for slower ops)")
+print(f"relpos GEMM: float32 {rmeta.get('gemm_f32', '?')}; bf16 operands {rmeta.get('gemm_bf16', '?')}")
 other = int(sys.argv[3])
 print(f"CPU used by other processes during the runs: {other}% of all CPUs"
       + ("  ** machine not idle: numbers are unreliable **" if other > 5 else ""))

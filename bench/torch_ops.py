@@ -71,6 +71,17 @@ def cases():
     a, bt = randn(n, n), randn(n, n).transpose(0, 1)
     out.append(("matmul", "512x512x512 b.T", 2.0 * n ** 3, 4.0 * 3 * n * n,
                 lambda a=a, b=bt: torch.matmul(a, b)))
+    # bench/bench_ops.cpp's model-shaped GEMMs, float32 and bfloat16 (a bf16 result).
+    for m, k, n, ta in ((2048, 256, 768, False), (2048, 256, 1024, False), (2048, 1024, 256, False),
+                        (256, 2048, 1024, True)):
+        size = f"{m}x{k}x{n}" + (" a.T" if ta else "")
+        a = randn(k, m).transpose(0, 1) if ta else randn(m, k)
+        b = randn(k, n)
+        out.append(("matmul", size, 2.0 * m * n * k, 4.0 * (m * k + k * n + m * n),
+                    lambda a=a, b=b: torch.matmul(a, b)))
+        ab, bb = a.to(torch.bfloat16), b.to(torch.bfloat16)
+        out.append(("matmul_bf16", size, 2.0 * m * n * k, 2.0 * (m * k + k * n + m * n),
+                    lambda a=ab, b=bb: torch.matmul(a, b)))
     for shape in ((4096, 256), (64, 4, 128, 128)):
         x = randn(*shape)
         out.append(("softmax", "[" + ",".join(map(str, shape)) + "]", 0.0, 2.0 * 4.0 * x.numel(),

@@ -195,6 +195,7 @@ Variable MultiHeadAttention::fused(const Heads& h, const Positions& p, const Att
   }
   if (sinks.stats) {
     sinks.stats->max_abs_logit = k::reduce(k::Reduce::Max, fwd.max_abs, {}, false).item();
+    sinks.stats->row_max_abs_logit = fwd.max_abs;
     sinks.stats->mean_entropy =
         k::reduce(k::Reduce::Sum, fwd.entropy, {}, false).item() / double(h.B * cfg_.n_heads * h.Lq);
   }
@@ -222,7 +223,8 @@ Variable MultiHeadAttention::reference(const Heads& h, const Positions& p, const
     Tensor a = k::unary(k::Unary::Abs, s.data());
     if (kp.defined()) a = k::masked_fill(a, kp, 0.0);
     if (causal) a = k::causal_fill(a, q_offset, k_offset, 0.0);
-    sinks.stats->max_abs_logit = k::reduce(k::Reduce::Max, a, {}, false).item();
+    sinks.stats->row_max_abs_logit = k::reduce(k::Reduce::Max, a, {-1}, false);
+    sinks.stats->max_abs_logit = k::reduce(k::Reduce::Max, sinks.stats->row_max_abs_logit, {}, false).item();
     Tensor plogp = k::mul(prob.data(), k::unary(k::Unary::Log, k::unary(k::Unary::Clamp, prob.data(), 1e-30, 1.0)));
     sinks.stats->mean_entropy = -k::reduce(k::Reduce::Sum, plogp, {}, false).item() / double(h.B * cfg_.n_heads * h.Lq);
     sinks.stats->probs = prob.data();

@@ -64,6 +64,7 @@ struct KVCache {
 struct AttentionStats {  // filled when a pointer is given (monitors)
   double max_abs_logit = 0;   // max |S| over unmasked cells
   double mean_entropy = 0;    // mean over (b, h, i) of -sum_j P log P
+  Tensor row_max_abs_logit;   // [B, H, Lq]: max |S| of each query row (logit-growth monitors)
   // filled by TransformerBlock: its output's largest finite |value| and how many of its
   // values are NaN or ±inf (16-bit overflow and activation growth monitors)
   double max_abs_activation = 0;

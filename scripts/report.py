@@ -836,6 +836,89 @@ def short(rec, keys):
     return " ".join(parts) or rec["name"]
 
 
+def panel_layout(panels, others, recs):
+    """Rows x columns of panel keys: with two other grid keys, one row per value of the first and
+    one column per value of the second (in the sweep's order); otherwise one row."""
+    keys = sorted(panels)
+    if len(others) != 2:
+        return [keys]
+    order = [[], []]
+    for r in recs:
+        for d in (0, 1):
+            v = str(r["grid"].get(others[d]))
+            if v not in order[d]:
+                order[d].append(v)
+    return [[(a, b) for b in order[1]] for a in order[0]]
+
+
+def run_diagnosis(rec):
+    """What the metrics of one run say went wrong: fp16 overflow steps (skipped updates), skipped
+    non-finite steps, the largest attention logit and the largest block activation (finite values
+    over every logged step and layer; None when never logged)."""
+    rows = point_metrics(rec) or []
+    def peak(key):
+        vals = [num(v) for r in rows for v in (r.get(key) if isinstance(r.get(key), list) else [])
+                if isinstance(v, (int, float)) and math.isfinite(num(v))]
+        return max(vals) if vals else None
+    last = lambda key: max([int(r[key]) for r in rows if isinstance(r.get(key), int)] + [0])
+    return {"overflow_steps": last("overflow_steps"), "skipped_steps": last("skipped_steps"),
+            "max_attn_logit": peak("max_attn_logit"), "max_abs_activation": peak("max_abs_activation")}
+
+
+def why_grid(figs, panels, layout, lr_key, lrs, recipes, seeded):
+    """Per (encoding, precision) panel, lr x recipe: colour = the largest attention logit over
+    training (log scale: logit growth), text = fp16 overflow steps ("ovf N") and skipped non-finite
+    steps ("skip N") — where a precision breaks and whether by overflow or by logit growth."""
+    nrows, ncols = len(layout), len(layout[0])
+    fig, axes = plt.subplots(nrows, ncols, figsize=(0.75 * len(recipes) * ncols + 2.5 * ncols,
+                                                    (0.9 * len(lrs) + 2.2) * nrows), squeeze=False)
+    cells = []
+    logits = [d["max_attn_logit"] for rs in panels.values() for d in map(run_diagnosis, rs)
+              if d["max_attn_logit"] is not None and d["max_attn_logit"] > 0]
+    lo, hi = (math.log10(min(logits)), math.log10(max(logits))) if logits else (0.0, 1.0)
+    for ax, g in ((axes[i][j], layout[i][j]) for i in range(nrows) for j in range(ncols)):
+        if g not in panels:
+            ax.axis("off")
+            continue
+        m = np.full((len(lrs), len(recipes)), np.nan)
+        for i, lr in enumerate(lrs):
+            for j, rc in enumerate(recipes):
+                runs = [r for r in panels[g] if num(r["grid"][lr_key]) == lr and r["recipe"] == rc]
+                if not runs:
+                    continue
+                ds = [run_diagnosis(r) for r in runs]
+                peaks = [d["max_attn_logit"] for d in ds if d["max_attn_logit"] is not None and d["max_attn_logit"] > 0]
+                if peaks:
+                    m[i, j] = math.log10(max(peaks))
+                ovf, skip = max(d["overflow_steps"] for d in ds), max(d["skipped_steps"] for d in ds)
+                act = [d["max_abs_activation"] for d in ds if d["max_abs_activation"] is not None]
+                cells.append({"group": " ".join(g), "lr": lr, "recipe": rc, "max_attn_logit": max(peaks) if peaks else None,
+                              "max_abs_activation": max(act) if act else None, "overflow_steps": ovf,
+                              "skipped_steps": skip, "seeds": len(runs)})
+                txt = f"{max(peaks):.0f}" if peaks else "-"
+                if ovf:
+                    txt += f"\novf {ovf}"
+                if skip:
+                    txt += f"\nskip {skip}"
+                ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="white")
+        im = ax.imshow(m, cmap="magma", vmin=lo, vmax=max(hi, lo + 1e-9), aspect="auto")
+        ax.set_xticks(range(len(recipes)))
+        ax.set_xticklabels(recipes, rotation=30, ha="right", fontsize=8)
+        ax.set_yticks(range(len(lrs)))
+        ax.set_yticklabels([f"{v:g}" for v in lrs])
+        ax.set_xlabel("recipe")
+        ax.set_ylabel("peak learning rate")
+        ax.set_title(" ".join(g))
+        fig.colorbar(im, ax=ax, label="log10 max |attention logit|")
+    fig.suptitle("Why runs break: largest attention logit (colour, number); ovf N = fp16 overflow steps; "
+                 "skip N = skipped non-finite steps" + (" (worst seed)" if seeded else ""))
+    figs.save("precision_why", fig, "Why runs break", "recipe", "peak learning rate", [],
+              "Per encoding and precision: the largest attention logit over training (colour and number: logit "
+              "growth), fp16 overflow steps whose update was skipped ('ovf N': the loss scale backed off) and steps "
+              "skipped for a non-finite loss or gradient ('skip N')" +
+              (", worst over seeds" if seeded else "") + ".", extra={"cells": cells})
+
+
 def point_metrics(rec):
     """The metrics.jsonl rows of a sweep point, None when its run directory has none."""
     p = os.path.join(rec["run_dir"], "metrics.jsonl")
@@ -981,10 +1064,17 @@ def sweep_figures(sweep_dir, meta, index, figs, md):
         for r in recs:
             panels.setdefault(tuple(str(r["grid"].get(k)) for k in others), []).append(r)
         lrs = sorted({num(r["grid"][lr_key]) for r in recs})
-        fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 0.9 * len(lrs) + 2.2), squeeze=False)
+        layout = panel_layout(panels, others, recs)
+        nrows, ncols = len(layout), len(layout[0])
+        fig, axes = plt.subplots(nrows, ncols, figsize=(0.75 * len(recipes) * ncols + 2.5 * ncols,
+                                                        (0.9 * len(lrs) + 2.2) * nrows), squeeze=False)
         cells = []
         vmax = max([num(r.get("final_train_loss")) for r in recs if r.get("final_train_loss") is not None] + [1])
-        for ax, (g, rs) in zip(axes[0], sorted(panels.items())):
+        for ax, g in ((axes[i][j], layout[i][j]) for i in range(nrows) for j in range(ncols)):
+            if g not in panels:
+                ax.axis("off")
+                continue
+            rs = panels[g]
             m = np.full((len(lrs), len(recipes)), np.nan)
             for i, lr in enumerate(lrs):
                 for j, rc in enumerate(recipes):
@@ -1020,6 +1110,8 @@ def sweep_figures(sweep_dir, meta, index, figs, md):
                   "loss was non-finite or above twice its running minimum" +
                   (" (the earliest over seeds, with how many seeds diverged)" if seeded else "") + ".",
                   extra={"cells": cells})
+        if "train.precision" in config_keys:
+            why_grid(figs, panels, layout, lr_key, lrs, recipes, seeded)
         # max |logit| (last layer) over training for every run at the highest lr
         for g, rs in sorted(panels.items()):
             series = []

@@ -537,6 +537,9 @@ const std::vector<Key<TrainLoopConfig>>& train_keys() {
       integer("eval_every", at(&T::eval_every), 1, kMaxRepeat, "validation every N steps (and at the end)"),
       integer("eval_batches", at(&T::eval_batches), 1, kMaxRepeat, "validation batches (fixed, the same every time)"),
       integer("log_every", at(&T::log_every), 1, kMaxRepeat, "metrics line / log line every N steps"),
+      real("logit_threshold", at(&T::logit_threshold), 0.0, 1e30,
+           "logit-growth monitor: logging steps record per layer the fraction of query rows whose largest "
+           "|attention logit| exceeds this (`attn_rows_above_threshold`)"),
       integer("checkpoint_every", at(&T::checkpoint_every), 0, kMaxRepeat,
               "checkpoint every N steps (0: only the final one)"),
       integer("keep_last", at(&T::keep_last), 0, kMaxRepeat, "checkpoints kept (0 = all)"),

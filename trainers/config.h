@@ -60,6 +60,7 @@ struct TrainLoopConfig {
   int64_t eval_every = 200;
   int64_t eval_batches = 20;
   int64_t log_every = 10;
+  double logit_threshold = 50.0;  // train.logit_threshold: the attn_rows_above_threshold monitor
   int64_t checkpoint_every = 0;  // 0 = only at the end
   int64_t keep_last = 2;
   uint64_t seed = 1337;

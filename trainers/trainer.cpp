@@ -153,6 +153,43 @@ std::string first_nonfinite_grad(const nn::Model& m) {
   return "";
 }
 
+// The layer a parameter belongs to: its name up to the first index ("decoder.blocks.3"), or
+// its first component when it has none ("embed", "head").
+std::string layer_of(const std::string& name) {
+  size_t start = 0;
+  while (start < name.size()) {
+    const size_t dot = name.find('.', start);
+    const std::string part = name.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!part.empty() && part.find_first_not_of("0123456789") == std::string::npos)
+      return name.substr(0, dot == std::string::npos ? name.size() : dot);
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return name.substr(0, name.find('.'));
+}
+
+// How many gradient values are NaN or ±inf per layer, as "layer=count ..." (layers with none
+// left out), for the metrics row of a step whose gradients are non-finite (an fp16 overflow, a
+// skipped step): the layers where the backward overflowed. One device reduction and read per
+// parameter; those steps only.
+std::string nonfinite_grads_by_layer(const nn::Model& m) {
+  std::vector<std::pair<std::string, int64_t>> counts;
+  for (const auto& [name, p] : m.named_parameters()) {
+    if (!p.grad().defined()) continue;
+    const Tensor& g = p.grad();
+    const Tensor finite = k::binary(k::Binary::Lt, k::unary(k::Unary::Abs, g),
+                                    Tensor::scalar(std::numeric_limits<double>::infinity(), g.dtype(), g.device()));
+    const int64_t bad = g.numel() - int64_t(k::sum(finite).item());
+    if (bad == 0) continue;
+    const std::string layer = layer_of(name);
+    if (counts.empty() || counts.back().first != layer) counts.emplace_back(layer, 0);
+    counts.back().second += bad;
+  }
+  std::string out;
+  for (const auto& [layer, n] : counts) out += fmt::format("{}{}={}", out.empty() ? "" : " ", layer, n);
+  return out;
+}
+
 std::string bar(int64_t step, int64_t total, double loss, double lr, double tok_s, double eta_s) {
   const int width = 24;
   int filled = int(double(step) / double(total) * width);
@@ -661,8 +698,13 @@ void Trainer::overflow_step(int64_t step, double loss) {
   res_.overflow_steps = ++overflow_steps_;
   const double before = scaler_->scale();
   scaler_->update(false);
+  const std::string where = nonfinite_grads_by_layer(*model_);
   opt_->zero_grad();
-  log_metrics(step, {{"loss", loss}, {"overflow", true}, {"loss_scale", before}, {"overflow_steps", overflow_steps_}});
+  log_metrics(step, {{"loss", loss},
+                     {"overflow", true},
+                     {"loss_scale", before},
+                     {"overflow_steps", overflow_steps_},
+                     {"nonfinite_grads", where}});
   if (overflow_steps_ <= 3 || step % cfg_.train.log_every == 0)
     say(fmt::format("step {}: fp16 overflow (loss scale {} -> {}), update skipped ({} so far)", step, before,
                     scaler_->scale(), overflow_steps_));
@@ -681,11 +723,12 @@ void Trainer::monitor_divergence(int64_t step, double loss) {
 
 // nan_policy: skip. `bad` is "(loss)" or the first parameter whose gradient is not finite.
 void Trainer::skip_step(int64_t step, const std::string& bad, double loss) {
+  const std::string where = nonfinite_grads_by_layer(*model_);
   opt_->zero_grad();
   res_.skipped_steps = ++skipped_;
   say(fmt::format("step {}: non-finite {} ({}); update skipped ({} so far)", step,
                   bad == "(loss)" ? "loss" : "gradient", bad == "(loss)" ? fmt::format("{}", loss) : bad, skipped_));
-  log_metrics(step, {{"loss", loss}, {"skipped", true}, {"skipped_steps", skipped_}});
+  log_metrics(step, {{"loss", loss}, {"skipped", true}, {"skipped_steps", skipped_}, {"nonfinite_grads", where}});
 }
 
 // nan_policy: abort, keeping the last good state. Parameters are still those after step - 1;
@@ -736,14 +779,21 @@ void Trainer::log_window(int64_t step, double lr, double norm, double pos_norm,
                               {"tokens_per_s", tok_s},
                               {"pos_grad_norm", pos_norm}};
   if (!stats.empty()) {
-    std::vector<double> mx, ent, act;
+    std::vector<double> mx, ent, act, above;
     std::vector<int64_t> nonfinite;
     for (auto& s : stats) {
       mx.push_back(s.max_abs_logit), ent.push_back(s.mean_entropy);
       act.push_back(s.max_abs_activation), nonfinite.push_back(s.nonfinite_activations);
+      if (s.row_max_abs_logit.defined()) {  // rows of a NaN logit count as above (NaN > t is false: use !(x <= t))
+        const Tensor& r = s.row_max_abs_logit;
+        const Tensor at_most =
+            k::binary(k::Binary::Le, r, Tensor::scalar(cfg_.train.logit_threshold, r.dtype(), r.device()));
+        above.push_back(1.0 - k::sum(at_most).item() / double(std::max<int64_t>(r.numel(), 1)));
+      }
     }
     m["max_attn_logit"] = mx;
     m["attn_entropy"] = ent;
+    if (above.size() == stats.size()) m["attn_rows_above_threshold"] = above;  // per layer, train.logit_threshold
     m["max_abs_activation"] = act;           // per block output: the largest finite |value|
     m["nonfinite_activations"] = nonfinite;  // per block output: NaN/inf values
   }

@@ -1,11 +1,14 @@
 // train.precision bf16 | fp16 (emulated autocast, autograd/autocast.h): a short run stays close
 // to float32 without being it; fp16's dynamic loss scaling skips overflowing steps and halves
 // the scale; resume continues bit-exactly with the scaler's state.
-#include <catch2/catch.hpp>
+#include <fmt/format.h>
 
+#include <catch2/catch.hpp>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "trainers/io/checkpoint.h"
 #include "trainers/trainer.h"
@@ -22,9 +25,10 @@ std::string tmp_run(const std::string& name) {
   return d;
 }
 
-Config run_config(const std::string& dir, const std::string& precision, const std::string& extra = "") {
+Config run_config(const std::string& dir, const std::string& precision, const std::string& extra = "",
+                  const std::string& model_extra = "") {
   return parse_config(R"(model:
-  d_model: 32
+)" + model_extra + R"(  d_model: 32
   n_layers: 2
   n_heads: 4
   d_ff: 64
@@ -47,8 +51,8 @@ train:
   checkpoint_every: 10
   keep_last: 0
   seed: 7
-  precision: )" + precision + "\n" + extra +
-                          "output:\n  dir: " + dir + "\n",
+  precision: )" + precision +
+                          "\n" + extra + "output:\n  dir: " + dir + "\n",
                       "precision.yaml");
 }
 
@@ -88,7 +92,23 @@ TEST_CASE("precision: fp16 skips the steps whose scaled gradients overflow and h
   double last_scale = 0;
   for (std::string line; std::getline(m, line);) {
     const auto j = nlohmann::json::parse(line);
-    if (j.contains("overflow")) ++overflow_rows;
+    if (j.contains("overflow")) {
+      ++overflow_rows;
+      // where the backward overflowed: "layer=count ..." ("decoder.blocks.1=12 head=3")
+      REQUIRE(j.contains("nonfinite_grads"));
+      std::istringstream where(j["nonfinite_grads"].get<std::string>());
+      int layers = 0;
+      for (std::string item; where >> item; ++layers) {
+        INFO(item);
+        const size_t eq = item.find('=');
+        REQUIRE(eq != std::string::npos);
+        const std::string layer = item.substr(0, eq);
+        CHECK(std::stoll(item.substr(eq + 1)) > 0);
+        const bool indexed = std::isdigit(static_cast<unsigned char>(layer.back())) != 0;
+        CHECK((layer.find("blocks.") == std::string::npos || indexed));
+      }
+      CHECK(layers > 0);
+    }
     if (j.contains("loss_scale")) last_scale = j["loss_scale"].get<double>();
   }
   CHECK(overflow_rows == r.overflow_steps);
@@ -109,5 +129,35 @@ TEST_CASE("precision: resume continues bit-exactly in bf16 and in fp16 (loss sca
     const auto resumed = train::train(run_config(resumed_dir, p, extra), opt);
     REQUIRE(resumed.losses.size() == 20);
     CHECK(resumed.losses == std::vector<double>(full.losses.begin() + 10, full.losses.end()));
+  }
+}
+
+TEST_CASE("precision: the logit-growth monitor counts the query rows whose largest |logit| passes the threshold",
+          "[precision][monitors]") {
+  // Rows above t: every row at t = 0, none at t = the layer's max |logit| (strictly above), some
+  // just below it — on the fused kernel and the materialised reference path alike.
+  for (std::string attention : {"fused", "reference"}) {
+    INFO(attention);
+    auto rows = [&](const std::string& name, double t) {
+      const std::string dir = tmp_run(name + attention);
+      // only the threshold differs: the same trajectory
+      train::train(
+          run_config(dir, "fp32", fmt::format("  logit_threshold: {:.17g}\n", t), "  attention: " + attention + "\n"));
+      std::ifstream m(dir + "/metrics.jsonl");
+      std::string line;
+      std::getline(m, line);  // step 5, the first logging step
+      return nlohmann::json::parse(line);
+    };
+    const auto all = rows("t0", 0.0);
+    REQUIRE(all.contains("attn_rows_above_threshold"));
+    const auto max_logit = all["max_attn_logit"].get<std::vector<double>>();
+    for (double f : all["attn_rows_above_threshold"].get<std::vector<double>>()) CHECK(f == 1.0);
+    const double layer0 = max_logit[0];
+    const auto at_max = rows("tmax", layer0);
+    CHECK(at_max["attn_rows_above_threshold"][0].get<double>() == 0.0);
+    const auto below = rows("tbelow", layer0 * (1 - 1e-6));
+    const double f = below["attn_rows_above_threshold"][0].get<double>();
+    CHECK(f > 0.0);
+    CHECK(f < 1.0);
   }
 }
