@@ -837,18 +837,18 @@ def short(rec, keys):
 
 
 def panel_layout(panels, others, recs):
-    """Rows x columns of panel keys: with two other grid keys, one row per value of the first and
-    one column per value of the second (in the sweep's order); otherwise one row."""
-    keys = sorted(panels)
-    if len(others) != 2:
-        return [keys]
-    order = [[], []]
+    """Rows x columns of panel keys: with two or more other grid keys, one column per value of the
+    last and one row per combination of the others (in the sweep's order); otherwise one row."""
+    if len(others) < 2:
+        return [sorted(panels)]
+    rows, cols = [], []
     for r in recs:
-        for d in (0, 1):
-            v = str(r["grid"].get(others[d]))
-            if v not in order[d]:
-                order[d].append(v)
-    return [[(a, b) for b in order[1]] for a in order[0]]
+        key = tuple(str(r["grid"].get(k)) for k in others)
+        if key[:-1] not in rows:
+            rows.append(key[:-1])
+        if key[-1] not in cols:
+            cols.append(key[-1])
+    return [[row + (c,) for c in cols] for row in rows]
 
 
 def run_diagnosis(rec):

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -182,8 +183,9 @@ std::string nonfinite_grads_by_layer(const nn::Model& m) {
     const int64_t bad = g.numel() - int64_t(k::sum(finite).item());
     if (bad == 0) continue;
     const std::string layer = layer_of(name);
-    if (counts.empty() || counts.back().first != layer) counts.emplace_back(layer, 0);
-    counts.back().second += bad;
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == layer; });
+    if (it == counts.end()) it = counts.insert(counts.end(), {layer, 0});
+    it->second += bad;
   }
   std::string out;
   for (const auto& [layer, n] : counts) out += fmt::format("{}{}={}", out.empty() ? "" : " ", layer, n);

@@ -14,6 +14,10 @@
 //     do not depend on the thread count); chunk 2.. accumulate into C (a sum post-op);
 //   - it parallelises with OpenMP itself (omp_get_max_threads() at execution); called inside a
 //     parallel region it runs on the calling thread;
+//   - scratch memory is ours (scratchpad_mode::user, a per-thread buffer): oneDNN's own
+//     "global" scratchpad belongs to the thread that created the primitive, and a primitive
+//     run on another thread (sweep --jobs trains points on several threads of one process)
+//     computed wrong results (tests/kernels/test_gemm.cpp, two threads at once);
 //   - bf16 operands are packed from their float32 storage (round to nearest even, exact for the
 //     bf16-valued floats autocast produces) into per-thread buffers.
 #include "kernels/cpu/gemm.h"
@@ -68,7 +72,8 @@ using Key = std::tuple<bool, bool, bool, int64_t, int64_t, int64_t, int64_t, int
 
 struct Primitive {
   dnnl::matmul matmul;
-  std::string impl;  // oneDNN's name of the kernel it picked: "brg:avx512_core_bf16"
+  std::string impl;            // oneDNN's name of the kernel it picked: "brg:avx512_core_bf16"
+  dnnl::memory::desc scratch;  // the scratch memory an execution needs (user scratchpad)
 };
 
 struct OneDnn {
@@ -93,6 +98,14 @@ dnnl::stream& thread_stream() {
   return s;
 }
 
+// This thread's scratch memory for one execution, at least `bytes`, 64-byte aligned.
+void* thread_scratch(size_t bytes) {
+  thread_local std::vector<unsigned char> buf;
+  if (buf.size() < bytes + 64) buf.resize(bytes + 64);
+  const auto p = reinterpret_cast<uintptr_t>(buf.data());
+  return buf.data() + ((64 - p % 64) % 64);
+}
+
 // [rows, cols] with leading dim ld, stored transposed when `trans`.
 dnnl::memory::desc matrix_desc(bool bf16, bool trans, int64_t rows, int64_t cols, int64_t ld) {
   using dt = dnnl::memory::data_type;
@@ -111,6 +124,7 @@ Primitive primitive(const Key& key) {
   const auto [bf16, ta, tb, M, N, K, lda, ldb, ldc, accumulate, threads] = key;
   (void)threads;
   dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (accumulate) {
     dnnl::post_ops ops;
     ops.append_sum(1.0f);
@@ -119,7 +133,7 @@ Primitive primitive(const Key& key) {
   const auto a = matrix_desc(bf16, ta, M, K, lda), b = matrix_desc(bf16, tb, K, N, ldb);
   const auto c = matrix_desc(false, false, M, N, ldc);
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, d.engine);
-  Primitive p{dnnl::matmul(pd), pd.impl_info_str()};
+  Primitive p{dnnl::matmul(pd), pd.impl_info_str(), pd.scratchpad_desc()};
   std::lock_guard lock(d.mu);
   if (d.cache.size() >= kMaxCached) d.cache.clear();
   d.cache.emplace(key, p);
@@ -141,7 +155,9 @@ void onednn_gemm(bool bf16, bool ta, bool tb, int64_t M, int64_t N, int64_t K, c
     dnnl::memory ma(matrix_desc(bf16, ta, M, kc, lda), e, const_cast<char*>(ac));
     dnnl::memory mb(matrix_desc(bf16, tb, kc, N, ldb), e, const_cast<char*>(bc));
     dnnl::memory mc(matrix_desc(false, false, M, N, ldc), e, c);
-    p.matmul.execute(s, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
+    dnnl::memory scratch(p.scratch, e, thread_scratch(p.scratch.get_size()));
+    p.matmul.execute(s,
+                     {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}, {DNNL_ARG_SCRATCHPAD, scratch}});
   }
   s.wait();
 }

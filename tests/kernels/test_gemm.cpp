@@ -2,12 +2,15 @@
 // a float64 loop, the same bits at every thread count (oneDNN's K-parallel reduction avoided),
 // bf16 operands on the bf16 units against float64 from the same bf16 values, and the path
 // `relpos info` reports.
-#include <catch2/catch.hpp>
 #include <array>
+#include <atomic>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include "core/float16.h"
@@ -152,4 +155,42 @@ TEST_CASE("gemm: the path names the bf16 units where the CPU has them, and relpo
   const auto bad = test::shell_run("RELPOS_GEMM=mkl " + test::shell_quote(RELPOS_CLI_PATH) + " info");
   CHECK(bad.code != 0);
   CHECK(bad.out.find("RELPOS_GEMM=mkl: expected 'openblas' or 'onednn'") != std::string::npos);
+}
+
+TEST_CASE("gemm: two threads multiplying at once get the serial results, bit for bit (sweep --jobs)",
+          "[kernels][gemm][threads]") {
+  // A sweep with --jobs N trains N points on N threads of one process: GEMM state (cached
+  // primitives, scratch memory) created on one thread is used on another.
+  struct Job {
+    Tensor a, b;
+    k::GemmInputs in;
+    std::vector<float> want;
+  };
+  std::vector<Job> jobs;
+  uint64_t seed = 100;
+  for (auto [M, K, N, ta] : {std::tuple{256, 64, 192, false},
+                             {64, 2048, 256, true},
+                             {512, 256, 1024, false},
+                             {128, 1500, 96, true},
+                             {1024, 128, 128, false}})
+    for (k::GemmInputs in : {k::GemmInputs::F32, k::GemmInputs::BF16}) {
+      const bool bf16 = in == k::GemmInputs::BF16;
+      Job j{operand({M, K}, ta, seed, bf16), operand({K, N}, false, seed + 1, bf16), in, {}};
+      seed += 2;
+      j.want = k::matmul(j.a, j.b, in).to_vector<float>();  // serial, on this thread
+      jobs.push_back(std::move(j));
+    }
+  std::atomic<int> wrong{0};
+  auto worker = [&](int offset) {
+    for (int rep = 0; rep < 6; ++rep)
+      for (size_t i = 0; i < jobs.size(); ++i) {
+        const Job& j = jobs[(i + size_t(offset)) % jobs.size()];
+        const std::vector<float> got = k::matmul(j.a, j.b, j.in).to_vector<float>();
+        if (std::memcmp(got.data(), j.want.data(), got.size() * sizeof(float)) != 0) ++wrong;
+      }
+  };
+  std::thread t1(worker, 0), t2(worker, 3);
+  t1.join();
+  t2.join();
+  CHECK(wrong.load() == 0);
 }
