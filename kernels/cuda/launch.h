@@ -90,8 +90,12 @@ struct GemmOperand {  // row-major view of one [rows, cols] matrix, as kernels/c
   int64_t batch_stride;  // elements between consecutive matrices of the batch (0 = broadcast)
 };
 // c[i] (row-major [M, N], ldc, c_stride apart) = a[i] [M, K] @ b[i] [K, N] for i < batch.
-void gemm(DT t, bool allow_tf32, int64_t M, int64_t N, int64_t K, const GemmOperand& a, const GemmOperand& b,
-          void* c, int64_t ldc, int64_t c_stride, int64_t batch);
+// half = 0: a, b and c are t. half = 1 / 2: a and b are bfloat16 / float16 (2 bytes per
+// element, from to_half), c is float32, float32 accumulation on the tensor cores.
+void gemm(DT t, bool allow_tf32, int64_t M, int64_t N, int64_t K, const GemmOperand& a, const GemmOperand& b, void* c,
+          int64_t ldc, int64_t c_stride, int64_t batch, int half = 0);
+// dst[i] = src[i] as bfloat16 (half = 1) or float16 (half = 2), round to nearest even, i < n.
+void to_half(int half, void* dst, const float* src, int64_t n);
 
 // ---------------------------------------------------------------- softmax.cu
 // a, b, out: contiguous [rows, n]. kind 0 softmax(a), 1 log_softmax(a),

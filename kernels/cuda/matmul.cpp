@@ -48,7 +48,7 @@ int64_t uniform_batch_stride(const Tensor& t, const Shape& batch, int64_t nb) {
 
 }  // namespace
 
-Tensor matmul(const Tensor& a_in, const Tensor& b_in, GemmInputs) {
+Tensor matmul(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs) {
   const int64_t M = a_in.size(-2), K = a_in.size(-1), N = b_in.size(-1);
   Shape ab(a_in.shape().begin(), a_in.shape().end() - 2);
   Shape bb(b_in.shape().begin(), b_in.shape().end() - 2);
@@ -60,13 +60,28 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, GemmInputs) {
   Tensor out = empty_cuda(out_shape, a_in.dtype());
   if (out.numel() == 0) return out;
 
-  Tensor a = a_in, b = b_in;
+  // 16-bit operands (k::GemmInputs: every value is a bf16 / fp16): contiguous float32 copies,
+  // converted to 16-bit buffers of the same layout, go to cuBLAS's 16-bit GEMM (tensor cores,
+  // float32 accumulation); raw() maps an operand's float32 pointer to its 16-bit copy.
+  const bool f32 = a_in.dtype() == DType::F32;
+  const int half = !f32 ? 0 : inputs == GemmInputs::BF16 ? 1 : inputs == GemmInputs::FP16 ? 2 : 0;
+  Tensor a = half ? a_in.contiguous() : a_in, b = half ? b_in.contiguous() : b_in;
   dev::GemmOperand la{}, lb{};
   if (!blas_layout(a, la)) a = a.contiguous(), blas_layout(a, la);
   if (!blas_layout(b, lb)) b = b.contiguous(), blas_layout(b, lb);
+  Tensor a16, b16;  // float32 tensors used as 16-bit storage: ceil(n / 2) floats hold n halves
+  if (half) {
+    a16 = empty_cuda({(a.numel() + 1) / 2}, DType::F32), b16 = empty_cuda({(b.numel() + 1) / 2}, DType::F32);
+    dev::to_half(half, a16.raw_data(), static_cast<const float*>(a.raw_data()), a.numel());
+    dev::to_half(half, b16.raw_data(), static_cast<const float*>(b.raw_data()), b.numel());
+  }
+  auto raw = [&](const Tensor& x) -> const void* {
+    if (!half) return x.raw_data();
+    return x.raw_data() == a.raw_data() ? a16.raw_data() : b16.raw_data();
+  };
   const dev::DT t = dt(a.dtype());
-  const size_t es = dtype_size(a.dtype());
-  auto at = [&](const Tensor& x, int64_t off) { return static_cast<const char*>(x.raw_data()) + off * int64_t(es); };
+  const size_t es = half ? 2 : dtype_size(a.dtype());
+  auto at = [&](const Tensor& x, int64_t off) { return static_cast<const char*>(raw(x)) + off * int64_t(es); };
 
   // Fold a's batch into rows: b unbatched, a row-major with rows evenly spaced.
   if (bb.empty() && !ab.empty() && !la.trans) {
@@ -74,10 +89,10 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, GemmInputs) {
     if (af.shares_storage(a) || a.is_contiguous()) {
       dev::GemmOperand lf{};
       if (blas_layout(af, lf) && !lf.trans) {
-        lf.data = af.raw_data();
-        lb.data = b.raw_data();
+        lf.data = raw(af);
+        lb.data = raw(b);
         lf.batch_stride = lb.batch_stride = 0;
-        dev::gemm(t, allow_tf32(), af.size(0), N, K, lf, lb, out.raw_data(), N, 0, 1);
+        dev::gemm(t, allow_tf32(), af.size(0), N, K, lf, lb, out.raw_data(), N, 0, 1, half);
         return out;
       }
     }
@@ -89,9 +104,9 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, GemmInputs) {
   const int64_t nb = numel_of(batch);
   const int64_t sa = uniform_batch_stride(ae, batch, nb), sb = uniform_batch_stride(be, batch, nb);
   if (sa >= 0 && sb >= 0) {
-    la.data = ae.raw_data(), la.batch_stride = sa;
-    lb.data = be.raw_data(), lb.batch_stride = sb;
-    dev::gemm(t, allow_tf32(), M, N, K, la, lb, out.raw_data(), N, M * N, nb);
+    la.data = raw(ae), la.batch_stride = sa;
+    lb.data = raw(be), lb.batch_stride = sb;
+    dev::gemm(t, allow_tf32(), M, N, K, la, lb, out.raw_data(), N, M * N, nb, half);
     return out;
   }
   // Batch offsets that are not one stride apart (split heads: [B, H] over a [B, L, H, dh]
@@ -105,7 +120,8 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, GemmInputs) {
   for (int64_t i = 0; i < outer; ++i) {
     la.data = at(ae, batch_offset(ae, lead, i));
     lb.data = at(be, batch_offset(be, lead, i));
-    dev::gemm(t, allow_tf32(), M, N, K, la, lb, po + i * inner * M * N * int64_t(es), N, M * N, inner);
+    dev::gemm(t, allow_tf32(), M, N, K, la, lb, po + i * inner * M * N * int64_t(dtype_size(out.dtype())), N, M * N,
+              inner, half);
   }
   return out;
 }

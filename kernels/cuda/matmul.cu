@@ -5,6 +5,10 @@
 // (transposed view) operand needs CUBLAS_OP_T. TF32 is used for float32 only when allowed.
 #include <cublas_v2.h>
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
 #include <climits>
 #include <mutex>
 
@@ -56,14 +60,41 @@ int as_int(int64_t v) {
 
 }  // namespace
 
+namespace {
+__global__ void to_half_kernel(int half, void* dst, const float* src, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    if (half == 1) static_cast<__nv_bfloat16*>(dst)[i] = __float2bfloat16_rn(src[i]);
+    else static_cast<__half*>(dst)[i] = __float2half_rn(src[i]);
+  }
+}
+}  // namespace
+
+void to_half(int half, void* dst, const float* src, int64_t n) {
+  if (n == 0) return;
+  const int threads = 256;
+  const int64_t blocks = std::min<int64_t>((n + threads - 1) / threads, 65535);
+  to_half_kernel<<<unsigned(blocks), threads>>>(half, dst, src, n);
+  RELPOS_CUDA_CHECK("matmul", cudaGetLastError());
+}
+
 void gemm(DT t, bool allow_tf32, int64_t M, int64_t N, int64_t K, const GemmOperand& a, const GemmOperand& b,
-          void* c, int64_t ldc, int64_t c_stride, int64_t batch) {
+          void* c, int64_t ldc, int64_t c_stride, int64_t batch, int half) {
   if (M == 0 || N == 0 || K == 0 || batch == 0) return;  // the host handles K == 0 (zeros)
   cublasHandle_t h = handle();
   const cublasOperation_t opa = a.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t opb = b.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
   // column-major: C^T [N, M] = op(B^T) [N, K] @ op(A^T) [K, M]
-  if (t == DT::F32) {
+  if (half != 0 && t == DT::F32) {
+    // 16-bit operands, float32 output and accumulation (CUBLAS_COMPUTE_32F: never a 16-bit
+    // accumulator); tensor cores where the sizes allow
+    RELPOS_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+    const cudaDataType_t in = half == 1 ? CUDA_R_16BF : CUDA_R_16F;
+    const float one = 1.0f, zero = 0.0f;
+    RELPOS_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        h, opb, opa, as_int(N), as_int(M), as_int(K), &one, b.data, in, as_int(b.ld), b.batch_stride, a.data, in,
+        as_int(a.ld), a.batch_stride, &zero, c, CUDA_R_32F, as_int(ldc), c_stride, as_int(batch), CUBLAS_COMPUTE_32F,
+        CUBLAS_GEMM_DEFAULT));
+  } else if (t == DT::F32) {
     RELPOS_CUBLAS_CHECK(cublasSetMathMode(h, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     const float one = 1.0f, zero = 0.0f;
     RELPOS_CUBLAS_CHECK(cublasSgemmStridedBatched(

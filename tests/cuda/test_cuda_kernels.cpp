@@ -288,6 +288,25 @@ TEST_CASE("cuda: tf32 switch and matmul layouts", "[cuda]") {
     CHECK(std::abs(fast.data<float>()[i] - ref.data<float>()[i]) <= 5e-2f * (1.0f + std::abs(ref.data<float>()[i])));
 }
 
+TEST_CASE("cuda: 16-bit GEMMs (bf16 / fp16 operands, float32 accumulation) match the CPU in every layout",
+          "[cuda][precision]") {
+  // Operands hold bf16 / fp16 values (autocast's rounding), so cuBLAS's 16-bit GEMM multiplies
+  // the same values as the CPU; only the summation order differs (float32 accumulation).
+  for (auto [in, round] :
+       {std::pair{k::GemmInputs::BF16, k::Unary::RoundBF16}, std::pair{k::GemmInputs::FP16, k::Unary::RoundFP16}}) {
+    Tensor a = k::unary(round, rnd({3, 40, 72}, 11)), b = k::unary(round, rnd({72, 24}, 12));
+    Tensor bt = k::unary(round, rnd({3, 24, 72}, 13)).transpose(-1, -2);  // batched, transposed view
+    for (const auto& [x, y] :
+         {std::pair{a, b}, std::pair{a, bt}, std::pair{a.transpose(-1, -2).contiguous().transpose(-1, -2), b}}) {
+      Tensor ref = k::matmul(x.to(Device::CPU), y.to(Device::CPU));  // float32 on the CPU
+      Tensor got = k::matmul(x, y, in).to(Device::CPU);
+      REQUIRE(got.shape() == ref.shape());
+      for (int64_t i = 0; i < ref.numel(); ++i)
+        CHECK(std::abs(got.data<float>()[i] - ref.data<float>()[i]) <= 1e-4f * (1.0f + std::abs(ref.data<float>()[i])));
+    }
+  }
+}
+
 TEST_CASE("cuda: the caching allocator reuses blocks and only zeroes when asked", "[cuda]") {
   cuda::empty_cache();
   CHECK(cuda::cached_bytes() == 0);
