@@ -836,6 +836,12 @@ def short(rec, keys):
     return " ".join(parts) or rec["name"]
 
 
+def text_on(cmap, x):
+    """Black or white, whichever reads on colour x (0..1) of the colormap."""
+    r, g, b, _ = plt.get_cmap(cmap)(min(max(x, 0.0), 1.0))
+    return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
+
+
 def panel_layout(panels, others, recs):
     """Rows x columns of panel keys: with two or more other grid keys, one column per value of the
     last and one row per combination of the others (in the sweep's order); otherwise one row."""
@@ -871,7 +877,8 @@ def why_grid(figs, panels, layout, lr_key, lrs, recipes, seeded):
     steps ("skip N") — where a precision breaks and whether by overflow or by logit growth."""
     nrows, ncols = len(layout), len(layout[0])
     fig, axes = plt.subplots(nrows, ncols, figsize=(0.75 * len(recipes) * ncols + 2.5 * ncols,
-                                                    (0.9 * len(lrs) + 2.2) * nrows), squeeze=False)
+                                                    (0.9 * len(lrs) + 2.2) * nrows), squeeze=False,
+                             layout="constrained")
     cells = []
     logits = [d["max_attn_logit"] for rs in panels.values() for d in map(run_diagnosis, rs)
               if d["max_attn_logit"] is not None and d["max_attn_logit"] > 0]
@@ -900,7 +907,9 @@ def why_grid(figs, panels, layout, lr_key, lrs, recipes, seeded):
                     txt += f"\novf {ovf}"
                 if skip:
                     txt += f"\nskip {skip}"
-                ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="white")
+                span = max(hi - lo, 1e-9)
+                ax.text(j, i, txt, ha="center", va="center", fontsize=7,
+                        color=text_on("magma", (m[i, j] - lo) / span if not math.isnan(m[i, j]) else 0.0))
         im = ax.imshow(m, cmap="magma", vmin=lo, vmax=max(hi, lo + 1e-9), aspect="auto")
         ax.set_xticks(range(len(recipes)))
         ax.set_xticklabels(recipes, rotation=30, ha="right", fontsize=8)
@@ -1067,7 +1076,8 @@ def sweep_figures(sweep_dir, meta, index, figs, md):
         layout = panel_layout(panels, others, recs)
         nrows, ncols = len(layout), len(layout[0])
         fig, axes = plt.subplots(nrows, ncols, figsize=(0.75 * len(recipes) * ncols + 2.5 * ncols,
-                                                        (0.9 * len(lrs) + 2.2) * nrows), squeeze=False)
+                                                        (0.9 * len(lrs) + 2.2) * nrows), squeeze=False,
+                                 layout="constrained")
         cells = []
         vmax = max([num(r.get("final_train_loss")) for r in recs if r.get("final_train_loss") is not None] + [1])
         for ax, g in ((axes[i][j], layout[i][j]) for i in range(nrows) for j in range(ncols)):
@@ -1092,7 +1102,8 @@ def sweep_figures(sweep_dir, meta, index, figs, md):
                     txt = ("nan" if math.isnan(v) else f"{v:.2f}") + (f"±{sm['half']:.2f}" if sm["half"] else "")
                     if d is not None:
                         txt += f"\ndiv@{d}" + (f" ({len(divs)}/{len(runs)})" if len(runs) > 1 else "")
-                    ax.text(j, i, txt, ha="center", va="center", fontsize=7, color="white")
+                    ax.text(j, i, txt, ha="center", va="center", fontsize=7,
+                            color=text_on("viridis_r", v / vmax if vmax and not math.isnan(v) else 0.0))
             im = ax.imshow(m, cmap="viridis_r", vmin=0, vmax=vmax, aspect="auto")
             ax.set_xticks(range(len(recipes)))
             ax.set_xticklabels(recipes, rotation=30, ha="right", fontsize=8)
