@@ -1,10 +1,11 @@
 // kernels/cpu/gemm.cpp — the CPU GEMM provider (kernels/cpu/gemm.h): oneDNN matmul when built
 // with it, OpenBLAS otherwise and for float64.
 //
-// Why oneDNN (bench/RESULTS.md, "GEMM provider"): Debian 12's OpenBLAS 0.3.21 runs AVX2
-// ("Haswell") kernels on CPUs newer than it knows, ~200 GFLOP/s on the 2-core AMD EPYC (Zen 5)
-// VM against ~400 for oneDNN 2.6's AVX-512 brgemm; and only oneDNN has bf16 kernels in Debian
-// (OpenBLAS's sbgemm is not exported by Debian's build).
+// Why oneDNN (bench/RESULTS.md, "GEMM provider"): on the 2-core AMD EPYC (Zen 5) VM, at the
+// model's shapes, oneDNN 2.6's AVX-512 brgemm runs 385-477 GFLOP/s against 225-375 for
+// OpenBLAS 0.3.21's own AVX-512 pick (Cooperlake kernels) and ~200 with its AVX2 kernels (which
+// that VM's environment forces with OPENBLAS_CORETYPE=Haswell); and only oneDNN has bf16
+// kernels in Debian (Debian's OpenBLAS build exports no sbgemm).
 //
 // oneDNN specifics handled here:
 //   - one primitive per (dtype, layout, M, N, K, leading dims, accumulate): creating one costs
