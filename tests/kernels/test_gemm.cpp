@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -155,6 +156,14 @@ TEST_CASE("gemm: the path names the bf16 units where the CPU has them, and relpo
   const auto bad = test::shell_run("RELPOS_GEMM=mkl " + test::shell_quote(RELPOS_CLI_PATH) + " info");
   CHECK(bad.code != 0);
   CHECK(bad.out.find("RELPOS_GEMM=mkl: expected 'openblas' or 'onednn'") != std::string::npos);
+  // A bf16 run's log names the same path.
+  const std::string dir = (std::filesystem::temp_directory_path() / "relpos_gemm_log").string();
+  const auto run = test::cli_run("train configs/quickstart.yaml --set train.precision=bf16 --set train.steps=2 "
+                                 "--set optim.warmup=0 --set train.eval_every=2 --set output.dir=" +
+                                 test::shell_quote(dir));
+  std::filesystem::remove_all(dir);
+  CHECK(run.code == 0);
+  CHECK(run.out.find("precision: bf16 (CPU GEMM: " + bf16 + ")") != std::string::npos);
 }
 
 TEST_CASE("gemm: two threads multiplying at once get the serial results, bit for bit (sweep --jobs)",
