@@ -1,4 +1,4 @@
-// autograd/autocast.h — mixed precision (train.precision) by emulation.
+// autograd/autocast.h — mixed precision (train.precision): 16-bit values in float32 storage.
 //
 // Under an AutocastGuard(bf16 | fp16), every float32 matmul (autograd `matmul`) and the fused
 // attention's q, k, v and output take the values a 16-bit tensor would hold: inputs and output
@@ -8,7 +8,9 @@
 // of a 16-bit op in 16 bits). Everything else — softmax statistics, norms, the loss, reductions,
 // the optimizer and the master weights — stays float32, the policy of PyTorch's autocast.
 // The storage stays float32: this reproduces 16-bit numerics (rounding, fp16 overflow and
-// underflow) on any machine and is the oracle for a 16-bit kernel; it is not faster.
+// underflow) on any machine. The matmuls' GEMMs are the exception that pays: they are told the
+// precision (k::GemmInputs, gemm_inputs below), round their operands themselves and run on the
+// hardware's 16-bit units where it has them (autograd/ops/matmul.cpp, kernels/cpu/gemm.h).
 #pragma once
 #include "autograd/variable.h"
 #include "core/enum_names.h"

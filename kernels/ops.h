@@ -91,10 +91,11 @@ Tensor sum_squares(const Tensor& x);
 Tensor sum_to(const Tensor& x, const Shape& shape);
 
 // ---------------------------------------------------------------- linear algebra
-// What matmul's float32 operands hold. F32: any float. BF16 / FP16: every value is exactly a
-// bfloat16 / float16 (autocast rounded it, autograd/autocast.h), so a backend may multiply the
-// operands on its 16-bit units with float32 accumulation: the same products, summed in another
-// order. The CPU does so for BF16 where it has bf16 units (kernels/cpu/gemm.h).
+// How matmul multiplies float32 operands. F32: as they are. BF16 / FP16: rounded to bfloat16 /
+// float16 first (nearest even; autocast, autograd/autocast.h), then multiplied with float32
+// accumulation — on the backend's 16-bit units where it has them (the CPU for BF16 with
+// AVX512-BF16 / AMX, kernels/cpu/gemm.h; CUDA tensor cores), else on rounded float32 copies:
+// the same products, summed in another order.
 enum class GemmInputs { F32, BF16, FP16 };
 // a: [..., M, K], b: [..., K, N] -> [..., M, N]; batch dims broadcast. Transposed views are
 // handed to BLAS with transpose flags, not copied.

@@ -559,11 +559,12 @@ const std::vector<Key<TrainLoopConfig>>& train_keys() {
              "checkpoint of that step holds, else the previous checkpoint is named as the last good one) or skip the "
              "update and count it (the run still ends with a checkpoint)"),
       choice("precision", at(&T::precision),
-             "mixed precision, emulated (autograd/autocast.h): `bf16`/`fp16` give every matmul and the fused "
+             "mixed precision (autograd/autocast.h): `bf16`/`fp16` give every matmul and the fused "
              "attention's q, k, v and output 16-bit values (inputs, output and their gradients rounded to nearest "
              "even; fp16 overflows to inf above 65504) with float32 accumulation; softmax, norms, the loss, "
-             "reductions, the optimizer and the weights stay float32. Storage stays float32, so it is not faster; "
-             "`fp16` adds dynamic loss scaling. Evaluation during training runs in the same precision"),
+             "reductions, the optimizer and the weights stay float32. Storage stays float32; `bf16` GEMMs run on the "
+             "CPU's bf16 units where it has them (`relpos info` names the path). `fp16` adds dynamic loss scaling. "
+             "Evaluation during training runs in the same precision"),
       real("loss_scale_init", at(&T::loss_scale_init), 1.0, 16777216.0,
            "`fp16`: the first loss scale; a step whose gradients overflow is skipped (logged `overflow`, counted in "
            "`overflow_steps`) and halves it (below 1, nan_policy decides), `loss_scale_interval` finite steps in a "

@@ -33,6 +33,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/float16.h"
 #include "kernels/backend.h"
 
 #if RELPOS_WITH_DNNL
@@ -180,6 +181,20 @@ void pack_bf16(const float* src, int64_t rows, int64_t cols, int64_t ld, std::ve
 }
 #endif
 
+// The [rows, cols] block at src (leading dim ld), each value rounded to bf16 / fp16 (kept in a
+// float), dense (leading dim cols) in dst.
+void round_copy(GemmInputs inputs, const float* src, int64_t rows, int64_t cols, int64_t ld, std::vector<float>& dst) {
+  dst.resize(size_t(rows * cols));
+  float* out = dst.data();
+  const bool bf16 = inputs == GemmInputs::BF16;
+#pragma omp parallel for schedule(static) if (rows * cols >= (int64_t(1) << 16))
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) {
+      const float x = src[r * ld + j];
+      out[r * cols + j] = bf16 ? round_to_bf16(x) : round_to_fp16(x);
+    }
+}
+
 }  // namespace
 
 namespace cpu {
@@ -189,20 +204,29 @@ void gemm_f32(GemmInputs inputs, bool ta, bool tb, int64_t M, int64_t N, int64_t
   if (M == 0 || N == 0) return;
   ensure_blas_core();
 #if RELPOS_WITH_DNNL
-  if (requested_provider() == Provider::OneDNN && K > 0) {
-    if (inputs == GemmInputs::BF16 && onednn().bf16_units) {
-      thread_local std::vector<uint16_t> pa, pb;
-      // Stored shapes: A is [M, K] ([K, M] when transposed), B is [K, N] ([N, K]).
-      pack_bf16(a, ta ? K : M, ta ? M : K, lda, pa);
-      pack_bf16(b, tb ? N : K, tb ? K : N, ldb, pb);
-      onednn_gemm(true, ta, tb, M, N, K, pa.data(), ta ? M : K, pb.data(), tb ? K : N, c, ldc);
-      return;
-    }
-    onednn_gemm(false, ta, tb, M, N, K, a, lda, b, ldb, c, ldc);
+  const bool onednn_path = requested_provider() == Provider::OneDNN && K > 0;
+  if (onednn_path && inputs == GemmInputs::BF16 && onednn().bf16_units) {
+    thread_local std::vector<uint16_t> pa, pb;
+    // Stored shapes: A is [M, K] ([K, M] when transposed), B is [K, N] ([N, K]).
+    pack_bf16(a, ta ? K : M, ta ? M : K, lda, pa);
+    pack_bf16(b, tb ? N : K, tb ? K : N, ldb, pb);
+    onednn_gemm(true, ta, tb, M, N, K, pa.data(), ta ? M : K, pb.data(), tb ? K : N, c, ldc);
     return;
   }
+#else
+  const bool onednn_path = false;
 #endif
-  (void)inputs;
+  thread_local std::vector<float> ra, rb;
+  if (inputs != GemmInputs::F32) {  // no 16-bit unit: rounded copies of the operands, multiplied in float32
+    round_copy(inputs, a, ta ? K : M, ta ? M : K, lda, ra);
+    round_copy(inputs, b, tb ? N : K, tb ? K : N, ldb, rb);
+    a = ra.data(), lda = ta ? M : K;
+    b = rb.data(), ldb = tb ? K : N;
+  }
+#if RELPOS_WITH_DNNL
+  if (onednn_path) return onednn_gemm(false, ta, tb, M, N, K, a, lda, b, ldb, c, ldc);
+#endif
+  (void)onednn_path;
   openblas_sgemm(ta, tb, M, N, K, a, lda, b, ldb, c, ldc);
 }
 

@@ -4,11 +4,12 @@
 // then stored [K, M] with leading dim lda), C overwritten (beta = 0), float32 accumulation.
 //   float32, inputs F32:   oneDNN's matmul (brgemm, the CPU's widest float32 unit) when relpos
 //                          was built with oneDNN (RELPOS_WITH_DNNL), else OpenBLAS sgemm;
-//   float32, inputs BF16:  every operand value is a bfloat16 (autocast rounded it): the operands
-//                          are packed to bf16 and multiplied on the CPU's bf16 units
-//                          (AVX512-BF16 / AMX through oneDNN) with float32 accumulation; without
-//                          such units (or oneDNN), the float32 path on the same values;
-//   float32, inputs FP16:  the float32 path (oneDNN 2.6 has no CPU float16 matmul);
+//   float32, inputs BF16:  the operands are rounded to bfloat16 (nearest even) while they are
+//                          packed, and multiplied on the CPU's bf16 units (AVX512-BF16 / AMX
+//                          through oneDNN) with float32 accumulation; without such units (or
+//                          oneDNN), rounded float32 copies go to the float32 path;
+//   float32, inputs FP16:  rounded-to-float16 copies on the float32 path (oneDNN 2.6 has no CPU
+//                          float16 matmul);
 //   float64:               OpenBLAS dgemm.
 // RELPOS_GEMM=openblas forces OpenBLAS for float32 (and bf16 inputs): a switch for benchmarks
 // and for bisecting a numerical difference, read once.

@@ -203,3 +203,21 @@ TEST_CASE("gemm: two threads multiplying at once get the serial results, bit for
   t2.join();
   CHECK(wrong.load() == 0);
 }
+
+TEST_CASE("gemm: 16-bit inputs are rounded by the GEMM itself: unrounded operands give the product of the rounded ones",
+          "[kernels][gemm][precision]") {
+  // autograd matmul hands the GEMM unrounded operands under autocast (autograd/ops/matmul.cpp);
+  // BF16 rounds while packing for the bf16 units, FP16 (and BF16 without them) through rounded
+  // float32 copies (kernels/cpu/gemm.cpp round_copy).
+  for (auto [in, round] :
+       {std::pair{k::GemmInputs::BF16, k::Unary::RoundBF16}, std::pair{k::GemmInputs::FP16, k::Unary::RoundFP16}})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        Tensor a = operand({48, 200}, ta, 31, false), b = operand({200, 40}, tb, 32, false);
+        Tensor ra = k::unary(round, a.contiguous()), rb = k::unary(round, b.contiguous());
+        INFO((in == k::GemmInputs::BF16 ? "bf16" : "fp16") << " ta=" << ta << " tb=" << tb);
+        check_close(k::matmul(a, b, in), ra, rb, "rounded by the GEMM");
+        // and not the unrounded product: the rounding did happen
+        CHECK(!bitwise_equal(k::matmul(a, b, in), k::matmul(a, b)));
+      }
+}
