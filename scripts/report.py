@@ -836,6 +836,25 @@ def short(rec, keys):
     return " ".join(parts) or rec["name"]
 
 
+def grid_figure(layout, recipes, lrs):
+    """The figure and axes of an lr x recipe panel grid laid out as `layout` (panel_layout)."""
+    nrows, ncols = len(layout), len(layout[0])
+    return plt.subplots(nrows, ncols, figsize=(0.75 * len(recipes) * ncols + 2.5 * ncols, (0.9 * len(lrs) + 2.2) * nrows),
+                        squeeze=False, layout="constrained")
+
+
+def label_grid_panel(fig, ax, im, recipes, lrs, title, colour_label):
+    """Ticks, axis labels, title and colour bar of one lr x recipe panel."""
+    ax.set_xticks(range(len(recipes)))
+    ax.set_xticklabels(recipes, rotation=30, ha="right", fontsize=8)
+    ax.set_yticks(range(len(lrs)))
+    ax.set_yticklabels([f"{v:g}" for v in lrs])
+    ax.set_xlabel("recipe")
+    ax.set_ylabel("peak learning rate")
+    ax.set_title(title)
+    fig.colorbar(im, ax=ax, label=colour_label)
+
+
 def text_on(cmap, x):
     """Black or white, whichever reads on colour x (0..1) of the colormap."""
     r, g, b, _ = plt.get_cmap(cmap)(min(max(x, 0.0), 1.0))
@@ -876,9 +895,7 @@ def why_grid(figs, panels, layout, lr_key, lrs, recipes, seeded):
     training (log scale: logit growth), text = fp16 overflow steps ("ovf N") and skipped non-finite
     steps ("skip N") — where a precision breaks and whether by overflow or by logit growth."""
     nrows, ncols = len(layout), len(layout[0])
-    fig, axes = plt.subplots(nrows, ncols, figsize=(0.75 * len(recipes) * ncols + 2.5 * ncols,
-                                                    (0.9 * len(lrs) + 2.2) * nrows), squeeze=False,
-                             layout="constrained")
+    fig, axes = grid_figure(layout, recipes, lrs)
     cells = []
     logits = [d["max_attn_logit"] for rs in panels.values() for d in map(run_diagnosis, rs)
               if d["max_attn_logit"] is not None and d["max_attn_logit"] > 0]
@@ -911,14 +928,7 @@ def why_grid(figs, panels, layout, lr_key, lrs, recipes, seeded):
                 ax.text(j, i, txt, ha="center", va="center", fontsize=7,
                         color=text_on("magma", (m[i, j] - lo) / span if not math.isnan(m[i, j]) else 0.0))
         im = ax.imshow(m, cmap="magma", vmin=lo, vmax=max(hi, lo + 1e-9), aspect="auto")
-        ax.set_xticks(range(len(recipes)))
-        ax.set_xticklabels(recipes, rotation=30, ha="right", fontsize=8)
-        ax.set_yticks(range(len(lrs)))
-        ax.set_yticklabels([f"{v:g}" for v in lrs])
-        ax.set_xlabel("recipe")
-        ax.set_ylabel("peak learning rate")
-        ax.set_title(" ".join(g))
-        fig.colorbar(im, ax=ax, label="log10 max |attention logit|")
+        label_grid_panel(fig, ax, im, recipes, lrs, " ".join(g), "log10 max |attention logit|")
     fig.suptitle("Why runs break: largest attention logit (colour, number); ovf N = fp16 overflow steps; "
                  "skip N = skipped non-finite steps" + (" (worst seed)" if seeded else ""))
     figs.save("precision_why", fig, "Why runs break", "recipe", "peak learning rate", [],
@@ -1075,9 +1085,7 @@ def sweep_figures(sweep_dir, meta, index, figs, md):
         lrs = sorted({num(r["grid"][lr_key]) for r in recs})
         layout = panel_layout(panels, others, recs)
         nrows, ncols = len(layout), len(layout[0])
-        fig, axes = plt.subplots(nrows, ncols, figsize=(0.75 * len(recipes) * ncols + 2.5 * ncols,
-                                                        (0.9 * len(lrs) + 2.2) * nrows), squeeze=False,
-                                 layout="constrained")
+        fig, axes = grid_figure(layout, recipes, lrs)
         cells = []
         vmax = max([num(r.get("final_train_loss")) for r in recs if r.get("final_train_loss") is not None] + [1])
         for ax, g in ((axes[i][j], layout[i][j]) for i in range(nrows) for j in range(ncols)):
@@ -1105,14 +1113,7 @@ def sweep_figures(sweep_dir, meta, index, figs, md):
                     ax.text(j, i, txt, ha="center", va="center", fontsize=7,
                             color=text_on("viridis_r", v / vmax if vmax and not math.isnan(v) else 0.0))
             im = ax.imshow(m, cmap="viridis_r", vmin=0, vmax=vmax, aspect="auto")
-            ax.set_xticks(range(len(recipes)))
-            ax.set_xticklabels(recipes, rotation=30, ha="right", fontsize=8)
-            ax.set_yticks(range(len(lrs)))
-            ax.set_yticklabels([f"{v:g}" for v in lrs])
-            ax.set_xlabel("recipe")
-            ax.set_ylabel("peak learning rate")
-            ax.set_title(" ".join(g) or "all")
-            fig.colorbar(im, ax=ax, label="final train loss (nats / token)")
+            label_grid_panel(fig, ax, im, recipes, lrs, " ".join(g) or "all", "final train loss (nats / token)")
         fig.suptitle("Stability grid: final train loss" + (" (mean ± 95% interval over seeds)" if seeded else "") +
                      "; div@N = first divergence step")
         figs.save("stability_grid", fig, "Stability grid", "recipe", "peak learning rate", [],
