@@ -1,8 +1,12 @@
-// nn/stability.cpp — softcap and z-loss (see stability.h), composed of autograd ops.
+// nn/stability.cpp — softcap and z-loss (see stability.h), composed of autograd ops; the
+// finite mask of the NaN/inf monitors.
 #include "nn/stability.h"
+
+#include <limits>
 
 #include "autograd/ops.h"
 #include "core/error.h"
+#include "kernels/ops.h"
 
 namespace relpos::nn {
 
@@ -14,6 +18,11 @@ Variable softcap(const Variable& s, double c) {
 Variable z_loss(const Variable& logits) {
   Variable lse = logsumexp(logits, {-1}, false);  // [...]
   return mean(lse * lse);
+}
+
+Tensor finite_mask(const Tensor& abs_x) {
+  return k::binary(k::Binary::Lt, abs_x,
+                   Tensor::scalar(std::numeric_limits<double>::infinity(), abs_x.dtype(), abs_x.device()));
 }
 
 }  // namespace relpos::nn

@@ -30,6 +30,10 @@ Variable softcap(const Variable& s, double c);
 // logits: [..., V] -> [] : mean over the leading positions of logsumexp(logits, -1)^2
 Variable z_loss(const Variable& logits);
 
+// Monitors. abs_x = |x| -> 1 where x is finite, 0 where it is NaN or ±inf (abs_x's shape,
+// dtype and device). The block-output and gradient NaN/inf counts (TransformerBlock, trainer).
+Tensor finite_mask(const Tensor& abs_x);
+
 }  // namespace relpos::nn
 
 template <>

@@ -1,10 +1,9 @@
 #include "nn/transformer.h"
 
-#include <limits>
-
 #include "autograd/ops.h"
 #include "kernels/ops.h"
 #include "nn/positional/registry.h"
+#include "nn/stability.h"
 
 namespace relpos::nn {
 
@@ -95,9 +94,7 @@ Variable TransformerBlock::forward(const Variable& x, bool causal, const Tensor&
 // The block output's monitors (logging steps only: two host reads).
 void TransformerBlock::monitor_output(const Tensor& y, AttentionStats& stats) {
   const Tensor a = k::unary(k::Unary::Abs, y);
-  const Tensor finite = k::binary(k::Binary::Lt, a,
-                                  Tensor::scalar(std::numeric_limits<double>::infinity(), a.dtype(),
-                                                 a.device()));  // NaN and inf: 0
+  const Tensor finite = finite_mask(a);  // NaN and inf: 0
   stats.nonfinite_activations = y.numel() - int64_t(k::sum(finite).item());
   stats.max_abs_activation =
       k::reduce(k::Reduce::Max, k::where(finite, a, Tensor::zeros({}, a.dtype(), a.device())), {}, false).item();

@@ -897,8 +897,8 @@ def why_grid(figs, panels, layout, lr_key, lrs, recipes, seeded):
     nrows, ncols = len(layout), len(layout[0])
     fig, axes = grid_figure(layout, recipes, lrs)
     cells = []
-    logits = [d["max_attn_logit"] for rs in panels.values() for d in map(run_diagnosis, rs)
-              if d["max_attn_logit"] is not None and d["max_attn_logit"] > 0]
+    diag = {r["name"]: run_diagnosis(r) for rs in panels.values() for r in rs}  # one read of each run's metrics
+    logits = [d["max_attn_logit"] for d in diag.values() if d["max_attn_logit"] is not None and d["max_attn_logit"] > 0]
     lo, hi = (math.log10(min(logits)), math.log10(max(logits))) if logits else (0.0, 1.0)
     for ax, g in ((axes[i][j], layout[i][j]) for i in range(nrows) for j in range(ncols)):
         if g not in panels:
@@ -910,7 +910,7 @@ def why_grid(figs, panels, layout, lr_key, lrs, recipes, seeded):
                 runs = [r for r in panels[g] if num(r["grid"][lr_key]) == lr and r["recipe"] == rc]
                 if not runs:
                     continue
-                ds = [run_diagnosis(r) for r in runs]
+                ds = [diag[r["name"]] for r in runs]
                 peaks = [d["max_attn_logit"] for d in ds if d["max_attn_logit"] is not None and d["max_attn_logit"] > 0]
                 if peaks:
                     m[i, j] = math.log10(max(peaks))

@@ -178,9 +178,7 @@ std::string nonfinite_grads_by_layer(const nn::Model& m) {
   for (const auto& [name, p] : m.named_parameters()) {
     if (!p.grad().defined()) continue;
     const Tensor& g = p.grad();
-    const Tensor finite = k::binary(k::Binary::Lt, k::unary(k::Unary::Abs, g),
-                                    Tensor::scalar(std::numeric_limits<double>::infinity(), g.dtype(), g.device()));
-    const int64_t bad = g.numel() - int64_t(k::sum(finite).item());
+    const int64_t bad = g.numel() - int64_t(k::sum(nn::finite_mask(k::unary(k::Unary::Abs, g))).item());
     if (bad == 0) continue;
     const std::string layer = layer_of(name);
     auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == layer; });

@@ -26,6 +26,8 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <bit>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -164,11 +166,11 @@ void onednn_gemm(bool bf16, bool ta, bool tb, int64_t M, int64_t N, int64_t K, c
   s.wait();
 }
 
+// The bits of round_to_bf16(x) (core/float16.h), a NaN kept quiet (its payload may be in the low
+// half that is dropped).
 uint16_t to_bf16_bits(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40u);  // NaN stays NaN
-  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  const auto hi = uint16_t(std::bit_cast<uint32_t>(round_to_bf16(x)) >> 16);
+  return std::isnan(x) ? uint16_t(hi | 0x40u) : hi;
 }
 
 // The [rows, cols] block at src (leading dim ld) as dense bf16 (leading dim cols) in dst.
