@@ -276,6 +276,9 @@ const BlasCore& ensure_blas_core();
 // "oneDNN 2.6.3 matmul brg:avx512_core_bf16 (bf16 x bf16 -> float32)"; for `relpos info` and
 // the training log.
 std::string cpu_gemm_path(GemmInputs inputs);
+// The kernels behind the fused attention's float32 tile products (kernels/cpu/tile_gemm.h), e.g.
+// "avx512 micro-kernels (12 x 32 blocks)"; for `relpos info` and the benchmarks.
+std::string cpu_attention_tile_path();
 // Let cuBLAS use TF32 tensor cores for float32 GEMMs (faster, ~1e-3 relative error).
 // Off by default, so CPU and GPU runs agree to float32 rounding; `train.allow_tf32`.
 void set_allow_tf32(bool allow);

@@ -1,6 +1,6 @@
 // relpos info
-// Version, commit, build, BLAS (library, core, threading), the CPU GEMM per precision, CPU
-// threads, CUDA, MPI, devices.
+// Version, commit, build, BLAS (library, core, threading), the CPU GEMM per precision, the fused
+// attention's tile kernels, CPU threads, CUDA, MPI, devices.
 #include <fmt/format.h>
 
 #include "cli/command.h"
@@ -68,6 +68,7 @@ int run() {
   fmt::print("CPU GEMM fp32: {}\n", k::cpu_gemm_path(k::GemmInputs::F32));
   fmt::print("CPU GEMM bf16: {}\n", k::cpu_gemm_path(k::GemmInputs::BF16));
   fmt::print("CPU GEMM fp16: {}\n", k::cpu_gemm_path(k::GemmInputs::FP16));
+  fmt::print("CPU attention tiles: {}\n", k::cpu_attention_tile_path());
   fmt::print("CPU threads:  {} (OpenMP)\n", k::num_threads());
   print_devices();
   return 0;

@@ -23,10 +23,11 @@
 //   (index bias: dtab[b, h, n] += sum over the tile's cells with idx[(b,) i, j] = n of dS, float64)
 // then dT[h] = sum over b (dtable[n, h] = sum over b of dtab[b, h, n]) in order b = 0, 1, ...:
 // deterministic for any thread count.
-// Memory: one [R, C] tile (backward: two) per thread (+ the [B, H, Lq, NB] bucket terms; the
-// backward's index-bias partials [B, H, NT] float64). BLAS
-// calls inside the parallel region run on one thread (OpenBLAS-OpenMP checks omp_in_parallel),
-// so parallelism is over (b, h).
+// Memory: one [R, C] tile (backward: two) per thread and the head's keys transposed [dh, Lk]
+// (backward: keys and values) (+ the [B, H, Lq, NB] bucket terms; the backward's index-bias
+// partials [B, H, NT] float64). The tile products run on one thread each (float32: the
+// micro-kernels of kernels/cpu/tile_gemm.h; float64: OpenBLAS dgemm, which runs serially inside a
+// parallel region), so parallelism is over (b, h).
 #include <cblas.h>
 #include <omp.h>
 
@@ -38,6 +39,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/cpu/fast_math.h"
+#include "kernels/cpu/tile_gemm.h"
 
 namespace relpos::k::cpu {
 
@@ -46,14 +48,38 @@ namespace {
 constexpr int64_t kRowBlock = 64;   // query rows per block
 constexpr int64_t kKeyBlock = 256;  // keys per tile: [64, 256] floats = 64 KiB
 
+// C[M, N] = (C +) alpha A B with A(i, k) = a[i a_rs + k a_cs] (A or A^T of a row-major matrix;
+// one of the strides is 1) and B's rows contiguous: float32 on the micro-kernels of
+// kernels/cpu/tile_gemm.h, float64 (gradchecks) on OpenBLAS dgemm.
 template <typename T>
-void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, T alpha, const T* a, int64_t lda,
-          const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+void tile_mm(int64_t M, int64_t N, int64_t K, T alpha, const T* a, int64_t a_rs, int64_t a_cs, const T* b, int64_t ldb,
+             bool accumulate, T* c, int64_t ldc) {
   if (M == 0 || N == 0) return;
-  if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
-  else
-    cblas_dgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
+  if constexpr (std::is_same_v<T, float>) {
+    tile_gemm(TileGemm{M, N, K, alpha, a, a_rs, a_cs, b, ldb, accumulate, c, ldc});
+  } else {
+    const bool ta = a_cs != 1;
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, int(M), int(N), int(K), alpha, a,
+                int(std::max<int64_t>(ta ? a_cs : a_rs, 1)), b, int(std::max<int64_t>(ldb, 1)), accumulate ? 1.0 : 0.0,
+                c, int(std::max<int64_t>(ldc, 1)));
+  }
+}
+
+// xt[e, j] = x[j, e] for the L rows of one head (row stride ld): a B^T operand with contiguous
+// rows for tile_mm ([dh, L], row stride L).
+template <typename T>
+void transpose_rows(const T* x, int64_t ld, int64_t L, int64_t dh, std::vector<T>& xt) {
+  xt.resize(size_t(dh * L));
+  T* out = xt.data();
+  constexpr int64_t kJ = 16;  // 16 rows at a time: contiguous runs of 16 writes per e, reads from L1
+  for (int64_t j0 = 0; j0 < L; j0 += kJ) {
+    const int64_t nj = std::min(kJ, L - j0);
+    for (int64_t e = 0; e < dh; ++e) {
+      T* o = out + e * L + j0;
+      const T* xe = x + j0 * ld + e;
+      for (int64_t jj = 0; jj < nj; ++jj) o[jj] = xe[jj * ld];
+    }
+  }
 }
 
 template <typename T>
@@ -167,12 +193,12 @@ BucketRuns bucket_index(const AttentionBuckets& bk, const char* op) {
 // The scores of rows i0 .. i0+r-1 against keys j0 .. j0+c-1, biased and masked, into s [r, c]
 // (row stride c). Hidden cells are -inf.
 // tab_h: the index bias's table column of head h (entry n at tab_h[n H]); ix_b: batch b's index
-// rows [Lq, Lk] (both null without an index bias).
+// rows [Lq, Lk] (both null without an index bias). Kt: the head's keys transposed, [dh, Lk].
 template <typename T>
-void tile_scores(const Dims& d, const AttentionArgs& a, const T* Q, int64_t ldq, const T* K, int64_t ldk,
-                 const T* th, const double* kp_b, const T* qr, int64_t nb, const BucketRuns& bucket,
-                 const T* tab_h, const int64_t* ix_b, int64_t i0, int64_t r, int64_t j0, int64_t c, T* s) {
-  gemm<T>(CblasNoTrans, CblasTrans, r, c, d.dh, T(a.scale), Q + i0 * ldq, ldq, K + j0 * ldk, ldk, T(0), s, c);
+void tile_scores(const Dims& d, const AttentionArgs& a, const T* Q, int64_t ldq, const T* Kt, const T* th,
+                 const double* kp_b, const T* qr, int64_t nb, const BucketRuns& bucket, const T* tab_h,
+                 const int64_t* ix_b, int64_t i0, int64_t r, int64_t j0, int64_t c, T* s) {
+  tile_mm<T>(r, c, d.dh, T(a.scale), Q + i0 * ldq, ldq, 1, Kt + j0, d.Lk, false, s, c);
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   for (int64_t ii = 0; ii < r; ++ii) {
     const int64_t i = i0 + ii;
@@ -332,7 +358,7 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
     const T* ptab = table.defined() ? table.data<T>() : nullptr;
 #pragma omp parallel
     {
-      std::vector<T> s(static_cast<size_t>(kRowBlock * kKeyBlock)), mrow(static_cast<size_t>(kKeyBlock));
+      std::vector<T> s(static_cast<size_t>(kRowBlock * kKeyBlock)), mrow(static_cast<size_t>(kKeyBlock)), kt;
       std::vector<RowState<T>> st(static_cast<size_t>(kRowBlock));
 #pragma omp for schedule(static)
       for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
@@ -348,6 +374,7 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
         T* W = pw ? pw + bh * d.Lq * nb : nullptr;
         const T* tab_h = ptab ? ptab + h : nullptr;
         const int64_t* ix_b = index.rows(d, b);
+        transpose_rows<T>(K, hk.ld, d.Lk, d.dh, kt);
         for (int64_t i0 = 0; i0 < d.Lq; i0 += kRowBlock) {
           const int64_t r = std::min(kRowBlock, d.Lq - i0), kend = block_key_end(d, a, i0, r);
           T* acc = O + i0 * ho.ld;  // [r, dh] (row stride ho.ld), the unnormalised output
@@ -355,8 +382,7 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
           std::fill(st.begin(), st.end(), RowState<T>{});
           for (int64_t j0 = 0; j0 < kend; j0 += kKeyBlock) {
             const int64_t c = std::min(kKeyBlock, kend - j0);
-            tile_scores<T>(d, a, Q, hq.ld, K, hk.ld, th, kp_b, QR, nb, bucket, tab_h, ix_b, i0, r, j0, c,
-                           s.data());
+            tile_scores<T>(d, a, Q, hq.ld, kt.data(), th, kp_b, QR, nb, bucket, tab_h, ix_b, i0, r, j0, c, s.data());
             for (int64_t ii = 0; ii < r; ++ii) {
               T* si = s.data() + ii * c;
               const int64_t row = bh * d.Lq + i0 + ii;
@@ -380,8 +406,7 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
                 });
               }
             }
-            gemm<T>(CblasNoTrans, CblasNoTrans, r, d.dh, c, T(1), s.data(), c, V + j0 * hv.ld, hv.ld, T(1), acc,
-                    ho.ld);
+            tile_mm<T>(r, d.dh, c, T(1), s.data(), c, 1, V + j0 * hv.ld, hv.ld, true, acc, ho.ld);  // acc += E' V
           }
           for (int64_t ii = 0; ii < r; ++ii) {  // normalise; a row without a visible key keeps o = 0
             const RowState<T>& sr = st[size_t(ii)];
@@ -456,7 +481,8 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
 #pragma omp parallel
     {
       const size_t tile = size_t(kRowBlock * kKeyBlock);
-      std::vector<T> p(tile), ds(tile), delta(static_cast<size_t>(kRowBlock)), mrow(static_cast<size_t>(kKeyBlock));
+      std::vector<T> p(tile), ds(tile), delta(static_cast<size_t>(kRowBlock)), mrow(static_cast<size_t>(kKeyBlock)), kt,
+          vt;
 #pragma omp for schedule(static)
       for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
         const int64_t b = bh / d.H, h = bh % d.H;
@@ -477,6 +503,8 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
         const T* tab_h = ptab ? ptab + h : nullptr;
         const int64_t* ix_b = index.rows(d, b);
         double* dtab = dtable_parts.empty() ? nullptr : dtable_parts.data() + bh * ntab;  // [NT] of (b, h)
+        transpose_rows<T>(K, hk.ld, d.Lk, d.dh, kt);
+        transpose_rows<T>(V, hv.ld, d.Lk, d.dh, vt);
         for (int64_t i0 = 0; i0 < d.Lq; i0 += kRowBlock) {
           const int64_t r = std::min(kRowBlock, d.Lq - i0), kend = block_key_end(d, a, i0, r);
           for (int64_t ii = 0; ii < r; ++ii) {  // D = rowsum(dO * O) (+ g_w . w)
@@ -490,8 +518,7 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
           }
           for (int64_t j0 = 0; j0 < kend; j0 += kKeyBlock) {
             const int64_t c = std::min(kKeyBlock, kend - j0);
-            tile_scores<T>(d, a, Q, hq.ld, K, hk.ld, th, kp_b, QR, nb, bucket, tab_h, ix_b, i0, r, j0, c,
-                           p.data());
+            tile_scores<T>(d, a, Q, hq.ld, kt.data(), th, kp_b, QR, nb, bucket, tab_h, ix_b, i0, r, j0, c, p.data());
             for (int64_t ii = 0; ii < r; ++ii) {  // P = exp(S - lse)
               T* pi = p.data() + ii * c;
               const T l = lse[i0 + ii];
@@ -503,8 +530,7 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
               }
             }
             // dP = dO_blk V_tile^T  [r, c]
-            gemm<T>(CblasNoTrans, CblasTrans, r, c, d.dh, T(1), G + i0 * hg.ld, hg.ld, V + j0 * hv.ld, hv.ld, T(0),
-                    ds.data(), c);
+            tile_mm<T>(r, c, d.dh, T(1), G + i0 * hg.ld, hg.ld, 1, vt.data() + j0, d.Lk, false, ds.data(), c);
             for (int64_t ii = 0; ii < r; ++ii) {  // dS = P (dP - D)
               T* di = ds.data() + ii * c;
               T* pi = p.data() + ii * c;
@@ -546,12 +572,9 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
               }
             }
             // dQ_blk += scale dS K_tile;  dK_tile += scale dS^T Q_blk;  dV_tile += P'^T dO_blk
-            gemm<T>(CblasNoTrans, CblasNoTrans, r, d.dh, c, T(a.scale), ds.data(), c, K + j0 * hk.ld, hk.ld, T(1),
-                    dQ + i0 * hdq.ld, hdq.ld);
-            gemm<T>(CblasTrans, CblasNoTrans, c, d.dh, r, T(a.scale), ds.data(), c, Q + i0 * hq.ld, hq.ld, T(1),
-                    dK + j0 * hdk.ld, hdk.ld);
-            gemm<T>(CblasTrans, CblasNoTrans, c, d.dh, r, T(1), p.data(), c, G + i0 * hg.ld, hg.ld, T(1),
-                    dV + j0 * hdv.ld, hdv.ld);
+            tile_mm<T>(r, d.dh, c, T(a.scale), ds.data(), c, 1, K + j0 * hk.ld, hk.ld, true, dQ + i0 * hdq.ld, hdq.ld);
+            tile_mm<T>(c, d.dh, r, T(a.scale), ds.data(), 1, c, Q + i0 * hq.ld, hq.ld, true, dK + j0 * hdk.ld, hdk.ld);
+            tile_mm<T>(c, d.dh, r, T(1), p.data(), 1, c, G + i0 * hg.ld, hg.ld, true, dV + j0 * hdv.ld, hdv.ld);
           }
         }
       }
