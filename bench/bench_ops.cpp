@@ -1,4 +1,5 @@
-// bench/bench_ops.cpp — time relpos k::matmul (float32, and bf16 operands) and k::softmax.
+// bench/bench_ops.cpp — time relpos k::matmul (float32, and bf16 operands), the fused attention
+// (forward + backward) and k::softmax.
 // bench/torch_ops.py runs the same cases the same way with PyTorch; bench/run_ops_bench.sh
 // runs both with one thread count and prints a comparison table.
 //
@@ -19,6 +20,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -129,6 +131,23 @@ int main(int argc, char** argv) {
     Tensor ab = k::unary(k::Unary::RoundBF16, a), bb = k::unary(k::Unary::RoundBF16, b);
     cases.push_back({"matmul_bf16", size, 2.0 * M * N * K, 2.0 * (M * K + K * N) + 4.0 * M * N,
                      [ab, bb] { return k::matmul(ab, bb, k::GemmInputs::BF16); }});
+  }
+  // The fused causal attention, forward + backward (q, k, v [B, H, L, dh]; the tiny and long
+  // models' shapes); flops: the forward's two products 4 B H L^2 dh and the backward's
+  // recomputed scores and four products 10 B H L^2 dh, halved by the causal mask. PyTorch:
+  // scaled_dot_product_attention(is_causal=True) and torch.autograd.grad.
+  for (auto [B, H, L, dh] : {std::array<int64_t, 4>{16, 4, 128, 32}, {1, 4, 2048, 32}}) {
+    Tensor q = randn({B, H, L, dh}), kk = randn({B, H, L, dh}), v = randn({B, H, L, dh}), go = randn({B, H, L, dh});
+    k::AttentionArgs args;
+    args.scale = 1.0 / std::sqrt(double(dh));
+    args.causal = true;
+    const std::string size = "[" + std::to_string(B) + "," + std::to_string(H) + "," + std::to_string(L) + "," +
+                             std::to_string(dh) + "] causal fwd+bwd";
+    cases.push_back({"attention", size, 0.5 * 14.0 * double(B * H * L * L * dh), 4.0 * 8 * double(B * H * L * dh),
+                     [q, kk, v, go, args] {
+                       const k::AttentionOut f = k::attention(q, kk, v, Tensor(), Tensor(), args);
+                       return k::attention_backward(go, q, kk, v, Tensor(), Tensor(), f, args).dq;
+                     }});
   }
   for (const Shape& s : {Shape{4096, 256}, Shape{64, 4, 128, 128}}) {
     Tensor x = randn(s);

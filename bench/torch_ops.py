@@ -82,6 +82,19 @@ def cases():
         ab, bb = a.to(torch.bfloat16), b.to(torch.bfloat16)
         out.append(("matmul_bf16", size, 2.0 * m * n * k, 2.0 * (m * k + k * n + m * n),
                     lambda a=ab, b=bb: torch.matmul(a, b)))
+    # bench/bench_ops.cpp's fused causal attention, forward + backward.
+    for b, h, l, dh in ((16, 4, 128, 32), (1, 4, 2048, 32)):
+        q, k, v, go = (randn(b, h, l, dh) for _ in range(4))
+        for t in (q, k, v):
+            t.requires_grad_(True)
+
+        def fwd_bwd(q=q, k=k, v=v, go=go):
+            with torch.enable_grad():  # main() times every case under no_grad
+                o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+                return torch.autograd.grad(o, (q, k, v), go)[0]
+
+        out.append(("attention", f"[{b},{h},{l},{dh}] causal fwd+bwd", 0.5 * 14.0 * b * h * l * l * dh,
+                    4.0 * 8 * b * h * l * dh, fwd_bwd))
     for shape in ((4096, 256), (64, 4, 128, 128)):
         x = randn(*shape)
         out.append(("softmax", "[" + ",".join(map(str, shape)) + "]", 0.0, 2.0 * 4.0 * x.numel(),
