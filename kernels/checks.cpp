@@ -46,7 +46,7 @@ void sum_squares(const Tensor& x) {
 }
 
 // Empty products (K == 0 or an empty output) are zeros of any dtype, on both backends.
-void matmul(const Tensor& a, const Tensor& b, GemmInputs) {
+void matmul(const Tensor& a, const Tensor& b, GemmInputs, bool) {
   check_same_dtype_device(a, b, "matmul");
   RELPOS_CHECK(a.dim() >= 2 && b.dim() >= 2, "matmul: both operands need at least 2 dims, got {} and {}",
                shape_str(a.shape()), shape_str(b.shape()));

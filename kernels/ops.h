@@ -98,8 +98,11 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 // the same products, summed in another order.
 enum class GemmInputs { F32, BF16, FP16 };
 // a: [..., M, K], b: [..., K, N] -> [..., M, N]; batch dims broadcast. Transposed views are
-// handed to BLAS with transpose flags, not copied.
-Tensor matmul(const Tensor& a, const Tensor& b, GemmInputs inputs = GemmInputs::F32);
+// handed to BLAS with transpose flags, not copied. round_output (BF16 / FP16 inputs only): the
+// float32 result is rounded to the inputs' 16-bit format (nearest even), as a 16-bit GEMM's
+// output would be — the same values as k::unary(RoundBF16 / RoundFP16) of the result, without
+// the extra pass over memory (the CPU rounds each block of rows while it is in cache).
+Tensor matmul(const Tensor& a, const Tensor& b, GemmInputs inputs = GemmInputs::F32, bool round_output = false);
 
 // ---------------------------------------------------------------- softmax family
 Tensor softmax(const Tensor& x, int64_t dim);

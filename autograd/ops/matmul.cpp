@@ -1,11 +1,14 @@
 // autograd/ops/matmul.cpp — C = A @ B with A: [..., M, K], B: [..., K, N].
 // Backward: dA = dC @ B^T, dB = A^T @ dC (transposed views go to BLAS as flags), then
 // summed over broadcast batch dims. Under autocast (autograd/autocast.h) the inputs, the output
-// and the gradients through them take 16-bit values; the products accumulate in float32. The
-// inputs are rounded by the GEMMs themselves (k::GemmInputs: while packing them for the 16-bit
-// units), not by autocast_round copies: the saved tensors are the unrounded inputs, which every
-// GEMM of the backward rounds again; dA and dB are rounded here, as autocast_round's backward
-// would.
+// and the gradients through them take 16-bit values; the products accumulate in float32. All
+// of it is one node with no rounding pass of its own: the GEMMs round their operands while
+// packing them (k::GemmInputs) and their outputs block by block while in cache
+// (k::matmul's round_output) — C, and dA / dB where no batch sum follows (else the sum is
+// rounded, as autocast_round's backward would round it). The saved tensors are the unrounded
+// inputs, which every GEMM of the backward rounds again; dC needs no rounding before its
+// GEMMs for the same reason (rounding is idempotent), so the values are those of
+// autocast_round(matmul(a, b)) with autocast_round's gradient rounding, without its passes.
 #include "autograd/autocast.h"
 #include "autograd/function.h"
 #include "autograd/ops.h"
@@ -13,35 +16,44 @@
 namespace relpos {
 
 namespace {
-Variable matmul_f32(const Variable& a, const Variable& b, k::GemmInputs in) {
+Variable matmul_with(const Variable& a, const Variable& b, k::GemmInputs in) {
   SavedTensor sa(a.data(), "matmul"), sb(b.data(), "matmul");
   bool ga = wants_grad(a), gb = wants_grad(b);
+  const bool r16 = in != k::GemmInputs::F32;  // round C, dA, dB to the 16-bit format
   return make_result(
-      k::matmul(a.data(), b.data(), in), "matmul", {a, b},
-      [sa, sb, ga, gb, in](const Tensor& g) -> std::vector<Tensor> {
+      k::matmul(a.data(), b.data(), in, r16), "matmul", {a, b},
+      [sa, sb, ga, gb, in, r16](const Tensor& g) -> std::vector<Tensor> {
         const Tensor &ta = sa.get(), &tb = sb.get();
-        Tensor da, db;
-        const auto round = [in](const Tensor& t) {  // the gradient of a 16-bit input, as autocast_round's
-          if (in == k::GemmInputs::F32 || !t.defined()) return t;
-          return k::unary(in == k::GemmInputs::BF16 ? k::Unary::RoundBF16 : k::Unary::RoundFP16, t);
+        // A gradient summed over broadcast batch dims is rounded after the sum.
+        const auto summed_to = [in, r16](const Tensor& full, const Shape& shape) {
+          if (full.shape() == shape) return full;
+          const Tensor s = k::sum_to(full, shape);
+          return r16 ? k::unary(in == k::GemmInputs::BF16 ? k::Unary::RoundBF16 : k::Unary::RoundFP16, s) : s;
         };
-        if (ga) da = k::sum_to(k::matmul(g, tb.transpose(-1, -2), in), ta.shape());
+        Tensor da, db;
+        if (ga) {
+          Shape full = g.shape();  // batch + [M, K]
+          full.back() = ta.size(-1);
+          da = summed_to(k::matmul(g, tb.transpose(-1, -2), in, r16 && full == ta.shape()), ta.shape());
+        }
         if (gb) {
           // Unbatched B with batched A: fold A's batch into rows (one GEMM).
-          if (tb.dim() == 2 && ta.dim() > 2)
-            db = k::matmul(ta.reshape({-1, ta.size(-1)}).transpose(0, 1), g.reshape({-1, g.size(-1)}), in);
-          else
-            db = k::sum_to(k::matmul(ta.transpose(-1, -2), g, in), tb.shape());
+          if (tb.dim() == 2 && ta.dim() > 2) {
+            db = k::matmul(ta.reshape({-1, ta.size(-1)}).transpose(0, 1), g.reshape({-1, g.size(-1)}), in, r16);
+          } else {
+            Shape full = g.shape();  // batch + [K, N]
+            full[full.size() - 2] = ta.size(-1);
+            db = summed_to(k::matmul(ta.transpose(-1, -2), g, in, r16 && full == tb.shape()), tb.shape());
+          }
         }
-        return {round(da), round(db)};
+        return {da, db};
       });
 }
 }  // namespace
 
 Variable matmul(const Variable& a, const Variable& b) {
   const Precision p = autocast_precision();
-  if (p == Precision::FP32 || a.dtype() != DType::F32) return matmul_f32(a, b, k::GemmInputs::F32);
-  return autocast_round(matmul_f32(a, b, gemm_inputs(p)));
+  return matmul_with(a, b, a.dtype() == DType::F32 ? gemm_inputs(p) : k::GemmInputs::F32);
 }
 
 }  // namespace relpos

@@ -26,6 +26,7 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
@@ -197,14 +198,39 @@ void round_copy(GemmInputs inputs, const float* src, int64_t rows, int64_t cols,
     }
 }
 
+// C's rows [rows, cols] (leading dim ld) rounded to bf16 / fp16 in place.
+void round_rows(GemmInputs inputs, float* c, int64_t rows, int64_t cols, int64_t ld) {
+  const bool bf16 = inputs == GemmInputs::BF16;
+#pragma omp parallel for schedule(static) if (rows * cols >= (int64_t(1) << 16))
+  for (int64_t r = 0; r < rows; ++r) {
+    float* cr = c + r * ld;
+    if (bf16)
+      for (int64_t j = 0; j < cols; ++j) cr[j] = round_to_bf16(cr[j]);
+    else
+      for (int64_t j = 0; j < cols; ++j) cr[j] = round_to_fp16(cr[j]);
+  }
+}
+
+// The block of C rounded while in cache: about this many bytes (half of a 2 MiB L2, or two
+// cores' 1 MiB each).
+constexpr int64_t kRoundBlockBytes = int64_t(1) << 20;
+
 }  // namespace
 
 namespace cpu {
 
-void gemm_f32(GemmInputs inputs, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a, int64_t lda,
-              const float* b, int64_t ldb, float* c, int64_t ldc) {
+void gemm_f32(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a,
+              int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
   if (M == 0 || N == 0) return;
   ensure_blas_core();
+  round_output = round_output && inputs != GemmInputs::F32;
+  // C in blocks of rows (A's rows i0 .. i0+rows-1: row i0 of A, or column i0 when A is stored
+  // transposed), each block rounded right after its product while it is in cache.
+  const int64_t block = round_output ? std::clamp<int64_t>(kRoundBlockBytes / (4 * N), 64, M) : M;
+  const auto a_rows = [ta](const auto* p, int64_t i0, int64_t ld) { return ta ? p + i0 : p + i0 * ld; };
+  const auto rounded = [&](int64_t i0, int64_t rows) {
+    if (round_output) round_rows(inputs, c + i0 * ldc, rows, N, ldc);
+  };
 #if RELPOS_WITH_DNNL
   const bool onednn_path = requested_provider() == Provider::OneDNN && K > 0;
   if (onednn_path && inputs == GemmInputs::BF16 && onednn().bf16_units) {
@@ -212,7 +238,12 @@ void gemm_f32(GemmInputs inputs, bool ta, bool tb, int64_t M, int64_t N, int64_t
     // Stored shapes: A is [M, K] ([K, M] when transposed), B is [K, N] ([N, K]).
     pack_bf16(a, ta ? K : M, ta ? M : K, lda, pa);
     pack_bf16(b, tb ? N : K, tb ? K : N, ldb, pb);
-    onednn_gemm(true, ta, tb, M, N, K, pa.data(), ta ? M : K, pb.data(), tb ? K : N, c, ldc);
+    const int64_t plda = ta ? M : K, pldb = tb ? K : N;
+    for (int64_t i0 = 0; i0 < M; i0 += block) {
+      const int64_t rows = std::min(block, M - i0);
+      onednn_gemm(true, ta, tb, rows, N, K, a_rows(pa.data(), i0, plda), plda, pb.data(), pldb, c + i0 * ldc, ldc);
+      rounded(i0, rows);
+    }
     return;
   }
 #else
@@ -225,11 +256,19 @@ void gemm_f32(GemmInputs inputs, bool ta, bool tb, int64_t M, int64_t N, int64_t
     a = ra.data(), lda = ta ? M : K;
     b = rb.data(), ldb = tb ? K : N;
   }
-#if RELPOS_WITH_DNNL
-  if (onednn_path) return onednn_gemm(false, ta, tb, M, N, K, a, lda, b, ldb, c, ldc);
-#endif
   (void)onednn_path;
-  openblas_sgemm(ta, tb, M, N, K, a, lda, b, ldb, c, ldc);
+  for (int64_t i0 = 0; i0 < M; i0 += block) {
+    const int64_t rows = std::min(block, M - i0);
+#if RELPOS_WITH_DNNL
+    if (onednn_path) {
+      onednn_gemm(false, ta, tb, rows, N, K, a_rows(a, i0, lda), lda, b, ldb, c + i0 * ldc, ldc);
+      rounded(i0, rows);
+      continue;
+    }
+#endif
+    openblas_sgemm(ta, tb, rows, N, K, a_rows(a, i0, lda), lda, b, ldb, c + i0 * ldc, ldc);
+    rounded(i0, rows);
+  }
 }
 
 void gemm_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, int64_t lda, const double* b,

@@ -11,6 +11,9 @@
 //   float32, inputs FP16:  rounded-to-float16 copies on the float32 path (oneDNN 2.6 has no CPU
 //                          float16 matmul);
 //   float64:               OpenBLAS dgemm.
+//   round_output (BF16 / FP16 inputs): C is rounded to bf16 / fp16 (nearest even) block of rows
+//                          by block of rows, each right after its GEMM while it is in cache
+//                          (blocks of ~1 MiB of C, at least 64 rows): no second pass over C.
 // RELPOS_GEMM=openblas forces OpenBLAS for float32 (and bf16 inputs): a switch for benchmarks
 // and for bisecting a numerical difference, read once.
 // Determinism: the result of a given call is the same at every thread count. oneDNN may split
@@ -25,8 +28,8 @@
 
 namespace relpos::k::cpu {
 
-void gemm_f32(GemmInputs inputs, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* a,
-              int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc);
+void gemm_f32(GemmInputs inputs, bool round_output, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+              const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc);
 void gemm_f64(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const double* a, int64_t lda,
               const double* b, int64_t ldb, double* c, int64_t ldc);
 

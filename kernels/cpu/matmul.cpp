@@ -32,17 +32,17 @@ bool blas_layout(const Tensor& t, MatLayout& m) {
 }
 
 template <typename T>
-void gemm(GemmInputs inputs, MatLayout la, MatLayout lb, int64_t M, int64_t N, int64_t K, const T* a, const T* b, T* c,
-          int64_t ldc) {
+void gemm(GemmInputs inputs, bool round_output, MatLayout la, MatLayout lb, int64_t M, int64_t N, int64_t K, const T* a,
+          const T* b, T* c, int64_t ldc) {
   if constexpr (std::is_same_v<T, float>)
-    gemm_f32(inputs, la.trans, lb.trans, M, N, K, a, la.ld, b, lb.ld, c, ldc);
+    gemm_f32(inputs, round_output, la.trans, lb.trans, M, N, K, a, la.ld, b, lb.ld, c, ldc);
   else
     gemm_f64(la.trans, lb.trans, M, N, K, a, la.ld, b, lb.ld, c, ldc);
 }
 
 }  // namespace
 
-Tensor matmul(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs) {
+Tensor matmul(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs, bool round_output) {
   const int64_t M = a_in.size(-2), K = a_in.size(-1), N = b_in.size(-1);
   Shape ab(a_in.shape().begin(), a_in.shape().end() - 2);
   Shape bb(b_in.shape().begin(), b_in.shape().end() - 2);
@@ -66,7 +66,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs) {
       if (af.shares_storage(a) || a.is_contiguous()) {
         MatLayout lf{};
         if (blas_layout(af, lf) && !lf.trans) {
-          gemm<T>(inputs, lf, lb, af.size(0), N, K, af.data<T>(), b.data<T>(), out.data<T>(), N);
+          gemm<T>(inputs, round_output, lf, lb, af.size(0), N, K, af.data<T>(), b.data<T>(), out.data<T>(), N);
           return;
         }
       }
@@ -86,7 +86,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs) {
         oa += idx * ae.strides()[d];
         ob += idx * be.strides()[d];
       }
-      gemm<T>(inputs, la, lb, M, N, K, ae.data<T>() + oa, be.data<T>() + ob, po + i * M * N, N);
+      gemm<T>(inputs, round_output, la, lb, M, N, K, ae.data<T>() + oa, be.data<T>() + ob, po + i * M * N, N);
     }
   });
   return out;

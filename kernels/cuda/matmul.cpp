@@ -48,7 +48,9 @@ int64_t uniform_batch_stride(const Tensor& t, const Shape& batch, int64_t nb) {
 
 }  // namespace
 
-Tensor matmul(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs) {
+namespace {
+
+Tensor matmul_unrounded(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs) {
   const int64_t M = a_in.size(-2), K = a_in.size(-1), N = b_in.size(-1);
   Shape ab(a_in.shape().begin(), a_in.shape().end() - 2);
   Shape bb(b_in.shape().begin(), b_in.shape().end() - 2);
@@ -124,6 +126,16 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs) {
               inner, half);
   }
   return out;
+}
+
+}  // namespace
+
+// round_output: the 16-bit rounding as one elementwise kernel on the result (on the GPU the
+// pass is cheap next to the GEMM; the CPU fuses it, kernels/cpu/gemm.cpp).
+Tensor matmul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output) {
+  Tensor out = matmul_unrounded(a, b, inputs);
+  if (!round_output || inputs == GemmInputs::F32 || out.dtype() != DType::F32) return out;
+  return cuda::unary(inputs == GemmInputs::BF16 ? Unary::RoundBF16 : Unary::RoundFP16, out, 0.0, 0.0);
 }
 
 }  // namespace relpos::k::cuda

@@ -303,6 +303,14 @@ TEST_CASE("cuda: 16-bit GEMMs (bf16 / fp16 operands, float32 accumulation) match
       REQUIRE(got.shape() == ref.shape());
       for (int64_t i = 0; i < ref.numel(); ++i)
         CHECK(std::abs(got.data<float>()[i] - ref.data<float>()[i]) <= 1e-4f * (1.0f + std::abs(ref.data<float>()[i])));
+      // round_output: 16-bit values, one 16-bit step from the rounded CPU product at most.
+      Tensor rounded = k::matmul(x, y, in, true).to(Device::CPU), want = k::unary(round, ref);
+      const float step = in == k::GemmInputs::BF16 ? 0x1p-7f : 0x1p-10f;
+      for (int64_t i = 0; i < ref.numel(); ++i) {
+        const float r = rounded.data<float>()[i], w = want.data<float>()[i];
+        CHECK(k::unary(round, Tensor::full({1}, double(r), DType::F32)).data<float>()[0] == r);
+        CHECK(std::abs(r - w) <= step * std::abs(w) + 1e-6f);
+      }
     }
   }
 }

@@ -221,3 +221,40 @@ TEST_CASE("gemm: 16-bit inputs are rounded by the GEMM itself: unrounded operand
         CHECK(!bitwise_equal(k::matmul(a, b, in), k::matmul(a, b)));
       }
 }
+
+TEST_CASE(
+    "gemm: round_output gives 16-bit values, those of rounding the float32 product, block by block in every "
+    "layout",
+    "[kernels][gemm][precision]") {
+  // N = 2048: blocks of 1 MiB / (4 N) = 128 rows, so M = 300 is three blocks (128, 128, 44); the
+  // block offsets differ for a transposed A (columns of the stored matrix).
+  for (auto [in, round] :
+       {std::pair{k::GemmInputs::BF16, k::Unary::RoundBF16}, std::pair{k::GemmInputs::FP16, k::Unary::RoundFP16}})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        Tensor a = operand({300, 64}, ta, 41, false), b = operand({64, 2048}, tb, 42, false);
+        INFO((in == k::GemmInputs::BF16 ? "bf16" : "fp16") << " ta=" << ta << " tb=" << tb);
+        const Tensor c = k::matmul(a, b, in, true);
+        CHECK(bitwise_equal(k::unary(round, c), c));  // every value already a 16-bit one
+        // Against rounding the unrounded-output product: equal, or (should the library block
+        // the rows differently) one 16-bit step apart at most.
+        const std::vector<float> got = c.to_vector<float>(),
+                                 want = k::unary(round, k::matmul(a, b, in)).to_vector<float>();
+        const double step = in == k::GemmInputs::BF16 ? std::ldexp(1.0, -7) : std::ldexp(1.0, -10);
+        size_t equal = 0, worst_i = 0;
+        double worst = 0;
+        for (size_t i = 0; i < got.size(); ++i) {
+          equal += got[i] == want[i];
+          const double e = std::abs(double(got[i]) - want[i]) / (step * std::abs(double(want[i])) + 1e-30);
+          if (e > worst) worst = e, worst_i = i;
+        }
+        INFO("equal " << equal << " of " << got.size() << "; worst at " << worst_i << ": " << got[worst_i] << " vs "
+                      << want[worst_i]);
+        CHECK(worst <= 1.0);
+        CHECK(equal >= got.size() * 99 / 100);
+        // Without round_output the product is not rounded (the flag is what rounds).
+        CHECK(!bitwise_equal(k::matmul(a, b, in), c));
+        // float32 inputs ignore the flag.
+        CHECK(bitwise_equal(k::matmul(a, b, k::GemmInputs::F32, true), k::matmul(a, b)));
+      }
+}
