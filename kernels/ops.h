@@ -170,6 +170,14 @@ struct AttentionArgs {
   // the fused and the materialised paths drop the same cells; backward regenerates it.
   double dropout_p = 0.0;
   uint64_t dropout_seed = 0, dropout_first = 0;
+  // Autocast (float32 tensors only): BF16 / FP16 takes q, k, v — and in backward dO — as their
+  // nearest 16-bit values (rounded as the kernel reads them) and rounds dq, dk, dv as it writes
+  // them; round_output also rounds o (then the backward's D_i = dO_i . O_i uses the rounded o,
+  // as a 16-bit FlashAttention's stored output would be). S, the bias, the softmax statistics
+  // and the accumulators stay float32. The values of rounding the tensors around the kernel,
+  // without the passes over memory.
+  GemmInputs inputs = GemmInputs::F32;
+  bool round_output = false;
 };
 struct AttentionOut {
   Tensor o;    // [B, H, Lq, dh]

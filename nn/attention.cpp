@@ -179,8 +179,12 @@ Variable MultiHeadAttention::fused(const Heads& h, const Positions& p, const Att
   const Tensor kp_rows = in.key_padding.defined() ? in.key_padding.to(h.q.device()) : Tensor();  // [B, Lk]
   // Under autocast (train.precision bf16/fp16) the kernel's q, k, v and output take 16-bit
   // values; S, the bias, the softmax statistics and the accumulators stay float32 (as
-  // FlashAttention keeps them).
-  const Variable q = autocast_round(h.q), kk = autocast_round(h.k), v = autocast_round(h.v);
+  // FlashAttention keeps them). The kernel rounds them itself (k::AttentionArgs::inputs), and
+  // the output too where it is the layer's output (round_output: not with buckets, whose
+  // output gains the value term first and is rounded after it).
+  if (h.q.dtype() == DType::F32) args.inputs = gemm_inputs(autocast_precision());
+  args.round_output = !p.buckets.keys.defined();
+  const Variable &q = h.q, &kk = h.k, &v = h.v;
   Variable o;
   if (p.buckets.keys.defined()) {
     const int64_t nb = p.buckets.keys.size(0);
@@ -199,7 +203,7 @@ Variable MultiHeadAttention::fused(const Heads& h, const Positions& p, const Att
     sinks.stats->mean_entropy =
         k::reduce(k::Reduce::Sum, fwd.entropy, {}, false).item() / double(h.B * cfg_.n_heads * h.Lq);
   }
-  return autocast_round(o);
+  return p.buckets.keys.defined() ? autocast_round(o) : o;
 }
 
 // Everything materialised: S = scale (q k^T + terms) + biases, softcap, masks (padding

@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "core/float16.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/fast_math.h"
 #include "kernels/cpu/tile_gemm.h"
@@ -65,10 +66,21 @@ void tile_mm(int64_t M, int64_t N, int64_t K, T alpha, const T* a, int64_t a_rs,
   }
 }
 
-// xt[e, j] = x[j, e] for the L rows of one head (row stride ld): a B^T operand with contiguous
-// rows for tile_mm ([dh, L], row stride L).
+// x as the nearest value of `in`'s 16-bit format (autocast: AttentionArgs::inputs); float32
+// only, float64 and F32 unchanged.
 template <typename T>
-void transpose_rows(const T* x, int64_t ld, int64_t L, int64_t dh, std::vector<T>& xt) {
+T round16(GemmInputs in, T x) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (in == GemmInputs::BF16) return round_to_bf16(x);
+    if (in == GemmInputs::FP16) return round_to_fp16(x);
+  }
+  return x;
+}
+
+// xt[e, j] = x[j, e] for the L rows of one head (row stride ld), rounded by round16: a B^T
+// operand with contiguous rows for tile_mm ([dh, L], row stride L).
+template <typename T>
+void transpose_rows(const T* x, int64_t ld, int64_t L, int64_t dh, GemmInputs in, std::vector<T>& xt) {
   xt.resize(size_t(dh * L));
   T* out = xt.data();
   constexpr int64_t kJ = 16;  // 16 rows at a time: contiguous runs of 16 writes per e, reads from L1
@@ -77,9 +89,26 @@ void transpose_rows(const T* x, int64_t ld, int64_t L, int64_t dh, std::vector<T
     for (int64_t e = 0; e < dh; ++e) {
       T* o = out + e * L + j0;
       const T* xe = x + j0 * ld + e;
-      for (int64_t jj = 0; jj < nj; ++jj) o[jj] = xe[jj * ld];
+      for (int64_t jj = 0; jj < nj; ++jj) o[jj] = round16(in, xe[jj * ld]);
     }
   }
+}
+
+// The L rows of one head (row stride ld) rounded by round16 into buf, dense (row stride dh);
+// returns buf's data.
+template <typename T>
+const T* rounded_rows(const T* x, int64_t ld, int64_t L, int64_t dh, GemmInputs in, std::vector<T>& buf) {
+  buf.resize(size_t(L * dh));
+  for (int64_t j = 0; j < L; ++j)
+    for (int64_t e = 0; e < dh; ++e) buf[size_t(j * dh + e)] = round16(in, x[j * ld + e]);
+  return buf.data();
+}
+
+// The L rows of one head (row stride ld) rounded by round16 in place.
+template <typename T>
+void round_rows(T* x, int64_t ld, int64_t L, int64_t dh, GemmInputs in) {
+  for (int64_t j = 0; j < L; ++j)
+    for (int64_t e = 0; e < dh; ++e) x[j * ld + e] = round16(in, x[j * ld + e]);
 }
 
 template <typename T>
@@ -358,14 +387,22 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
     const T* ptab = table.defined() ? table.data<T>() : nullptr;
 #pragma omp parallel
     {
-      std::vector<T> s(static_cast<size_t>(kRowBlock * kKeyBlock)), mrow(static_cast<size_t>(kKeyBlock)), kt;
+      std::vector<T> s(static_cast<size_t>(kRowBlock * kKeyBlock)), mrow(static_cast<size_t>(kKeyBlock)), kt, qbuf,
+          vbuf;
       std::vector<RowState<T>> st(static_cast<size_t>(kRowBlock));
+      const bool rounding = std::is_same_v<T, float> && a.inputs != GemmInputs::F32;
 #pragma omp for schedule(static)
       for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
         const int64_t b = bh / d.H, h = bh % d.H;
+        // q and v rows, rounded copies (dense, row stride dh) under autocast
         const T* Q = hq.at(b, h);
         const T* K = hk.at(b, h);
         const T* V = hv.at(b, h);
+        int64_t ldq = hq.ld, ldv = hv.ld;
+        if (rounding) {
+          Q = rounded_rows(Q, ldq, d.Lq, d.dh, a.inputs, qbuf), ldq = d.dh;
+          V = rounded_rows(V, ldv, d.Lk, d.dh, a.inputs, vbuf), ldv = d.dh;
+        }
         const T* th = pt ? pt + h * (d.Lq + d.Lk - 1) : nullptr;
         const double* kp_b = pad.empty() ? nullptr : pad.data() + b * d.Lk;
         T* O = ho.at(b, h);
@@ -374,7 +411,7 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
         T* W = pw ? pw + bh * d.Lq * nb : nullptr;
         const T* tab_h = ptab ? ptab + h : nullptr;
         const int64_t* ix_b = index.rows(d, b);
-        transpose_rows<T>(K, hk.ld, d.Lk, d.dh, kt);
+        transpose_rows<T>(K, hk.ld, d.Lk, d.dh, a.inputs, kt);
         for (int64_t i0 = 0; i0 < d.Lq; i0 += kRowBlock) {
           const int64_t r = std::min(kRowBlock, d.Lq - i0), kend = block_key_end(d, a, i0, r);
           T* acc = O + i0 * ho.ld;  // [r, dh] (row stride ho.ld), the unnormalised output
@@ -382,7 +419,7 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
           std::fill(st.begin(), st.end(), RowState<T>{});
           for (int64_t j0 = 0; j0 < kend; j0 += kKeyBlock) {
             const int64_t c = std::min(kKeyBlock, kend - j0);
-            tile_scores<T>(d, a, Q, hq.ld, kt.data(), th, kp_b, QR, nb, bucket, tab_h, ix_b, i0, r, j0, c, s.data());
+            tile_scores<T>(d, a, Q, ldq, kt.data(), th, kp_b, QR, nb, bucket, tab_h, ix_b, i0, r, j0, c, s.data());
             for (int64_t ii = 0; ii < r; ++ii) {
               T* si = s.data() + ii * c;
               const int64_t row = bh * d.Lq + i0 + ii;
@@ -406,7 +443,7 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
                 });
               }
             }
-            tile_mm<T>(r, d.dh, c, T(1), s.data(), c, 1, V + j0 * hv.ld, hv.ld, true, acc, ho.ld);  // acc += E' V
+            tile_mm<T>(r, d.dh, c, T(1), s.data(), c, 1, V + j0 * ldv, ldv, true, acc, ho.ld);  // acc += E' V
           }
           for (int64_t ii = 0; ii < r; ++ii) {  // normalise; a row without a visible key keeps o = 0
             const RowState<T>& sr = st[size_t(ii)];
@@ -419,6 +456,8 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
             const T inv = T(1) / sr.l;
             T* ai = acc + ii * ho.ld;
             for (int64_t e = 0; e < d.dh; ++e) ai[e] *= inv;
+            if (rounding && a.round_output)
+              for (int64_t e = 0; e < d.dh; ++e) ai[e] = round16(a.inputs, ai[e]);
             if (W)
               for (int64_t n = 0; n < nb; ++n) W[(i0 + ii) * nb + n] *= inv;
             lse[i0 + ii] = sr.m + std::log(sr.l);
@@ -482,15 +521,23 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
     {
       const size_t tile = size_t(kRowBlock * kKeyBlock);
       std::vector<T> p(tile), ds(tile), delta(static_cast<size_t>(kRowBlock)), mrow(static_cast<size_t>(kKeyBlock)), kt,
-          vt;
+          vt, qbuf, kbuf, gbuf;
+      const bool rounding = std::is_same_v<T, float> && a.inputs != GemmInputs::F32;
 #pragma omp for schedule(static)
       for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
         const int64_t b = bh / d.H, h = bh % d.H;
+        // q, k and dO rows, rounded copies (dense, row stride dh) under autocast
         const T* Q = hq.at(b, h);
         const T* K = hk.at(b, h);
         const T* V = hv.at(b, h);
         const T* G = hg.at(b, h);
         const T* O = ho.at(b, h);
+        int64_t ldq = hq.ld, ldk = hk.ld, ldg = hg.ld;
+        if (rounding) {
+          Q = rounded_rows(Q, ldq, d.Lq, d.dh, a.inputs, qbuf), ldq = d.dh;
+          K = rounded_rows(K, ldk, d.Lk, d.dh, a.inputs, kbuf), ldk = d.dh;
+          G = rounded_rows(G, ldg, d.Lq, d.dh, a.inputs, gbuf), ldg = d.dh;
+        }
         const T* lse = pl + bh * d.Lq;
         const T* th = pt ? pt + h * nt : nullptr;
         const double* kp_b = pad.empty() ? nullptr : pad.data() + b * d.Lk;
@@ -503,12 +550,12 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
         const T* tab_h = ptab ? ptab + h : nullptr;
         const int64_t* ix_b = index.rows(d, b);
         double* dtab = dtable_parts.empty() ? nullptr : dtable_parts.data() + bh * ntab;  // [NT] of (b, h)
-        transpose_rows<T>(K, hk.ld, d.Lk, d.dh, kt);
-        transpose_rows<T>(V, hv.ld, d.Lk, d.dh, vt);
+        transpose_rows<T>(K, ldk, d.Lk, d.dh, GemmInputs::F32, kt);                       // (K already rounded)
+        transpose_rows<T>(V, hv.ld, d.Lk, d.dh, a.inputs, vt);
         for (int64_t i0 = 0; i0 < d.Lq; i0 += kRowBlock) {
           const int64_t r = std::min(kRowBlock, d.Lq - i0), kend = block_key_end(d, a, i0, r);
           for (int64_t ii = 0; ii < r; ++ii) {  // D = rowsum(dO * O) (+ g_w . w)
-            const T* gi = G + (i0 + ii) * hg.ld;
+            const T* gi = G + (i0 + ii) * ldg;
             const T* oi = O + (i0 + ii) * ho.ld;
             T acc = 0;
             for (int64_t e = 0; e < d.dh; ++e) acc += gi[e] * oi[e];
@@ -518,7 +565,7 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
           }
           for (int64_t j0 = 0; j0 < kend; j0 += kKeyBlock) {
             const int64_t c = std::min(kKeyBlock, kend - j0);
-            tile_scores<T>(d, a, Q, hq.ld, kt.data(), th, kp_b, QR, nb, bucket, tab_h, ix_b, i0, r, j0, c, p.data());
+            tile_scores<T>(d, a, Q, ldq, kt.data(), th, kp_b, QR, nb, bucket, tab_h, ix_b, i0, r, j0, c, p.data());
             for (int64_t ii = 0; ii < r; ++ii) {  // P = exp(S - lse)
               T* pi = p.data() + ii * c;
               const T l = lse[i0 + ii];
@@ -530,7 +577,7 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
               }
             }
             // dP = dO_blk V_tile^T  [r, c]
-            tile_mm<T>(r, c, d.dh, T(1), G + i0 * hg.ld, hg.ld, 1, vt.data() + j0, d.Lk, false, ds.data(), c);
+            tile_mm<T>(r, c, d.dh, T(1), G + i0 * ldg, ldg, 1, vt.data() + j0, d.Lk, false, ds.data(), c);
             for (int64_t ii = 0; ii < r; ++ii) {  // dS = P (dP - D)
               T* di = ds.data() + ii * c;
               T* pi = p.data() + ii * c;
@@ -572,10 +619,15 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
               }
             }
             // dQ_blk += scale dS K_tile;  dK_tile += scale dS^T Q_blk;  dV_tile += P'^T dO_blk
-            tile_mm<T>(r, d.dh, c, T(a.scale), ds.data(), c, 1, K + j0 * hk.ld, hk.ld, true, dQ + i0 * hdq.ld, hdq.ld);
-            tile_mm<T>(c, d.dh, r, T(a.scale), ds.data(), 1, c, Q + i0 * hq.ld, hq.ld, true, dK + j0 * hdk.ld, hdk.ld);
-            tile_mm<T>(c, d.dh, r, T(1), p.data(), 1, c, G + i0 * hg.ld, hg.ld, true, dV + j0 * hdv.ld, hdv.ld);
+            tile_mm<T>(r, d.dh, c, T(a.scale), ds.data(), c, 1, K + j0 * ldk, ldk, true, dQ + i0 * hdq.ld, hdq.ld);
+            tile_mm<T>(c, d.dh, r, T(a.scale), ds.data(), 1, c, Q + i0 * ldq, ldq, true, dK + j0 * hdk.ld, hdk.ld);
+            tile_mm<T>(c, d.dh, r, T(1), p.data(), 1, c, G + i0 * ldg, ldg, true, dV + j0 * hdv.ld, hdv.ld);
           }
+        }
+        if (rounding) {  // the gradients of 16-bit inputs are 16-bit values; this head's are complete
+          round_rows(dQ, hdq.ld, d.Lq, d.dh, a.inputs);
+          round_rows(dK, hdk.ld, d.Lk, d.dh, a.inputs);
+          round_rows(dV, hdv.ld, d.Lk, d.dh, a.inputs);
         }
       }
     }
