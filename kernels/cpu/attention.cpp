@@ -59,10 +59,10 @@ void tile_mm(int64_t M, int64_t N, int64_t K, T alpha, const T* a, int64_t a_rs,
   if constexpr (std::is_same_v<T, float>) {
     tile_gemm(TileGemm{M, N, K, alpha, a, a_rs, a_cs, b, ldb, accumulate, c, ldc});
   } else {
-    const bool ta = a_cs != 1;
-    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, int(M), int(N), int(K), alpha, a,
-                int(std::max<int64_t>(ta ? a_cs : a_rs, 1)), b, int(std::max<int64_t>(ldb, 1)), accumulate ? 1.0 : 0.0,
-                c, int(std::max<int64_t>(ldc, 1)));
+    const BlasOperand la = blas_operand(M, K, a_rs, a_cs);
+    cblas_dgemm(CblasRowMajor, la.trans ? CblasTrans : CblasNoTrans, CblasNoTrans, int(M), int(N), int(K), alpha, a,
+                int(la.ld), b, int(std::max<int64_t>({ldb, N, 1})), accumulate ? 1.0 : 0.0, c,
+                int(std::max<int64_t>({ldc, N, 1})));
   }
 }
 

@@ -143,12 +143,10 @@ void tile_avx2(const TileGemm& g) {
 
 // ---------------------------------------------------------------- OpenBLAS
 void tile_openblas(const TileGemm& g) {
-  // A is row-major [M, K] (a_cs == 1) or the transpose of a row-major [K, M] (a_rs == 1).
-  const bool ta = g.a_cs != 1;
-  const int64_t lda = ta ? g.a_cs : g.a_rs;
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, CblasNoTrans, int(g.M), int(g.N), int(g.K), g.alpha, g.a,
-              int(std::max<int64_t>(lda, 1)), g.b, int(std::max<int64_t>(g.ldb, 1)), g.accumulate ? 1.0f : 0.0f, g.c,
-              int(std::max<int64_t>(g.ldc, 1)));
+  const BlasOperand a = blas_operand(g.M, g.K, g.a_rs, g.a_cs);
+  cblas_sgemm(CblasRowMajor, a.trans ? CblasTrans : CblasNoTrans, CblasNoTrans, int(g.M), int(g.N), int(g.K), g.alpha,
+              g.a, int(a.ld), g.b, int(std::max<int64_t>({g.ldb, g.N, 1})), g.accumulate ? 1.0f : 0.0f, g.c,
+              int(std::max<int64_t>({g.ldc, g.N, 1})));
 }
 
 TileIsa best_isa() {

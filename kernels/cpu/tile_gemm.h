@@ -22,6 +22,7 @@
 //   avx2:     6 x 16 blocks (12 ymm accumulators);
 //   openblas: cblas_sgemm on each tile (what every CPU without AVX2 + FMA runs).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 namespace relpos::k::cpu {
@@ -39,6 +40,18 @@ struct TileGemm {
   float* c = nullptr;
   int64_t ldc = 0;
 };
+
+// How BLAS reads A(i, k) = a[i a_rs + k a_cs] of an [M, K] operand: row-major, transposed or
+// not, with a leading dim it accepts (>= K untransposed, >= M transposed). With one row or one
+// inner index both strides can be 1 (a one-key attention tile), and only one reading is valid.
+struct BlasOperand {
+  bool trans;
+  int64_t ld;
+};
+inline BlasOperand blas_operand(int64_t M, int64_t K, int64_t a_rs, int64_t a_cs) {
+  if (a_cs == 1 && (a_rs >= K || M <= 1)) return {false, std::max<int64_t>({a_rs, K, 1})};
+  return {true, std::max<int64_t>({a_cs, M, 1})};
+}
 
 // On the ISA chosen for this process.
 void tile_gemm(const TileGemm& g);

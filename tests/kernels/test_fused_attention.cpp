@@ -107,13 +107,21 @@ void require_same_outputs(const std::vector<Tensor>& on, const std::vector<Tenso
 
 TEST_CASE("fused attention equals the materialised ops, values and all four gradients") {
   const Case cases[] = {
-      {2, 3, 5, 5, 4, true, true, false, 0, 0},    {1, 2, 7, 7, 3, false, true, false, 0, 0},
-      {2, 2, 3, 9, 4, true, true, false, 6, 0},    {2, 1, 70, 70, 5, true, true, false, 0, 0},  // > one row block
-      {2, 2, 6, 6, 4, false, false, true, 0, 0},   {1, 2, 1, 8, 4, true, true, false, 7, 0},   // decode step
-      {2, 2, 130, 67, 3, false, true, true, 0, 0}, {1, 1, 4, 4, 2, true, false, false, 0, 0},
+      {2, 3, 5, 5, 4, true, true, false, 0, 0},
+      {1, 2, 7, 7, 3, false, true, false, 0, 0},
+      {2, 2, 3, 9, 4, true, true, false, 6, 0},
+      {2, 1, 70, 70, 5, true, true, false, 0, 0},  // > one row block
+      {2, 2, 6, 6, 4, false, false, true, 0, 0},
+      {1, 2, 1, 8, 4, true, true, false, 7, 0},  // decode step
+      {2, 2, 130, 67, 3, false, true, true, 0, 0},
+      {1, 1, 4, 4, 2, true, false, false, 0, 0},
       // more than one key tile (256 keys): the online softmax rescales across tiles
-      {1, 2, 600, 600, 3, true, true, false, 0, 0}, {1, 1, 70, 530, 4, false, true, true, 0, 0},
+      {1, 2, 600, 600, 3, true, true, false, 0, 0},
+      {1, 1, 70, 530, 4, false, true, true, 0, 0},
       {1, 2, 3, 700, 3, true, true, false, 697, 0},  // decode steps against a long cache
+      // keys start 2 positions after the queries: a block of 3 rows whose only visible key is
+      // one (a 1-key tile, so dK's product has one row and unit strides)
+      {1, 2, 3, 5, 4, true, true, false, 0, 2},
   };
   uint64_t seed = 1;
   for (const Case& c : cases) {

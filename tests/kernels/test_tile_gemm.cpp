@@ -25,6 +25,7 @@ struct Case {
   int64_t M, N, K;
   bool a_transposed, accumulate;
   float alpha;
+  bool tight = false;  // A's leading dim without padding (1 for a one-row A^T)
 };
 
 struct Buffers {
@@ -38,7 +39,7 @@ Buffers make(const Case& cs, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   Buffers bf;
-  bf.lda = (cs.a_transposed ? cs.M : cs.K) + 3;  // padded leading dims, like the heads' row stride
+  bf.lda = (cs.a_transposed ? cs.M : cs.K) + (cs.tight ? 0 : 3);  // padded, like the heads' row stride
   bf.ldb = cs.N + 5;
   bf.ldc = cs.N + 7;
   bf.a.resize(size_t((cs.a_transposed ? cs.K : cs.M) * bf.lda));
@@ -108,6 +109,10 @@ std::vector<Case> cases() {
       for (int64_t m = 1; m <= 13; ++m) out.push_back({m, 37, 19, t, acc, 1.0f});
       for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 31, 33, 47, 48, 63, 65}) out.push_back({25, n, 11, t, acc, 0.25f});
       out.push_back({5, 5, 0, t, acc, 1.0f});  // K = 0: C = C (accumulate) or 0
+      // one row or one inner index with unit leading dims (a one-key attention tile: dK = dS^T Q
+      // with dS [r, 1]): every stride of A is 1
+      out.push_back({1, 20, 3, t, acc, 0.5f, true});
+      out.push_back({3, 20, 1, t, acc, 0.5f, true});
     }
   return out;
 }
