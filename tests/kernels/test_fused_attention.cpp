@@ -671,7 +671,8 @@ TEST_CASE("fused attention under autocast rounds q, k, v, dO, o and dq, dk, dv i
     k::AttentionArgs fused = plain;
     fused.inputs = in;
     fused.round_output = true;
-    auto r = [round](const Tensor& x) { return k::unary(round, x); };
+    const k::Unary rop = round;  // (clang 14 cannot capture a structured binding)
+    auto r = [rop](const Tensor& x) { return k::unary(rop, x); };
     k::AttentionOut ref = k::attention(r(q), r(kk), r(v), t, Tensor(), plain);
     ref.o = r(ref.o);
     const k::AttentionGrads ref_g = k::attention_backward(r(go), r(q), r(kk), r(v), t, Tensor(), ref, plain);
