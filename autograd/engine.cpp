@@ -13,6 +13,22 @@
 
 namespace relpos {
 
+namespace {
+// acc += g for a node that several edges reach (a tensor used by several ops: the residual
+// stream, x feeding the q/k/v projections). In place when nothing else can see acc: its
+// storage is held by acc alone (not by another edge's gradient — add's backward hands one
+// tensor to both inputs —, a hook or a saved tensor) and it is dense, with g's shape; else a new
+// tensor. The same values either way (acc + g, one rounding); in place saves a buffer and its
+// page faults per accumulation.
+void accumulate(Tensor& acc, const Tensor& g) {
+  if (acc.storage() && acc.storage().use_count() == 1 && acc.is_contiguous() && acc.shape() == g.shape() &&
+      acc.dtype() == g.dtype() && acc.device() == g.device())
+    k::add_(acc, g);
+  else
+    acc = k::add(acc, g);
+}
+}  // namespace
+
 void Engine::backward(const Variable& root, const Tensor& grad_output, bool retain_graph) {
   RELPOS_CHECK(root.defined(), "backward: undefined variable");
   RELPOS_CHECK(root.requires_grad(),
@@ -75,7 +91,7 @@ void Engine::backward(const Variable& root, const Tensor& grad_output, bool reta
         if (it == grads.end() || !it->second.defined())
           grads[next] = in_grads[i];
         else
-          it->second = k::add(it->second, in_grads[i]);
+          accumulate(it->second, in_grads[i]);
       }
       if (--deps[next] == 0) ready.push(next);
     }

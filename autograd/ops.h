@@ -67,6 +67,10 @@ Variable var(const Variable& x, std::vector<int64_t> dims = {}, bool keepdim = f
 
 // ---- linear algebra ----
 Variable matmul(const Variable& a, const Variable& b);  // [..., M, K] @ [..., K, N]
+// A linear layer as one node: x [..., K], weight [N, K], bias [N] or undefined -> x W^T + b
+// [..., N] (PyTorch's F.linear). The bias is the GEMM's epilogue (k::matmul's bias): no add pass
+// and no transpose node; the values of matmul(x, transpose(w, 0, 1)) + b.
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias);
 
 // ---- softmax family / normalisation / loss ----
 Variable softmax(const Variable& x, int64_t dim);

@@ -29,4 +29,19 @@ inline float round_to_fp16(float x) {
   return std::bit_cast<float>(u & 0xffffe000u);
 }
 
+// The rows x cols block at src (row stride src_ld) rounded to bfloat16 (bf16) or float16 values,
+// written to dst (row stride dst_ld); dst == src rounds in place. The one row-rounding loop of
+// the kernels that round their own outputs and operands (kernels/cpu/gemm.cpp, attention.cpp).
+inline void round_block(bool bf16, const float* src, int64_t src_ld, float* dst, int64_t dst_ld, int64_t rows,
+                        int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* s = src + r * src_ld;
+    float* d = dst + r * dst_ld;
+    if (bf16)
+      for (int64_t j = 0; j < cols; ++j) d[j] = round_to_bf16(s[j]);
+    else
+      for (int64_t j = 0; j < cols; ++j) d[j] = round_to_fp16(s[j]);
+  }
+}
+
 }  // namespace relpos

@@ -46,13 +46,18 @@ void sum_squares(const Tensor& x) {
 }
 
 // Empty products (K == 0 or an empty output) are zeros of any dtype, on both backends.
-void matmul(const Tensor& a, const Tensor& b, GemmInputs, bool) {
+void matmul(const Tensor& a, const Tensor& b, GemmInputs, bool, const Tensor& bias) {
   check_same_dtype_device(a, b, "matmul");
   RELPOS_CHECK(a.dim() >= 2 && b.dim() >= 2, "matmul: both operands need at least 2 dims, got {} and {}",
                shape_str(a.shape()), shape_str(b.shape()));
   const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
   RELPOS_CHECK(b.size(-2) == K, "matmul: inner dims differ: {} @ {} ({} vs {})", shape_str(a.shape()),
                shape_str(b.shape()), K, b.size(-2));
+  if (bias.defined()) {
+    check_same_dtype_device(a, bias, "matmul (bias)");
+    RELPOS_CHECK(bias.dim() == 1 && bias.size(0) == N, "matmul: bias must be [{}] (the output's last dim), got {}", N,
+                 shape_str(bias.shape()));
+  }
   const Shape batch = broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2),
                                        Shape(b.shape().begin(), b.shape().end() - 2), "matmul (batch dims)");
   if (K == 0 || numel_of(batch) * M * N == 0) return;

@@ -102,7 +102,12 @@ enum class GemmInputs { F32, BF16, FP16 };
 // float32 result is rounded to the inputs' 16-bit format (nearest even), as a 16-bit GEMM's
 // output would be — the same values as k::unary(RoundBF16 / RoundFP16) of the result, without
 // the extra pass over memory (the CPU rounds each block of rows while it is in cache).
-Tensor matmul(const Tensor& a, const Tensor& b, GemmInputs inputs = GemmInputs::F32, bool round_output = false);
+// bias ([N], a's dtype; undefined = none): added to every row of the result after the rounding
+// (a linear layer's x W^T + b; the add is float32 arithmetic under autocast, as it was as a
+// separate op) — the values of k::add(matmul(a, b, ...), bias), without the pass over memory
+// (the CPU adds it to each block of rows while it is in cache).
+Tensor matmul(const Tensor& a, const Tensor& b, GemmInputs inputs = GemmInputs::F32, bool round_output = false,
+              const Tensor& bias = {});
 
 // ---------------------------------------------------------------- softmax family
 Tensor softmax(const Tensor& x, int64_t dim);

@@ -15,10 +15,7 @@ Linear::Linear(int64_t in, int64_t out, bool bias, Generator& gen, DType dtype) 
 }
 
 Variable Linear::forward(const Variable& x) const {
-  RELPOS_CHECK(x.size(-1) == weight_.size(1), "Linear: input {} has last dim {}, expected {}",
-               shape_str(x.shape()), x.size(-1), weight_.size(1));
-  Variable y = matmul(x, transpose(weight_, 0, 1));
-  return bias_.defined() ? y + bias_ : y;
+  return linear(x, weight_, bias_);
 }
 
 }  // namespace relpos::nn

@@ -56,4 +56,32 @@ Variable matmul(const Variable& a, const Variable& b) {
   return matmul_with(a, b, a.dtype() == DType::F32 ? gemm_inputs(p) : k::GemmInputs::F32);
 }
 
+// y = x W^T + b. Backward (g: [..., N], folded to rows [M, N] with x [M, K]):
+//   dx = g W          [..., N] @ [N, K]
+//   dW = g^T x        [N, M] @ [M, K]  (g's transpose is a view handed to the GEMM as a flag)
+//   db = sum_rows(g)  [N]
+// Under autocast the rounding is matmul's (above): x and W are rounded by the GEMMs, y, dx and
+// dW by their GEMMs' epilogues; the bias is added after y's rounding and its gradient is the
+// float32 sum of g, as for a separate add.
+Variable linear(const Variable& x, const Variable& w, const Variable& b) {
+  RELPOS_CHECK(w.dim() == 2, "linear: weight must be [out, in], got {}", shape_str(w.shape()));
+  RELPOS_CHECK(x.dim() >= 1 && x.size(-1) == w.size(1), "linear: input {} has last dim {}, expected {} (weight {})",
+               shape_str(x.shape()), x.dim() >= 1 ? x.size(-1) : 0, w.size(1), shape_str(w.shape()));
+  const k::GemmInputs in = x.dtype() == DType::F32 ? gemm_inputs(autocast_precision()) : k::GemmInputs::F32;
+  const bool r16 = in != k::GemmInputs::F32;
+  SavedTensor sx(x.data(), "linear"), sw(w.data(), "linear");
+  const bool gx = wants_grad(x), gw = wants_grad(w), gb = wants_grad(b);
+  const Tensor bias = b.defined() ? b.data() : Tensor();
+  return make_result(k::matmul(x.data(), w.data().transpose(0, 1), in, r16, bias), "linear", {x, w, b},
+                     [sx, sw, gx, gw, gb, in, r16](const Tensor& g) -> std::vector<Tensor> {
+                       const Tensor &tx = sx.get(), &tw = sw.get();
+                       const int64_t N = tw.size(0), K = tw.size(1);
+                       Tensor dx, dw, db;
+                       if (gx) dx = k::matmul(g, tw, in, r16);
+                       if (gw) dw = k::matmul(g.reshape({-1, N}).transpose(0, 1), tx.reshape({-1, K}), in, r16);
+                       if (gb) db = k::sum_to(g, {N});
+                       return {dx, dw, db};
+                     });
+}
+
 }  // namespace relpos

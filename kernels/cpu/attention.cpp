@@ -94,21 +94,19 @@ void transpose_rows(const T* x, int64_t ld, int64_t L, int64_t dh, GemmInputs in
   }
 }
 
-// The L rows of one head (row stride ld) rounded by round16 into buf, dense (row stride dh);
-// returns buf's data.
+// The L rows of one head (row stride ld) rounded to `in`'s 16-bit format into buf, dense (row
+// stride dh); returns buf's data. Only called with 16-bit inputs, which are float32.
 template <typename T>
 const T* rounded_rows(const T* x, int64_t ld, int64_t L, int64_t dh, GemmInputs in, std::vector<T>& buf) {
   buf.resize(size_t(L * dh));
-  for (int64_t j = 0; j < L; ++j)
-    for (int64_t e = 0; e < dh; ++e) buf[size_t(j * dh + e)] = round16(in, x[j * ld + e]);
+  if constexpr (std::is_same_v<T, float>) round_block(in == GemmInputs::BF16, x, ld, buf.data(), dh, L, dh);
   return buf.data();
 }
 
-// The L rows of one head (row stride ld) rounded by round16 in place.
+// The L rows of one head (row stride ld) rounded in place (16-bit inputs only, as above).
 template <typename T>
 void round_rows(T* x, int64_t ld, int64_t L, int64_t dh, GemmInputs in) {
-  for (int64_t j = 0; j < L; ++j)
-    for (int64_t e = 0; e < dh; ++e) x[j * ld + e] = round16(in, x[j * ld + e]);
+  if constexpr (std::is_same_v<T, float>) round_block(in == GemmInputs::BF16, x, ld, x, ld, L, dh);
 }
 
 template <typename T>

@@ -189,25 +189,25 @@ void pack_bf16(const float* src, int64_t rows, int64_t cols, int64_t ld, std::ve
 void round_copy(GemmInputs inputs, const float* src, int64_t rows, int64_t cols, int64_t ld, std::vector<float>& dst) {
   dst.resize(size_t(rows * cols));
   float* out = dst.data();
-  const bool bf16 = inputs == GemmInputs::BF16;
 #pragma omp parallel for schedule(static) if (rows * cols >= (int64_t(1) << 16))
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < cols; ++j) {
-      const float x = src[r * ld + j];
-      out[r * cols + j] = bf16 ? round_to_bf16(x) : round_to_fp16(x);
-    }
+    round_block(inputs == GemmInputs::BF16, src + r * ld, ld, out + r * cols, cols, 1, cols);
 }
 
 // C's rows [rows, cols] (leading dim ld) rounded to bf16 / fp16 in place.
 void round_rows(GemmInputs inputs, float* c, int64_t rows, int64_t cols, int64_t ld) {
-  const bool bf16 = inputs == GemmInputs::BF16;
+#pragma omp parallel for schedule(static) if (rows * cols >= (int64_t(1) << 16))
+  for (int64_t r = 0; r < rows; ++r) round_block(inputs == GemmInputs::BF16, c + r * ld, ld, c + r * ld, ld, 1, cols);
+}
+
+// bias added to each of C's rows [rows, cols] (leading dim ld).
+template <typename T>
+void add_bias_rows(T* c, int64_t rows, int64_t cols, int64_t ld, const T* bias) {
 #pragma omp parallel for schedule(static) if (rows * cols >= (int64_t(1) << 16))
   for (int64_t r = 0; r < rows; ++r) {
-    float* cr = c + r * ld;
-    if (bf16)
-      for (int64_t j = 0; j < cols; ++j) cr[j] = round_to_bf16(cr[j]);
-    else
-      for (int64_t j = 0; j < cols; ++j) cr[j] = round_to_fp16(cr[j]);
+    T* cr = c + r * ld;
+#pragma omp simd
+    for (int64_t j = 0; j < cols; ++j) cr[j] += bias[j];
   }
 }
 
@@ -220,16 +220,19 @@ constexpr int64_t kRoundBlockBytes = int64_t(1) << 20;
 namespace cpu {
 
 void gemm_f32(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a,
-              int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
+              int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, const float* bias) {
   if (M == 0 || N == 0) return;
   ensure_blas_core();
   round_output = round_output && inputs != GemmInputs::F32;
   // C in blocks of rows (A's rows i0 .. i0+rows-1: row i0 of A, or column i0 when A is stored
-  // transposed), each block rounded right after its product while it is in cache.
-  const int64_t block = round_output ? std::clamp<int64_t>(kRoundBlockBytes / (4 * N), 64, M) : M;
+  // transposed), each block rounded and given its bias right after its product while it is in
+  // cache (the epilogue).
+  const bool epilogue = round_output || bias != nullptr;
+  const int64_t block = epilogue ? std::min(M, std::max<int64_t>(64, kRoundBlockBytes / (4 * N))) : M;
   const auto a_rows = [ta](const auto* p, int64_t i0, int64_t ld) { return ta ? p + i0 : p + i0 * ld; };
   const auto rounded = [&](int64_t i0, int64_t rows) {
     if (round_output) round_rows(inputs, c + i0 * ldc, rows, N, ldc);
+    if (bias) add_bias_rows(c + i0 * ldc, rows, N, ldc, bias);
   };
 #if RELPOS_WITH_DNNL
   const bool onednn_path = requested_provider() == Provider::OneDNN && K > 0;
@@ -272,11 +275,12 @@ void gemm_f32(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_t M,
 }
 
 void gemm_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, int64_t lda, const double* b,
-              int64_t ldb, double* c, int64_t ldc) {
+              int64_t ldb, double* c, int64_t ldc, const double* bias) {
   if (M == 0 || N == 0) return;
   ensure_blas_core();
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
               1.0, a, int(lda), b, int(ldb), 0.0, c, int(ldc));
+  if (bias) add_bias_rows(c, M, N, ldc, bias);
 }
 
 }  // namespace cpu

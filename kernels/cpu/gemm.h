@@ -14,6 +14,8 @@
 //   round_output (BF16 / FP16 inputs): C is rounded to bf16 / fp16 (nearest even) block of rows
 //                          by block of rows, each right after its GEMM while it is in cache
 //                          (blocks of ~1 MiB of C, at least 64 rows): no second pass over C.
+//   bias ([N], nullptr = none): added to every row of C after the rounding, in the same blocks
+//                          (the epilogue of a linear layer): C = round(A B) + bias.
 // RELPOS_GEMM=openblas forces OpenBLAS for float32 (and bf16 inputs): a switch for benchmarks
 // and for bisecting a numerical difference, read once.
 // Determinism: the result of a given call is the same at every thread count. oneDNN may split
@@ -29,8 +31,9 @@
 namespace relpos::k::cpu {
 
 void gemm_f32(GemmInputs inputs, bool round_output, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-              const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc);
+              const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+              const float* bias = nullptr);
 void gemm_f64(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const double* a, int64_t lda,
-              const double* b, int64_t ldb, double* c, int64_t ldc);
+              const double* b, int64_t ldb, double* c, int64_t ldc, const double* bias = nullptr);
 
 }  // namespace relpos::k::cpu

@@ -1,5 +1,6 @@
 // kernels/cpu/matmul.cpp — (batched) matmul through the CPU GEMM provider (kernels/cpu/gemm.h).
-// a: [..., M, K], b: [..., K, N] -> out [..., M, N], batch dims broadcast.
+// a: [..., M, K], b: [..., K, N] (+ bias [N]) -> out [..., M, N], batch dims broadcast; the bias
+// is the GEMM's epilogue (kernels/cpu/gemm.h).
 // A matrix operand whose last two dims are row-major (stride[-1] == 1) goes in as NoTrans;
 // column-major (stride[-2] == 1, e.g. a transposed view) goes in as Trans; anything else
 // is copied once. When b has no batch dims and a's batch dims fold into rows, the whole
@@ -33,16 +34,16 @@ bool blas_layout(const Tensor& t, MatLayout& m) {
 
 template <typename T>
 void gemm(GemmInputs inputs, bool round_output, MatLayout la, MatLayout lb, int64_t M, int64_t N, int64_t K, const T* a,
-          const T* b, T* c, int64_t ldc) {
+          const T* b, T* c, int64_t ldc, const T* bias) {
   if constexpr (std::is_same_v<T, float>)
-    gemm_f32(inputs, round_output, la.trans, lb.trans, M, N, K, a, la.ld, b, lb.ld, c, ldc);
+    gemm_f32(inputs, round_output, la.trans, lb.trans, M, N, K, a, la.ld, b, lb.ld, c, ldc, bias);
   else
-    gemm_f64(la.trans, lb.trans, M, N, K, a, la.ld, b, lb.ld, c, ldc);
+    gemm_f64(la.trans, lb.trans, M, N, K, a, la.ld, b, lb.ld, c, ldc, bias);
 }
 
 }  // namespace
 
-Tensor matmul(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs, bool round_output) {
+Tensor matmul(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs, bool round_output, const Tensor& bias_in) {
   const int64_t M = a_in.size(-2), K = a_in.size(-1), N = b_in.size(-1);
   Shape ab(a_in.shape().begin(), a_in.shape().end() - 2);
   Shape bb(b_in.shape().begin(), b_in.shape().end() - 2);
@@ -50,9 +51,13 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs, bool ro
   Shape out_shape = batch;
   out_shape.push_back(M);
   out_shape.push_back(N);
-  if (K == 0) return Tensor::zeros(out_shape, a_in.dtype());  // empty sum
+  if (K == 0) {  // empty sum: zeros, plus the bias
+    Tensor z = Tensor::zeros(out_shape, a_in.dtype());
+    return bias_in.defined() && z.numel() > 0 ? cpu::binary(Binary::Add, z, bias_in) : z;
+  }
   Tensor out = Tensor::empty(out_shape, a_in.dtype());
   if (out.numel() == 0) return out;
+  const Tensor bias = bias_in.defined() ? bias_in.contiguous() : bias_in;
 
   Tensor a = a_in, b = b_in;
   MatLayout la{}, lb{};
@@ -60,13 +65,14 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs, bool ro
   if (!blas_layout(b, lb)) b = b.contiguous(), blas_layout(b, lb);
 
   visit_float(a.dtype(), "matmul", [&]<typename T>() {
+    const T* pbias = bias.defined() ? bias.data<T>() : nullptr;
     // Fold a's batch into rows: b unbatched, a row-major with rows evenly spaced.
     if (bb.empty() && !ab.empty() && !la.trans) {
       Tensor af = a.reshape({-1, K});  // a view when a's batch and row dims are evenly strided
       if (af.shares_storage(a) || a.is_contiguous()) {
         MatLayout lf{};
         if (blas_layout(af, lf) && !lf.trans) {
-          gemm<T>(inputs, round_output, lf, lb, af.size(0), N, K, af.data<T>(), b.data<T>(), out.data<T>(), N);
+          gemm<T>(inputs, round_output, lf, lb, af.size(0), N, K, af.data<T>(), b.data<T>(), out.data<T>(), N, pbias);
           return;
         }
       }
@@ -86,7 +92,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs, bool ro
         oa += idx * ae.strides()[d];
         ob += idx * be.strides()[d];
       }
-      gemm<T>(inputs, round_output, la, lb, M, N, K, ae.data<T>() + oa, be.data<T>() + ob, po + i * M * N, N);
+      gemm<T>(inputs, round_output, la, lb, M, N, K, ae.data<T>() + oa, be.data<T>() + ob, po + i * M * N, N, pbias);
     }
   });
   return out;

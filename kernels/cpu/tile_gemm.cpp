@@ -217,17 +217,7 @@ void tile_gemm(TileIsa isa, const TileGemm& g) {
 }
 
 void tile_gemm(const TileGemm& g) {
-  if (g.M <= 0 || g.N <= 0) return;
-  switch (tile_isa()) {
-    case TileIsa::Avx512:
-      return tile_avx512(g);
-    case TileIsa::Avx2:
-      return tile_avx2(g);
-    case TileIsa::OpenBLAS:
-      return tile_openblas(g);
-    case TileIsa::Scalar:
-      return tile_scalar(g);
-  }
+  tile_gemm(tile_isa(), g);
 }
 
 }  // namespace relpos::k::cpu

@@ -130,12 +130,15 @@ Tensor matmul_unrounded(const Tensor& a_in, const Tensor& b_in, GemmInputs input
 
 }  // namespace
 
-// round_output: the 16-bit rounding as one elementwise kernel on the result (on the GPU the
-// pass is cheap next to the GEMM; the CPU fuses it, kernels/cpu/gemm.cpp).
-Tensor matmul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output) {
+// round_output and bias: the 16-bit rounding, then the bias add, as elementwise kernels on the
+// result (on the GPU the passes are cheap next to the GEMM; the CPU fuses them into the GEMM's
+// blocks, kernels/cpu/gemm.cpp).
+Tensor matmul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& bias) {
   Tensor out = matmul_unrounded(a, b, inputs);
-  if (!round_output || inputs == GemmInputs::F32 || out.dtype() != DType::F32) return out;
-  return cuda::unary(inputs == GemmInputs::BF16 ? Unary::RoundBF16 : Unary::RoundFP16, out, 0.0, 0.0);
+  if (round_output && inputs != GemmInputs::F32 && out.dtype() == DType::F32)
+    out = cuda::unary(inputs == GemmInputs::BF16 ? Unary::RoundBF16 : Unary::RoundFP16, out, 0.0, 0.0);
+  if (bias.defined() && out.numel() > 0) out = cuda::binary(Binary::Add, out, bias);
+  return out;
 }
 
 }  // namespace relpos::k::cuda

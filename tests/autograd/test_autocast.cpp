@@ -152,3 +152,38 @@ TEST_CASE("autocast: the loss scaler backs off on overflow and grows after the i
   CHECK_THROWS_WITH(s.restore(8.0, 3), Catch::Contains("not a valid state"));
   CHECK_THROWS_WITH(nn::optim::LossScaler(0.0, 3), Catch::Contains("loss scale"));
 }
+
+TEST_CASE("autocast: linear is matmul(x, W^T) + b, values and gradients bit for bit, in every precision",
+          "[autocast]") {
+  // autograd linear (one node, the bias in the GEMM's epilogue) against the three-node graph it
+  // replaced in nn::Linear.
+  Generator g(5);
+  const Tensor x0 = Tensor::randn({2, 3, 5}, g), w0 = Tensor::randn({4, 5}, g), b0 = Tensor::randn({4}, g),
+               gy = Tensor::randn({2, 3, 4}, g);
+  for (Precision p : {Precision::FP32, Precision::BF16, Precision::FP16}) {
+    INFO(enum_name(p));
+    Variable x1(x0.clone(), true), w1(w0.clone(), true), b1(b0.clone(), true);
+    Variable x2(x0.clone(), true), w2(w0.clone(), true), b2(b0.clone(), true);
+    Variable y1, y2;
+    {
+      AutocastGuard ac(p);
+      y1 = linear(x1, w1, b1);
+      y2 = matmul(x2, transpose(w2, 0, 1)) + b2;
+    }
+    sum(mul(y1, Variable(gy))).backward();
+    sum(mul(y2, Variable(gy))).backward();
+    CHECK(y1.data().to_vector<double>() == y2.data().to_vector<double>());
+    CHECK(x1.grad().to_vector<double>() == x2.grad().to_vector<double>());
+    CHECK(b1.grad().to_vector<double>() == b2.grad().to_vector<double>());
+    // dW = g^T x directly vs (x^T g)^T: the same products; a GEMM may sum them in another order.
+    const std::vector<double> d1 = w1.grad().to_vector<double>(), d2 = w2.grad().to_vector<double>();
+    REQUIRE(d1.size() == d2.size());
+    for (size_t i = 0; i < d1.size(); ++i) CHECK(std::abs(d1[i] - d2[i]) <= 1e-5 * (1 + std::abs(d2[i])));
+  }
+  // Without a bias, and the shape errors name both shapes.
+  Variable x(x0.clone(), true), w(w0.clone(), true);
+  CHECK(linear(x, w, Variable()).data().to_vector<double>() ==
+        matmul(x, transpose(w, 0, 1)).data().to_vector<double>());
+  CHECK_THROWS_WITH(linear(x, Variable(Tensor::randn({4, 6}, g)), Variable()),
+                    Catch::Contains("[2, 3, 5]") && Catch::Contains("expected 6"));
+}

@@ -134,3 +134,22 @@ TEST_CASE("autograd: backward order is deterministic for a wide graph", "[autogr
   };
   REQUIRE(run() == run());
 }
+
+TEST_CASE("autograd: accumulating into a gradient another edge shares leaves that edge's gradient intact",
+          "[autograd]") {
+  // w = u + v hands one tensor to both u and v (add's backward); u then receives p's gradient
+  // too. The engine accumulates in place only into a tensor nothing else holds, so v's
+  // gradient keeps its value: dx = 2 (1 + c) + 3.
+  Variable x = leaf({1, 2, 3}, {3});
+  const Tensor c = Tensor::from_vector(std::vector<double>{0.5, -1, 4}, {3});
+  Variable u = x * 2.0, v = x * 3.0;
+  Variable p = u * Variable(c);  // created before w: w's backward runs first
+  Variable w = u + v;
+  sum(w + p).backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{2 * 1.5 + 3, 2 * 0.0 + 3, 2 * 5.0 + 3});
+  // A tensor used by three ops: its three gradients summed (the in-place path).
+  Variable y = leaf({1, -2}, {2});
+  Variable h = y * 1.0;
+  sum(h * 2.0 + h * 3.0 + h * 4.0).backward();
+  CHECK(y.grad().to_vector<double>() == std::vector<double>{9, 9});
+}

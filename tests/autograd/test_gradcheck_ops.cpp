@@ -361,6 +361,20 @@ TEST_CASE("gradcheck: matmul of batched inputs with a 2-D weight", "[gradcheck]"
                     {rand_var({3, 4}, 73), rand_var({2, 4, 5}, 74)});
 }
 
+TEST_CASE("gradcheck: linear with and without a bias, batched, transposed and narrowed inputs", "[gradcheck]") {
+  require_gradcheck("linear [3,4] W[5,4] b[5]", [](Inputs v) { return linear(v[0], v[1], v[2]); },
+                    {rand_var({3, 4}, 161), rand_var({5, 4}, 162), rand_var({5}, 163)});
+  require_gradcheck("linear [2,3,4] W[5,4] b[5]", [](Inputs v) { return linear(v[0], v[1], v[2]); },
+                    {rand_var({2, 3, 4}, 164), rand_var({5, 4}, 165), rand_var({5}, 166)});
+  require_gradcheck("linear [2,3,4] W[5,4] no bias", [](Inputs v) { return linear(v[0], v[1], Variable()); },
+                    {rand_var({2, 3, 4}, 167), rand_var({5, 4}, 168)});
+  require_gradcheck("linear of a transposed leaf and a transposed weight",
+                    [](Inputs v) { return linear(v[0], v[1], v[2]); },
+                    {transposed_leaf(3, 4, 169), transposed_leaf(5, 4, 170), rand_var({5}, 171)});
+  require_gradcheck("linear of a narrowed leaf", [](Inputs v) { return linear(v[0], v[1], v[2]); },
+                    {narrowed_leaf({2, 3, 4}, 172), rand_var({2, 4}, 173), rand_var({2}, 174)});
+}
+
 TEST_CASE("gradcheck: matmul with transposed, permuted and narrowed operands", "[gradcheck]") {
   require_gradcheck("matmul transposed views",
                     [](Inputs v) { return matmul(transpose(v[0], 0, 1), transpose(v[1], 0, 1)); },

@@ -413,6 +413,21 @@ inline void add_matmul(std::vector<OpCase>& cs) {
   add("[1, 17] @ [17, 1]", in({1, 17}), in({17, 1}));
   add("[257, 3] @ [3, 17]", in({257, 3}), in({3, 17}));
   add("[2, 33, 65] @ [2, 65, 17]", in({2, 33, 65}), in({2, 65, 17}));
+  // The bias epilogue (a linear layer): out + bias [N] on every row, batched or folded.
+  RunFn mmb = [](const std::vector<Tensor>& x, Device) {
+    return std::vector<Tensor>{k::matmul(x[0], x[1], k::GemmInputs::F32, false, x[2])};
+  };
+  GradFn gl = [](const std::vector<Variable>& v) { return linear(v[0], transpose(v[1], 0, 1), v[2]); };
+  auto add_b = [&](std::string nm, Input a, Input b, Input bias, bool with_grad) {
+    cs.push_back({"matmul + bias " + nm, "matmul", {a, b, bias}, mmb});
+    cs.back().rtol32 = 1e-4, cs.back().atol32 = 1e-5;
+    if (with_grad) cs.back().grad = gl;
+  };
+  add_b("[3, 17] @ [17, 5]", in({3, 17}), in({17, 5}), in({5}), true);
+  add_b("[2, 3, 4] @ [4, 5] (folded)", in({2, 3, 4}), in({4, 5}), in({5}), true);
+  add_b("[2, 3, 4] @ [2, 4, 5] batched", in({2, 3, 4}), in({2, 4, 5}), in({5}), false);
+  add_b("b transposed, bias strided", in({3, 17}), in({17, 5}, Layout::Transposed), in({5}, Layout::Strided), false);
+  add_b("[3, 0] @ [0, 4] (K = 0)", in({3, 0}), in({0, 4}), in({4}), false);
   cs.push_back({"matmul NaN/Inf", "matmul", {Input{{2, 3}, Layout::Contiguous, Fill::Special}, in({3, 2})}, mm});
   cs.back().nan_expected = true;
   // Attention on split heads: q [B, L, H, dh] viewed as [B, H, L, dh], k viewed as

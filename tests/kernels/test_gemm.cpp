@@ -258,3 +258,48 @@ TEST_CASE(
         CHECK(bitwise_equal(k::matmul(a, b, k::GemmInputs::F32, true), k::matmul(a, b)));
       }
 }
+
+TEST_CASE("gemm: the bias epilogue adds the bias to every row of every block, after the 16-bit rounding",
+          "[kernels][gemm][precision]") {
+  // N = 2048: with a bias the rows go in blocks of 128 (1 MiB / (4 N)), so M = 300 is three
+  // blocks; a bias missing from any block, or added before the rounding, shows here.
+  Generator gb(43);
+  const Tensor bias = Tensor::randn({2048}, gb);
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      INFO("ta=" << ta << " tb=" << tb);
+      Tensor a = operand({300, 64}, ta, 44, false), b = operand({64, 2048}, tb, 45, false);
+      // float32: the float64 product plus the bias, within the product's bound and the add's
+      // rounding.
+      const std::vector<float> got = k::matmul(a, b, k::GemmInputs::F32, false, bias).to_vector<float>();
+      const std::vector<double> ref = reference(a, b);
+      const std::vector<double> mag = reference(k::unary(k::Unary::Abs, a), k::unary(k::Unary::Abs, b));
+      const std::vector<float> bv = bias.to_vector<float>();
+      const double u = std::ldexp(1.0, -24);
+      double worst = 0;
+      for (size_t i = 0; i < ref.size(); ++i) {
+        const double want = ref[i] + bv[i % 2048];
+        const double bound = 2 * 64 * u * mag[i] + 2 * u * (std::abs(want) + std::abs(bv[i % 2048])) + 1e-30;
+        worst = std::max(worst, std::abs(double(got[i]) - want) / bound);
+      }
+      CHECK(worst <= 1.0);
+      // 16-bit: the rounded product, then the bias, bit for bit (the same blocks either way).
+      for (auto in : {k::GemmInputs::BF16, k::GemmInputs::FP16}) {
+        const Tensor c = k::matmul(a, b, in, true, bias);
+        CHECK(bitwise_equal(c, k::add(k::matmul(a, b, in, true), bias)));
+        CHECK(!bitwise_equal(c, k::matmul(a, b, in, true)));
+      }
+    }
+  // Batched operands (one GEMM per batch, the bias in each) and float64.
+  Generator g(46);
+  const Tensor a3 = Tensor::randn({3, 5, 7}, g), b3 = Tensor::randn({3, 7, 4}, g), bias4 = Tensor::randn({4}, g);
+  CHECK(bitwise_equal(k::matmul(a3, b3, k::GemmInputs::F32, false, bias4), k::add(k::matmul(a3, b3), bias4)));
+  const Tensor a64 = a3.to(DType::F64), b64 = b3.to(DType::F64), bias64 = bias4.to(DType::F64);
+  CHECK(k::matmul(a64, b64, k::GemmInputs::F32, false, bias64).to_vector<double>() ==
+        k::add(k::matmul(a64, b64), bias64).to_vector<double>());
+  // K = 0: the bias alone; a bias of the wrong length is refused with its shape named.
+  const Tensor e = k::matmul(Tensor::zeros({2, 0}), Tensor::zeros({0, 4}), k::GemmInputs::F32, false, bias4);
+  CHECK(bitwise_equal(e, k::add(Tensor::zeros({2, 4}), bias4)));
+  CHECK_THROWS_WITH(k::matmul(a3, b3, k::GemmInputs::F32, false, Tensor::zeros({5})),
+                    Catch::Contains("bias must be [4]") && Catch::Contains("[5]"));
+}
