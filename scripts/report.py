@@ -1097,7 +1097,8 @@ def sweep_figures(sweep_dir, meta, index, figs, md):
             for i, lr in enumerate(lrs):
                 for j, rc in enumerate(recipes):
                     runs = [r for r in rs if num(r["grid"][lr_key]) == lr and r["recipe"] == rc]
-                    if not runs:
+                    if not runs:  # a recipe the spec's points[].only keeps off this group
+                        ax.text(j, i, "not run", ha="center", va="center", fontsize=7, color="0.45")
                         continue
                     sm = summarize([r.get("final_train_loss") for r in runs])
                     v = sm["mean"] if sm["mean"] is not None else float("nan")

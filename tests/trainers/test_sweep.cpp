@@ -107,6 +107,14 @@ TEST_CASE("sweep: the whole spec is validated before anything runs", "[sweep]") 
   refused("points:\n  - {name: a, set: {optim.lr: 0.1}}\n  - {name: a, set: {optim.lr: 0.2}}\n", "'a' is used twice");
   refused("grid: {optim.lr: [0.1, 0.1]}\n", "both named 'lr=0.1'");
   refused("points: {name: a}\n", "expected a list");
+  // points[].only: a grid key and that key's grid values only
+  refused("grid: {optim.lr: [0.1, 0.2]}\npoints:\n  - {name: a, only: {optim.eps: [1]}}\n",
+          "points[a].only: 'optim.eps' is not a grid key (the grid has: optim.lr)");
+  refused("grid: {optim.lr: [0.1, 0.2]}\npoints:\n  - {name: a, only: {optim.lr: [0.3]}}\n",
+          "'0.3' is not one of the grid's values (0.1, 0.2)");
+  refused("grid: {optim.lr: [0.1, 0.2]}\npoints:\n  - {name: a, only: [optim.lr]}\n", "expected a mapping");
+  refused("grid: {optim.lr: [0.1, 0.2, 0.3]}\npoints:\n  - {name: a}\n  - {name: b, only: {optim.lr: 0.1}}\n",
+          "the sweep has 4 points", 3);
   refused("grid: [1, 2]\n", "grid: expected a mapping");
   // a grid above the limit is refused with the count, before any point is expanded
   std::string big = "grid:\n";
@@ -222,4 +230,33 @@ TEST_CASE("sweep: every spec in configs/experiments loads and validates whole", 
   CHECK(s.points.size() == 48);
   CHECK(s.eval_modes == std::vector<std::string>{"windows", "sliding"});
   CHECK(s.eval_lengths == std::vector<int64_t>{128, 256, 512, 1024, 2048});
+}
+
+TEST_CASE("sweep: a point's only: runs its recipe with the listed grid values alone", "[sweep]") {
+  // The precision study's bias-scale recipe: alpha scales an additive bias, so it runs on t5
+  // and alibi and not on rope (where bias_scale is a config error).
+  fs::path dir = fs::temp_directory_path() / "sweep_only";
+  fs::create_directories(dir);
+  const fs::path p = dir / "spec.yaml";
+  std::ofstream(p) << "config: {model: {d_model: 16, n_heads: 2}, train: {steps: 4}}\n"
+                   << "grid:\n  model.position.type: [t5, alibi, rope]\n  optim.lr: [0.01, 0.1]\n"
+                   << "points:\n  - {name: base}\n"
+                   << "  - {name: alpha, set: {model.bias_scale.enabled: true, model.bias_scale.init: 0.1},"
+                   << " only: {model.position.type: [t5, alibi]}}\n"
+                   << "  - {name: lr_low, only: {optim.lr: 0.01, model.position.type: rope}}\n";
+  const train::SweepSpec spec = train::load_sweep_spec(p.string());
+  std::vector<std::string> names;
+  for (const auto& pt : spec.points) names.push_back(pt.name);
+  CHECK(names == std::vector<std::string>{"type=t5 lr=0.01 base", "type=t5 lr=0.01 alpha", "type=t5 lr=0.1 base",
+                                          "type=t5 lr=0.1 alpha", "type=alibi lr=0.01 base", "type=alibi lr=0.01 alpha",
+                                          "type=alibi lr=0.1 base", "type=alibi lr=0.1 alpha", "type=rope lr=0.01 base",
+                                          "type=rope lr=0.01 lr_low", "type=rope lr=0.1 base"});
+  for (size_t i = 0; i < spec.points.size(); ++i) CHECK(spec.points[i].index == int64_t(i));
+  CHECK(spec.points.back().dir_name == "010_rope_0.1_base");
+  // Without the only:, rope x alpha is a point, and its config is refused before anything runs.
+  std::ofstream(p) << "config: {model: {d_model: 16, n_heads: 2}, train: {steps: 4}}\n"
+                   << "grid:\n  model.position.type: [t5, rope]\n"
+                   << "points:\n  - {name: alpha, set: {model.bias_scale.enabled: true}}\n";
+  CHECK_THROWS_WITH(train::load_sweep_spec(p.string()),
+                    Catch::Contains(p.string() + ": point 'type=rope alpha'") && Catch::Contains("bias_scale"));
 }

@@ -214,14 +214,36 @@ std::vector<std::vector<std::string>> read_grid(const SpecReader& r, const YAML:
 struct Recipe {
   std::string name;
   std::vector<std::string> sets;
+  // points[].only: the grid values this recipe runs with, per grid key (index into the grid);
+  // keys not listed: every value.
+  std::vector<std::pair<size_t, std::set<std::string>>> only;
+
+  bool applies(const std::vector<std::vector<std::string>>& values, const std::vector<size_t>& idx) const {
+    for (const auto& [k, allowed] : only)
+      if (!allowed.count(values[k][idx[k]])) return false;
+    return true;
+  }
+  // How many grid combinations it applies to (capped at limit + 1: no overflow).
+  int64_t combinations(const std::vector<std::vector<std::string>>& values, int64_t limit) const {
+    int64_t n = 1;
+    for (size_t k = 0; k < values.size(); ++k) {
+      int64_t m = int64_t(values[k].size());
+      for (const auto& o : only)
+        if (o.first == k) m = int64_t(o.second.size());
+      n = std::min(n * m, limit + 1);
+    }
+    return n;
+  }
 };
 
-std::vector<Recipe> read_points(const SpecReader& r, const YAML::Node& p) {
+// points: [{name, set: {key: value}, only: {grid key: value or [values]}}]
+std::vector<Recipe> read_points(const SpecReader& r, const YAML::Node& p, const std::vector<std::string>& grid_keys,
+                                const std::vector<std::vector<std::string>>& values) {
   std::vector<Recipe> recipes;
-  if (!p.IsSequence()) r.bad(p, "points", "expected a list of {name, set}");
+  if (!p.IsSequence()) r.bad(p, "points", "expected a list of {name, set, only}");
   std::set<std::string> names;
   for (const auto& e : p) {
-    r.known_keys(e, "points[]", {"name", "set"});
+    r.known_keys(e, "points[]", {"name", "set", "only"});
     Recipe rc;
     rc.name = e["name"] ? r.scalar(e["name"], "points[].name") : fmt::format("point{}", recipes.size());
     if (!names.insert(rc.name).second) r.bad(e, "points[].name", fmt::format("'{}' is used twice; names must be unique", rc.name));
@@ -229,18 +251,46 @@ std::vector<Recipe> read_points(const SpecReader& r, const YAML::Node& p) {
       if (!set.IsMap()) r.bad(set, "points[" + rc.name + "].set", "expected a mapping key -> value");
       for (const auto& kv : set) rc.sets.push_back(r.scalar(kv.first, "points[].set key") + "=" + yaml_text(kv.second));
     }
+    if (const YAML::Node only = e["only"]) {
+      const std::string where = "points[" + rc.name + "].only";
+      if (!only.IsMap()) r.bad(only, where, "expected a mapping grid key -> value or list of values");
+      for (const auto& kv : only) {
+        const std::string key = r.scalar(kv.first, where + " key");
+        const auto it = std::find(grid_keys.begin(), grid_keys.end(), key);
+        if (it == grid_keys.end())
+          r.bad(kv.first, where,
+                fmt::format("'{}' is not a grid key (the grid has: {})", key, fmt::join(grid_keys, ", ")));
+        const size_t k = size_t(it - grid_keys.begin());
+        std::set<std::string> allowed;
+        const auto add = [&](const YAML::Node& v) {
+          const std::string text = yaml_text(v);
+          if (std::find(values[k].begin(), values[k].end(), text) == values[k].end())
+            r.bad(v, where + "." + key,
+                  fmt::format("'{}' is not one of the grid's values ({})", text, fmt::join(values[k], ", ")));
+          allowed.insert(text);
+        };
+        if (kv.second.IsSequence())
+          for (const auto& v : kv.second) add(v);
+        else
+          add(kv.second);
+        if (allowed.empty()) r.bad(kv.second, where + "." + key, "has no values");
+        rc.only.emplace_back(k, std::move(allowed));
+      }
+    }
     recipes.push_back(rc);
   }
   return recipes;
 }
 
-// One point per grid combination x recipe; names and directory names unique.
+// One point per grid combination x recipe (that recipe's `only` permitting); names and
+// directory names unique.
 void expand_points(const std::vector<std::vector<std::string>>& values, const std::vector<Recipe>& recipes,
                    SweepSpec& s) {
   std::set<std::string> names;
   std::vector<size_t> idx(values.size(), 0);
   for (bool more = true; more;) {
     for (const auto& r : recipes) {
+      if (!r.applies(values, idx)) continue;
       SweepPoint pt;
       pt.index = int64_t(s.points.size());
       std::vector<std::string> parts, dirs;
@@ -300,14 +350,14 @@ SweepSpec load_sweep_spec(const std::string& path, int64_t max_points) {
     values.emplace_back();
     for (int64_t i = 1; i <= seeds; ++i) values.back().push_back(std::to_string(i));
   }
-  std::vector<Recipe> recipes = root["points"] ? read_points(r, root["points"]) : std::vector<Recipe>{};
+  std::vector<Recipe> recipes =
+      root["points"] ? read_points(r, root["points"], s.grid_keys, values) : std::vector<Recipe>{};
   for (const auto& rc : recipes) s.recipes.push_back(rc.name);
   if (recipes.empty()) recipes.push_back({});
   // The size first: a grid too large is refused before any point is expanded or validated.
   // (the product stops growing once past the limit: no overflow; max_points <= kMaxSweepPoints)
-  int64_t total = int64_t(recipes.size());
-  for (const auto& v : values)
-    if (total <= max_points) total *= int64_t(v.size());
+  int64_t total = 0;
+  for (const auto& rc : recipes) total = std::min(total + rc.combinations(values, max_points), max_points + 1);
   RELPOS_CHECK_CONFIG(total <= max_points, "{}: the sweep has {} points (grid x points), more than the limit of {}; "
                       "pass --max-points N to raise it", path, total, max_points);
   expand_points(values, recipes, s);
@@ -317,8 +367,16 @@ SweepSpec load_sweep_spec(const std::string& path, int64_t max_points) {
   for (const auto& pt : s.points) {
     std::vector<std::string> ov = s.base_overrides;
     ov.insert(ov.end(), pt.overrides.begin(), pt.overrides.end());
-    const Config c = parse_config(s.base_yaml, path + " (point " + pt.name + ")", ov);
     const std::string where = path + ": point '" + pt.name + "'";
+    // An error from a point's overrides (--set k=v: ...) names the spec and the point too.
+    const Config c = [&] {
+      try {
+        return parse_config(s.base_yaml, path + " (point " + pt.name + ")", ov);
+      } catch (const ConfigError& e) {
+        if (std::string_view(e.what()).find(pt.name) != std::string_view::npos) throw;
+        fail_config("{}: {}", where, e.what());
+      }
+    }();
     for (int64_t L : s.eval_lengths) check_positions(c, L, where + ": eval.lengths");
     if (!find_data_task(c.data.task).text || s.eval_lengths.empty()) continue;
     const auto key = std::make_pair(c.data.path, c.data.val_fraction);
