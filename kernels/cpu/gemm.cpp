@@ -211,9 +211,9 @@ void add_bias_rows(T* c, int64_t rows, int64_t cols, int64_t ld, const T* bias) 
   }
 }
 
-// The block of C rounded while in cache: about this many bytes (half of a 2 MiB L2, or two
+// The block of C given its epilogue (rounding, bias) while in cache: about this many bytes (half of a 2 MiB L2, or two
 // cores' 1 MiB each).
-constexpr int64_t kRoundBlockBytes = int64_t(1) << 20;
+constexpr int64_t kEpilogueBlockBytes = int64_t(1) << 20;
 
 }  // namespace
 
@@ -228,9 +228,9 @@ void gemm_f32(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_t M,
   // transposed), each block rounded and given its bias right after its product while it is in
   // cache (the epilogue).
   const bool epilogue = round_output || bias != nullptr;
-  const int64_t block = epilogue ? std::min(M, std::max<int64_t>(64, kRoundBlockBytes / (4 * N))) : M;
+  const int64_t block = epilogue ? std::min(M, std::max<int64_t>(64, kEpilogueBlockBytes / (4 * N))) : M;
   const auto a_rows = [ta](const auto* p, int64_t i0, int64_t ld) { return ta ? p + i0 : p + i0 * ld; };
-  const auto rounded = [&](int64_t i0, int64_t rows) {
+  const auto finish_rows = [&](int64_t i0, int64_t rows) {
     if (round_output) round_rows(inputs, c + i0 * ldc, rows, N, ldc);
     if (bias) add_bias_rows(c + i0 * ldc, rows, N, ldc, bias);
   };
@@ -245,7 +245,7 @@ void gemm_f32(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_t M,
     for (int64_t i0 = 0; i0 < M; i0 += block) {
       const int64_t rows = std::min(block, M - i0);
       onednn_gemm(true, ta, tb, rows, N, K, a_rows(pa.data(), i0, plda), plda, pb.data(), pldb, c + i0 * ldc, ldc);
-      rounded(i0, rows);
+      finish_rows(i0, rows);
     }
     return;
   }
@@ -265,12 +265,12 @@ void gemm_f32(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_t M,
 #if RELPOS_WITH_DNNL
     if (onednn_path) {
       onednn_gemm(false, ta, tb, rows, N, K, a_rows(a, i0, lda), lda, b, ldb, c + i0 * ldc, ldc);
-      rounded(i0, rows);
+      finish_rows(i0, rows);
       continue;
     }
 #endif
     openblas_sgemm(ta, tb, rows, N, K, a_rows(a, i0, lda), lda, b, ldb, c + i0 * ldc, ldc);
-    rounded(i0, rows);
+    finish_rows(i0, rows);
   }
 }
 

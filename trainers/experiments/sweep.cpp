@@ -214,23 +214,21 @@ std::vector<std::vector<std::string>> read_grid(const SpecReader& r, const YAML:
 struct Recipe {
   std::string name;
   std::vector<std::string> sets;
-  // points[].only: the grid values this recipe runs with, per grid key (index into the grid);
-  // keys not listed: every value.
-  std::vector<std::pair<size_t, std::set<std::string>>> only;
+  // points[].only: per grid key (same index as the grid), the values this recipe runs with;
+  // empty: every value of that key.
+  std::vector<std::set<std::string>> only;
 
   bool applies(const std::vector<std::vector<std::string>>& values, const std::vector<size_t>& idx) const {
-    for (const auto& [k, allowed] : only)
-      if (!allowed.count(values[k][idx[k]])) return false;
+    for (size_t k = 0; k < only.size(); ++k)
+      if (!only[k].empty() && !only[k].count(values[k][idx[k]])) return false;
     return true;
   }
   // How many grid combinations it applies to (capped at limit + 1: no overflow).
   int64_t combinations(const std::vector<std::vector<std::string>>& values, int64_t limit) const {
     int64_t n = 1;
     for (size_t k = 0; k < values.size(); ++k) {
-      int64_t m = int64_t(values[k].size());
-      for (const auto& o : only)
-        if (o.first == k) m = int64_t(o.second.size());
-      n = std::min(n * m, limit + 1);
+      const bool some = k < only.size() && !only[k].empty();
+      n = std::min(n * int64_t(some ? only[k].size() : values[k].size()), limit + 1);
     }
     return n;
   }
@@ -261,7 +259,8 @@ std::vector<Recipe> read_points(const SpecReader& r, const YAML::Node& p, const 
           r.bad(kv.first, where,
                 fmt::format("'{}' is not a grid key (the grid has: {})", key, fmt::join(grid_keys, ", ")));
         const size_t k = size_t(it - grid_keys.begin());
-        std::set<std::string> allowed;
+        rc.only.resize(values.size());
+        std::set<std::string>& allowed = rc.only[k];
         const auto add = [&](const YAML::Node& v) {
           const std::string text = yaml_text(v);
           if (std::find(values[k].begin(), values[k].end(), text) == values[k].end())
@@ -274,7 +273,6 @@ std::vector<Recipe> read_points(const SpecReader& r, const YAML::Node& p, const 
         else
           add(kv.second);
         if (allowed.empty()) r.bad(kv.second, where + "." + key, "has no values");
-        rc.only.emplace_back(k, std::move(allowed));
       }
     }
     recipes.push_back(rc);
