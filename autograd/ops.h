@@ -71,6 +71,10 @@ Variable matmul(const Variable& a, const Variable& b);  // [..., M, K] @ [..., K
 // [..., N] (PyTorch's F.linear). The bias is the GEMM's epilogue (k::matmul's bias): no add pass
 // and no transpose node; the values of matmul(x, transpose(w, 0, 1)) + b.
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias);
+// act(linear(x, weight, bias)) as one node, act one of k::is_activation (relu, gelu (erf),
+// gelu_tanh, silu): the activation is applied in the GEMM's epilogue, which also saves act'
+// for the backward (k::matmul_act) — the same values as the two nodes, without their passes.
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias, k::Unary act);
 
 // ---- softmax family / normalisation / loss ----
 Variable softmax(const Variable& x, int64_t dim);

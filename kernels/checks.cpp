@@ -64,6 +64,15 @@ void matmul(const Tensor& a, const Tensor& b, GemmInputs, bool, const Tensor& bi
   floating(a.dtype(), "matmul");
 }
 
+// matmul's checks, then an activation from is_activation's table on floating data.
+void matmul_act(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& bias, Unary act,
+                bool) {
+  check::matmul(a, b, inputs, round_output, bias);
+  RELPOS_CHECK(is_activation(act), "matmul_act: op {} is not an activation (expected relu, gelu, gelu_tanh or silu)",
+               int(act));
+  floating(a.dtype(), "matmul_act");
+}
+
 void softmax(const Tensor& x, int64_t dim) {
   rowwise(x, nullptr, dim, "softmax");
 }

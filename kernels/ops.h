@@ -109,6 +109,37 @@ enum class GemmInputs { F32, BF16, FP16 };
 Tensor matmul(const Tensor& a, const Tensor& b, GemmInputs inputs = GemmInputs::F32, bool round_output = false,
               const Tensor& bias = {});
 
+// The activations a GEMM can apply in its epilogue (matmul_act), each with the Unary op of its
+// derivative in x — the one table of these pairs (autograd's relu / gelu / silu use it too).
+constexpr bool is_activation(Unary act) {
+  return act == Unary::Relu || act == Unary::GeluErf || act == Unary::GeluTanh || act == Unary::Silu;
+}
+constexpr Unary derivative_of(Unary act) {
+  switch (act) {
+    case Unary::Relu:
+      return Unary::ReluGrad;
+    case Unary::GeluErf:
+      return Unary::GeluErfGrad;
+    case Unary::GeluTanh:
+      return Unary::GeluTanhGrad;
+    case Unary::Silu:
+      return Unary::SiluGrad;
+    default:
+      return act;  // not an activation (is_activation): refused by matmul_act's check
+  }
+}
+struct MatmulActOut {
+  Tensor y;         // act(pre), pre = matmul(a, b, inputs, round_output, bias)
+  Tensor act_grad;  // act'(pre), y's shape; undefined unless want_grad
+};
+// A linear layer and its activation in one op: matmul with the same rounding and bias, then
+// act (is_activation) applied to each block of rows while it is in cache, with act'(pre) saved
+// for the backward when want_grad — the values of k::unary(act, pre) and
+// k::unary(derivative_of(act), pre) without the passes over memory or keeping pre (cuBLASLt's
+// GELU_AUX epilogue keeps pre instead; keeping act' makes the backward one multiply).
+MatmulActOut matmul_act(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& bias,
+                        Unary act, bool want_grad);
+
 // ---------------------------------------------------------------- softmax family
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);

@@ -49,7 +49,7 @@ MLP::MLP(int64_t d_model, int64_t d_ff, double dropout, Generator& gen, DType dt
 }
 
 Variable MLP::forward(const Variable& x, Generator* gen) const {
-  Variable h = gelu(fc1_->forward(x));
+  Variable h = fc1_->forward(x, k::Unary::GeluErf);  // gelu in fc1's GEMM epilogue
   return fc2_->forward(apply_dropout(h, dropout_, is_training(), gen));
 }
 

@@ -18,4 +18,8 @@ Variable Linear::forward(const Variable& x) const {
   return linear(x, weight_, bias_);
 }
 
+Variable Linear::forward(const Variable& x, k::Unary act) const {
+  return linear(x, weight_, bias_, act);
+}
+
 }  // namespace relpos::nn

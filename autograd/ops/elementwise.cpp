@@ -153,17 +153,17 @@ Variable sigmoid(const Variable& x) {  // d/dx = y (1 - y)
 }
 
 Variable relu(const Variable& x) {  // d/dx = [x > 0]
-  return unary_op_fused("relu", x, Unary::Relu, Unary::ReluGrad, false);
+  return unary_op_fused("relu", x, Unary::Relu, k::derivative_of(Unary::Relu), false);
 }
 
 Variable gelu(const Variable& x, GeluApprox approx) {
   if (approx == GeluApprox::Tanh)
-    return unary_op_fused("gelu_tanh", x, Unary::GeluTanh, Unary::GeluTanhGrad, false);
-  return unary_op_fused("gelu", x, Unary::GeluErf, Unary::GeluErfGrad, false);
+    return unary_op_fused("gelu_tanh", x, Unary::GeluTanh, k::derivative_of(Unary::GeluTanh), false);
+  return unary_op_fused("gelu", x, Unary::GeluErf, k::derivative_of(Unary::GeluErf), false);
 }
 
 Variable silu(const Variable& x) {
-  return unary_op_fused("silu", x, Unary::Silu, Unary::SiluGrad, false);
+  return unary_op_fused("silu", x, Unary::Silu, k::derivative_of(Unary::Silu), false);
 }
 
 // d/dx = [lo <= x <= hi]

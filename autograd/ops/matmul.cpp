@@ -62,8 +62,14 @@ Variable matmul(const Variable& a, const Variable& b) {
 //   db = sum_rows(g)  [N]
 // Under autocast the rounding is matmul's (above): x and W are rounded by the GEMMs, y, dx and
 // dW by their GEMMs' epilogues; the bias is added after y's rounding and its gradient is the
-// float32 sum of g, as for a separate add.
-Variable linear(const Variable& x, const Variable& w, const Variable& b) {
+// float32 sum of g, as for a separate add. With an activation (linear(x, W, b, act)):
+//   y = act(pre), pre = x W^T + b; the forward's epilogue also saves act'(pre) [..., N];
+//   g_pre = g act'(pre), then the three products above with g_pre — the values of
+//   act(linear(x, W, b)) as two nodes (unary_grad's g act'(pre) is the same product).
+namespace {
+// linear, with act (k::is_activation) applied in the GEMM's epilogue when has_act. Backward
+// with act: g_pre = g act'(pre) (act' saved by the forward's epilogue), then linear's backward.
+Variable linear_impl(const Variable& x, const Variable& w, const Variable& b, bool has_act, k::Unary act) {
   RELPOS_CHECK(w.dim() == 2, "linear: weight must be [out, in], got {}", shape_str(w.shape()));
   RELPOS_CHECK(x.dim() >= 1 && x.size(-1) == w.size(1), "linear: input {} has last dim {}, expected {} (weight {})",
                shape_str(x.shape()), x.dim() >= 1 ? x.size(-1) : 0, w.size(1), shape_str(w.shape()));
@@ -72,9 +78,18 @@ Variable linear(const Variable& x, const Variable& w, const Variable& b) {
   SavedTensor sx(x.data(), "linear"), sw(w.data(), "linear");
   const bool gx = wants_grad(x), gw = wants_grad(w), gb = wants_grad(b);
   const Tensor bias = b.defined() ? b.data() : Tensor();
-  return make_result(k::matmul(x.data(), w.data().transpose(0, 1), in, r16, bias), "linear", {x, w, b},
-                     [sx, sw, gx, gw, gb, in, r16](const Tensor& g) -> std::vector<Tensor> {
+  const Tensor wt = w.data().transpose(0, 1);
+  k::MatmulActOut out;
+  if (has_act)
+    out = k::matmul_act(x.data(), wt, in, r16, bias, act, GradMode::is_enabled() && (gx || gw || gb));
+  else
+    out.y = k::matmul(x.data(), wt, in, r16, bias);
+  SavedTensor sd(out.act_grad, "linear");
+  return make_result(out.y, has_act ? "linear_act" : "linear", {x, w, b},
+                     [sx, sw, sd, has_act, gx, gw, gb, in, r16](const Tensor& g_out) -> std::vector<Tensor> {
                        const Tensor &tx = sx.get(), &tw = sw.get();
+                       // act' is saved whenever this node exists (the same condition as make_result's)
+                       const Tensor g = has_act ? k::mul(g_out, sd.get()) : g_out;
                        const int64_t N = tw.size(0), K = tw.size(1);
                        Tensor dx, dw, db;
                        if (gx) dx = k::matmul(g, tw, in, r16);
@@ -82,6 +97,17 @@ Variable linear(const Variable& x, const Variable& w, const Variable& b) {
                        if (gb) db = k::sum_to(g, {N});
                        return {dx, dw, db};
                      });
+}
+}  // namespace
+
+Variable linear(const Variable& x, const Variable& w, const Variable& b) {
+  return linear_impl(x, w, b, false, k::Unary::Relu);
+}
+
+Variable linear(const Variable& x, const Variable& w, const Variable& b, k::Unary act) {
+  RELPOS_CHECK(k::is_activation(act), "linear: op {} is not an activation (expected relu, gelu, gelu_tanh or silu)",
+               int(act));
+  return linear_impl(x, w, b, true, act);
 }
 
 }  // namespace relpos

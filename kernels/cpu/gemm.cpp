@@ -38,6 +38,7 @@
 
 #include "core/float16.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/unary_value.h"
 
 #if RELPOS_WITH_DNNL
 #include <oneapi/dnnl/dnnl.hpp>
@@ -211,8 +212,37 @@ void add_bias_rows(T* c, int64_t rows, int64_t cols, int64_t ld, const T* bias) 
   }
 }
 
-// The block of C given its epilogue (rounding, bias) while in cache: about this many bytes (half of a 2 MiB L2, or two
-// cores' 1 MiB each).
+// act applied to C's rows [rows, cols] (leading dim ld) in place, act' first into g (leading dim
+// ldg) when g is set: the same per-element functions as k::unary (kernels/cpu/unary_value.h).
+template <typename T>
+void activate_rows(Unary act, T* c, int64_t rows, int64_t cols, int64_t ld, T* g, int64_t ldg) {
+  cpu::visit_unary(act, [&]<Unary A>() {
+    if constexpr (is_activation(A)) {
+      constexpr Unary D = derivative_of(A);
+#pragma omp parallel for schedule(static) if (rows * cols >= (int64_t(1) << 14))
+      for (int64_t r = 0; r < rows; ++r) {
+        T* cr = c + r * ld;
+        if (g) {
+          T* gr = g + r * ldg;
+#pragma omp simd
+          for (int64_t j = 0; j < cols; ++j) {
+            const T pre = cr[j];
+            gr[j] = cpu::unary_value<D>(pre, T(0), T(0));
+            cr[j] = cpu::unary_value<A>(pre, T(0), T(0));
+          }
+        } else {
+#pragma omp simd
+          for (int64_t j = 0; j < cols; ++j) cr[j] = cpu::unary_value<A>(cr[j], T(0), T(0));
+        }
+      }
+    } else {
+      fail("gemm epilogue: {} is not an activation", int(A));
+    }
+  });
+}
+
+// The block of C given its epilogue (rounding, bias, activation) while in cache: about this many bytes (half of a 2 MiB
+// L2, or two cores' 1 MiB each).
 constexpr int64_t kEpilogueBlockBytes = int64_t(1) << 20;
 
 }  // namespace
@@ -220,19 +250,21 @@ constexpr int64_t kEpilogueBlockBytes = int64_t(1) << 20;
 namespace cpu {
 
 void gemm_f32(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a,
-              int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, const float* bias) {
+              int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, const GemmEpilogue<float>& ep) {
   if (M == 0 || N == 0) return;
   ensure_blas_core();
   round_output = round_output && inputs != GemmInputs::F32;
   // C in blocks of rows (A's rows i0 .. i0+rows-1: row i0 of A, or column i0 when A is stored
   // transposed), each block rounded and given its bias right after its product while it is in
   // cache (the epilogue).
-  const bool epilogue = round_output || bias != nullptr;
+  const bool epilogue = round_output || ep.bias != nullptr || ep.has_act;
   const int64_t block = epilogue ? std::min(M, std::max<int64_t>(64, kEpilogueBlockBytes / (4 * N))) : M;
   const auto a_rows = [ta](const auto* p, int64_t i0, int64_t ld) { return ta ? p + i0 : p + i0 * ld; };
   const auto finish_rows = [&](int64_t i0, int64_t rows) {
     if (round_output) round_rows(inputs, c + i0 * ldc, rows, N, ldc);
-    if (bias) add_bias_rows(c + i0 * ldc, rows, N, ldc, bias);
+    if (ep.bias) add_bias_rows(c + i0 * ldc, rows, N, ldc, ep.bias);
+    if (ep.has_act)
+      activate_rows(ep.act, c + i0 * ldc, rows, N, ldc, ep.act_grad ? ep.act_grad + i0 * ep.ldg : nullptr, ep.ldg);
   };
 #if RELPOS_WITH_DNNL
   const bool onednn_path = requested_provider() == Provider::OneDNN && K > 0;
@@ -275,12 +307,13 @@ void gemm_f32(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_t M,
 }
 
 void gemm_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, int64_t lda, const double* b,
-              int64_t ldb, double* c, int64_t ldc, const double* bias) {
+              int64_t ldb, double* c, int64_t ldc, const GemmEpilogue<double>& ep) {
   if (M == 0 || N == 0) return;
   ensure_blas_core();
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
               1.0, a, int(lda), b, int(ldb), 0.0, c, int(ldc));
-  if (bias) add_bias_rows(c, M, N, ldc, bias);
+  if (ep.bias) add_bias_rows(c, M, N, ldc, ep.bias);
+  if (ep.has_act) activate_rows(ep.act, c, M, N, ldc, ep.act_grad, ep.ldg);
 }
 
 }  // namespace cpu

@@ -14,8 +14,12 @@
 //   round_output (BF16 / FP16 inputs): C is rounded to bf16 / fp16 (nearest even) block of rows
 //                          by block of rows, each right after its GEMM while it is in cache
 //                          (blocks of ~1 MiB of C, at least 64 rows): no second pass over C.
-//   bias ([N], nullptr = none): added to every row of C after the rounding, in the same blocks
-//                          (the epilogue of a linear layer): C = round(A B) + bias.
+//   epilogue.bias ([N], nullptr = none): added to every row of C after the rounding, in the same
+//                          blocks (the epilogue of a linear layer): C = round(A B) + bias.
+//   epilogue.act (an activation, kernels/ops.h is_activation): applied last, in the same blocks:
+//                          C = act(pre), pre = round(A B) + bias; with epilogue.act_grad set,
+//                          act'(pre) is written there first ([M, N], leading dim ldg) — the
+//                          values of k::unary / k::unary(derivative_of(act)) on pre.
 // RELPOS_GEMM=openblas forces OpenBLAS for float32 (and bf16 inputs): a switch for benchmarks
 // and for bisecting a numerical difference, read once.
 // Determinism: the result of a given call is the same at every thread count. oneDNN may split
@@ -30,10 +34,20 @@
 
 namespace relpos::k::cpu {
 
+// What a GEMM does to each block of C's rows after its product (see above).
+template <typename T>
+struct GemmEpilogue {
+  const T* bias = nullptr;  // [N]
+  bool has_act = false;
+  Unary act = Unary::Relu;  // when has_act
+  T* act_grad = nullptr;    // [M, N] with leading dim ldg, or nullptr
+  int64_t ldg = 0;
+};
+
 void gemm_f32(GemmInputs inputs, bool round_output, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
               const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
-              const float* bias = nullptr);
+              const GemmEpilogue<float>& epilogue = {});
 void gemm_f64(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const double* a, int64_t lda,
-              const double* b, int64_t ldb, double* c, int64_t ldc, const double* bias = nullptr);
+              const double* b, int64_t ldb, double* c, int64_t ldc, const GemmEpilogue<double>& epilogue = {});
 
 }  // namespace relpos::k::cpu

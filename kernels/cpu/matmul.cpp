@@ -1,6 +1,6 @@
-// kernels/cpu/matmul.cpp — (batched) matmul through the CPU GEMM provider (kernels/cpu/gemm.h).
-// a: [..., M, K], b: [..., K, N] (+ bias [N]) -> out [..., M, N], batch dims broadcast; the bias
-// is the GEMM's epilogue (kernels/cpu/gemm.h).
+// kernels/cpu/matmul.cpp — (batched) matmul and matmul_act through the CPU GEMM provider
+// (kernels/cpu/gemm.h). a: [..., M, K], b: [..., K, N] (+ bias [N]) -> out [..., M, N], batch
+// dims broadcast; the bias and the activation are the GEMM's epilogue (kernels/cpu/gemm.h).
 // A matrix operand whose last two dims are row-major (stride[-1] == 1) goes in as NoTrans;
 // column-major (stride[-2] == 1, e.g. a transposed view) goes in as Trans; anything else
 // is copied once. When b has no batch dims and a's batch dims fold into rows, the whole
@@ -32,18 +32,28 @@ bool blas_layout(const Tensor& t, MatLayout& m) {
   return false;
 }
 
+// Epilogue of a (batched) product: the bias, and the activation with its derivative (act_grad:
+// the output's shape, contiguous, made here when want_grad).
+struct Epilogue {
+  Tensor bias;
+  bool has_act = false;
+  Unary act = Unary::Relu;
+  bool want_grad = false;
+  Tensor act_grad;
+};
+
 template <typename T>
 void gemm(GemmInputs inputs, bool round_output, MatLayout la, MatLayout lb, int64_t M, int64_t N, int64_t K, const T* a,
-          const T* b, T* c, int64_t ldc, const T* bias) {
+          const T* b, T* c, int64_t ldc, const Epilogue& ep, int64_t c_offset) {
+  GemmEpilogue<T> e{ep.bias.defined() ? ep.bias.data<T>() : nullptr, ep.has_act, ep.act,
+                    ep.act_grad.defined() ? ep.act_grad.data<T>() + c_offset : nullptr, ldc};
   if constexpr (std::is_same_v<T, float>)
-    gemm_f32(inputs, round_output, la.trans, lb.trans, M, N, K, a, la.ld, b, lb.ld, c, ldc, bias);
+    gemm_f32(inputs, round_output, la.trans, lb.trans, M, N, K, a, la.ld, b, lb.ld, c, ldc, e);
   else
-    gemm_f64(la.trans, lb.trans, M, N, K, a, la.ld, b, lb.ld, c, ldc, bias);
+    gemm_f64(la.trans, lb.trans, M, N, K, a, la.ld, b, lb.ld, c, ldc, e);
 }
 
-}  // namespace
-
-Tensor matmul(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs, bool round_output, const Tensor& bias_in) {
+MatmulActOut matmul_with(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs, bool round_output, Epilogue ep) {
   const int64_t M = a_in.size(-2), K = a_in.size(-1), N = b_in.size(-1);
   Shape ab(a_in.shape().begin(), a_in.shape().end() - 2);
   Shape bb(b_in.shape().begin(), b_in.shape().end() - 2);
@@ -51,13 +61,17 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs, bool ro
   Shape out_shape = batch;
   out_shape.push_back(M);
   out_shape.push_back(N);
-  if (K == 0) {  // empty sum: zeros, plus the bias
+  if (ep.has_act && ep.want_grad) ep.act_grad = Tensor::empty(out_shape, a_in.dtype());
+  if (K == 0) {  // empty sum: zeros, plus the bias, then the activation
     Tensor z = Tensor::zeros(out_shape, a_in.dtype());
-    return bias_in.defined() && z.numel() > 0 ? cpu::binary(Binary::Add, z, bias_in) : z;
+    if (ep.bias.defined() && z.numel() > 0) z = cpu::binary(Binary::Add, z, ep.bias);
+    if (!ep.has_act || z.numel() == 0) return {z, ep.act_grad};
+    if (ep.want_grad) ep.act_grad = cpu::unary(derivative_of(ep.act), z, 0.0, 0.0);
+    return {cpu::unary(ep.act, z, 0.0, 0.0), ep.act_grad};
   }
   Tensor out = Tensor::empty(out_shape, a_in.dtype());
-  if (out.numel() == 0) return out;
-  const Tensor bias = bias_in.defined() ? bias_in.contiguous() : bias_in;
+  if (out.numel() == 0) return {out, ep.act_grad};
+  if (ep.bias.defined()) ep.bias = ep.bias.contiguous();
 
   Tensor a = a_in, b = b_in;
   MatLayout la{}, lb{};
@@ -65,14 +79,13 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs, bool ro
   if (!blas_layout(b, lb)) b = b.contiguous(), blas_layout(b, lb);
 
   visit_float(a.dtype(), "matmul", [&]<typename T>() {
-    const T* pbias = bias.defined() ? bias.data<T>() : nullptr;
     // Fold a's batch into rows: b unbatched, a row-major with rows evenly spaced.
     if (bb.empty() && !ab.empty() && !la.trans) {
       Tensor af = a.reshape({-1, K});  // a view when a's batch and row dims are evenly strided
       if (af.shares_storage(a) || a.is_contiguous()) {
         MatLayout lf{};
         if (blas_layout(af, lf) && !lf.trans) {
-          gemm<T>(inputs, round_output, lf, lb, af.size(0), N, K, af.data<T>(), b.data<T>(), out.data<T>(), N, pbias);
+          gemm<T>(inputs, round_output, lf, lb, af.size(0), N, K, af.data<T>(), b.data<T>(), out.data<T>(), N, ep, 0);
           return;
         }
       }
@@ -92,10 +105,22 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs, bool ro
         oa += idx * ae.strides()[d];
         ob += idx * be.strides()[d];
       }
-      gemm<T>(inputs, round_output, la, lb, M, N, K, ae.data<T>() + oa, be.data<T>() + ob, po + i * M * N, N, pbias);
+      gemm<T>(inputs, round_output, la, lb, M, N, K, ae.data<T>() + oa, be.data<T>() + ob, po + i * M * N, N, ep,
+              i * M * N);
     }
   });
-  return out;
+  return {out, ep.act_grad};
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& bias) {
+  return matmul_with(a, b, inputs, round_output, {bias}).y;
+}
+
+MatmulActOut matmul_act(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& bias,
+                        Unary act, bool want_grad) {
+  return matmul_with(a, b, inputs, round_output, {bias, true, act, want_grad, Tensor()});
 }
 
 }  // namespace relpos::k::cpu

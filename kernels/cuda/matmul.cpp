@@ -141,4 +141,13 @@ Tensor matmul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_ou
   return out;
 }
 
+// The activation and its derivative as elementwise kernels on matmul's result (the CPU applies
+// them to each block of rows while it is in cache).
+MatmulActOut matmul_act(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& bias,
+                        Unary act, bool want_grad) {
+  const Tensor pre = cuda::matmul(a, b, inputs, round_output, bias);
+  if (pre.numel() == 0) return {pre, want_grad ? pre : Tensor()};
+  return {cuda::unary(act, pre, 0.0, 0.0), want_grad ? cuda::unary(derivative_of(act), pre, 0.0, 0.0) : Tensor()};
+}
+
 }  // namespace relpos::k::cuda

@@ -3,11 +3,11 @@
 // (rounded inputs, float32 accumulation, rounded output and gradients), fp16 overflow, and the
 // loss scaler's schedule.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <limits>
 
 #include "autograd/autocast.h"
+#include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "core/float16.h"
 #include "kernels/ops.h"
@@ -186,4 +186,52 @@ TEST_CASE("autocast: linear is matmul(x, W^T) + b, values and gradients bit for 
         matmul(x, transpose(w, 0, 1)).data().to_vector<double>());
   CHECK_THROWS_WITH(linear(x, Variable(Tensor::randn({4, 6}, g)), Variable()),
                     Catch::Contains("[2, 3, 5]") && Catch::Contains("expected 6"));
+}
+
+TEST_CASE("autocast: linear with an activation is act(linear), values and gradients bit for bit, in every precision",
+          "[autocast]") {
+  // autograd linear(x, W, b, act) (one node, act and act' in the GEMM's epilogue) against
+  // linear then the activation's own node, which nn::MLP used before.
+  Generator g(6);
+  const Tensor x0 = Tensor::randn({2, 3, 5}, g), w0 = Tensor::randn({4, 5}, g), b0 = Tensor::randn({4}, g),
+               gy = Tensor::randn({2, 3, 4}, g);
+  const auto two_nodes = [](k::Unary act, const Variable& y) {
+    switch (act) {
+      case k::Unary::Relu:
+        return relu(y);
+      case k::Unary::GeluTanh:
+        return gelu(y, GeluApprox::Tanh);
+      case k::Unary::Silu:
+        return silu(y);
+      default:
+        return gelu(y);
+    }
+  };
+  for (k::Unary act : {k::Unary::GeluErf, k::Unary::GeluTanh, k::Unary::Relu, k::Unary::Silu})
+    for (Precision p : {Precision::FP32, Precision::BF16, Precision::FP16}) {
+      INFO(enum_name(p) << " act " << int(act));
+      Variable x1(x0.clone(), true), w1(w0.clone(), true), b1(b0.clone(), true);
+      Variable x2(x0.clone(), true), w2(w0.clone(), true), b2(b0.clone(), true);
+      Variable y1, y2;
+      {
+        AutocastGuard ac(p);
+        y1 = linear(x1, w1, b1, act);
+        y2 = two_nodes(act, linear(x2, w2, b2));
+      }
+      sum(mul(y1, Variable(gy))).backward();
+      sum(mul(y2, Variable(gy))).backward();
+      CHECK(y1.data().to_vector<double>() == y2.data().to_vector<double>());
+      CHECK(x1.grad().to_vector<double>() == x2.grad().to_vector<double>());
+      CHECK(w1.grad().to_vector<double>() == w2.grad().to_vector<double>());
+      CHECK(b1.grad().to_vector<double>() == b2.grad().to_vector<double>());
+    }
+  // Under no_grad the derivative is not computed and no node is made.
+  Variable x(x0.clone(), true), w(w0.clone(), true), b(b0.clone(), true);
+  {
+    NoGradGuard ng;
+    const Variable y = linear(x, w, b, k::Unary::GeluErf);
+    CHECK(y.data().to_vector<double>() == gelu(linear(x, w, b)).data().to_vector<double>());
+    CHECK(!y.requires_grad());
+  }
+  CHECK_THROWS_WITH(linear(x, w, b, k::Unary::Exp), Catch::Contains("not an activation"));
 }

@@ -375,6 +375,18 @@ TEST_CASE("gradcheck: linear with and without a bias, batched, transposed and na
                     {narrowed_leaf({2, 3, 4}, 172), rand_var({2, 4}, 173), rand_var({2}, 174)});
 }
 
+TEST_CASE("gradcheck: linear with an activation in the epilogue (gelu, gelu_tanh, relu, silu), batched and strided",
+          "[gradcheck]") {
+  for (k::Unary act : {k::Unary::GeluErf, k::Unary::GeluTanh, k::Unary::Relu, k::Unary::Silu}) {
+    INFO("act " << int(act));
+    require_gradcheck("linear+act [2,3,4] W[5,4] b[5]", [act](Inputs v) { return linear(v[0], v[1], v[2], act); },
+                      {rand_var({2, 3, 4}, 175), rand_var({5, 4}, 176), rand_var({5}, 177)});
+  }
+  require_gradcheck("linear+gelu, no bias, transposed leaf",
+                    [](Inputs v) { return linear(v[0], v[1], Variable(), k::Unary::GeluErf); },
+                    {transposed_leaf(3, 4, 178), transposed_leaf(5, 4, 179)});
+}
+
 TEST_CASE("gradcheck: matmul with transposed, permuted and narrowed operands", "[gradcheck]") {
   require_gradcheck("matmul transposed views",
                     [](Inputs v) { return matmul(transpose(v[0], 0, 1), transpose(v[1], 0, 1)); },

@@ -428,6 +428,38 @@ inline void add_matmul(std::vector<OpCase>& cs) {
   add_b("[2, 3, 4] @ [2, 4, 5] batched", in({2, 3, 4}), in({2, 4, 5}), in({5}), false);
   add_b("b transposed, bias strided", in({3, 17}), in({17, 5}, Layout::Transposed), in({5}, Layout::Strided), false);
   add_b("[3, 0] @ [0, 4] (K = 0)", in({3, 0}), in({0, 4}), in({4}), false);
+  // The activation epilogue (a linear layer and its activation): act(out + bias) and act'.
+  for (k::Unary act : {k::Unary::GeluErf, k::Unary::GeluTanh, k::Unary::Relu, k::Unary::Silu}) {
+    const std::string an = act == k::Unary::GeluErf    ? "gelu"
+                           : act == k::Unary::GeluTanh ? "gelu_tanh"
+                           : act == k::Unary::Relu     ? "relu"
+                                                       : "silu";
+    RunFn ma = [act](const std::vector<Tensor>& x, Device) {
+      const k::MatmulActOut o = k::matmul_act(x[0], x[1], k::GemmInputs::F32, false, x[2], act, true);
+      return std::vector<Tensor>{o.y, o.act_grad};
+    };
+    cs.push_back(
+        {"matmul_act " + an + " [2, 3, 4] @ [4, 5] + bias", "matmul_act", {in({2, 3, 4}), in({4, 5}), in({5})}, ma});
+    cs.back().rtol32 = 1e-4, cs.back().atol32 = 1e-5;
+    cs.back().grad = [act](const std::vector<Variable>& v) { return linear(v[0], transpose(v[1], 0, 1), v[2], act); };
+  }
+  RunFn ma_t = [](const std::vector<Tensor>& x, Device) {
+    const k::MatmulActOut o = k::matmul_act(x[0], x[1], k::GemmInputs::F32, false, Tensor(), k::Unary::GeluErf, false);
+    return std::vector<Tensor>{o.y};
+  };
+  cs.push_back({"matmul_act gelu b transposed, batched, no bias, no derivative",
+                "matmul_act",
+                {in({2, 3, 17}), in({2, 17, 5}, Layout::Transposed)},
+                ma_t});
+  cs.back().rtol32 = 1e-4, cs.back().atol32 = 1e-5;
+  cs.push_back({"matmul_act gelu (K = 0)",
+                "matmul_act",
+                {in({3, 0}), in({0, 4}), in({4})},
+                [](const std::vector<Tensor>& x, Device) {
+                  const k::MatmulActOut o =
+                      k::matmul_act(x[0], x[1], k::GemmInputs::F32, false, x[2], k::Unary::GeluErf, true);
+                  return std::vector<Tensor>{o.y, o.act_grad};
+                }});
   cs.push_back({"matmul NaN/Inf", "matmul", {Input{{2, 3}, Layout::Contiguous, Fill::Special}, in({3, 2})}, mm});
   cs.back().nan_expected = true;
   // Attention on split heads: q [B, L, H, dh] viewed as [B, H, L, dh], k viewed as

@@ -303,3 +303,48 @@ TEST_CASE("gemm: the bias epilogue adds the bias to every row of every block, af
   CHECK_THROWS_WITH(k::matmul(a3, b3, k::GemmInputs::F32, false, Tensor::zeros({5})),
                     Catch::Contains("bias must be [4]") && Catch::Contains("[5]"));
 }
+
+TEST_CASE("gemm: the activation epilogue gives k::unary's values and derivatives in every block, after the bias",
+          "[kernels][gemm][precision]") {
+  // N = 2048: the rows go in blocks of 128, so M = 300 is three blocks; an activation or a
+  // derivative missing from a block, applied before the bias or the rounding, or a derivative
+  // taken of the activated value, shows as a bit difference.
+  Generator gb(47);
+  const Tensor bias = Tensor::randn({2048}, gb);
+  const Tensor a = operand({300, 64}, false, 48, false), b = operand({64, 2048}, true, 49, false);
+  for (k::Unary act : {k::Unary::GeluErf, k::Unary::GeluTanh, k::Unary::Relu, k::Unary::Silu})
+    for (auto in : {k::GemmInputs::F32, k::GemmInputs::BF16, k::GemmInputs::FP16})
+      for (bool with_bias : {true, false}) {
+        INFO("act=" << int(act) << " inputs=" << int(in) << " bias=" << with_bias);
+        const Tensor bb = with_bias ? bias : Tensor();
+        const bool r16 = in != k::GemmInputs::F32;
+        const Tensor pre = k::matmul(a, b, in, r16, bb);
+        const k::MatmulActOut out = k::matmul_act(a, b, in, r16, bb, act, true);
+        CHECK(bitwise_equal(out.y, k::unary(act, pre)));
+        CHECK(bitwise_equal(out.act_grad, k::unary(k::derivative_of(act), pre)));
+        // Without want_grad: the same values and no derivative.
+        const k::MatmulActOut fwd = k::matmul_act(a, b, in, r16, bb, act, false);
+        CHECK(bitwise_equal(fwd.y, out.y));
+        CHECK(!fwd.act_grad.defined());
+      }
+  // Batched (one GEMM per batch, each with its slice of the derivative), float64, K = 0.
+  Generator g(50);
+  const Tensor a3 = Tensor::randn({3, 5, 7}, g), b3 = Tensor::randn({3, 7, 4}, g), bias4 = Tensor::randn({4}, g);
+  const k::MatmulActOut o3 = k::matmul_act(a3, b3, k::GemmInputs::F32, false, bias4, k::Unary::GeluErf, true);
+  const Tensor pre3 = k::matmul(a3, b3, k::GemmInputs::F32, false, bias4);
+  CHECK(bitwise_equal(o3.y, k::unary(k::Unary::GeluErf, pre3)));
+  CHECK(bitwise_equal(o3.act_grad, k::unary(k::Unary::GeluErfGrad, pre3)));
+  const Tensor a64 = a3.to(DType::F64), b64 = b3.to(DType::F64), bias64 = bias4.to(DType::F64);
+  const k::MatmulActOut o64 = k::matmul_act(a64, b64, k::GemmInputs::F32, false, bias64, k::Unary::Silu, true);
+  const Tensor pre64 = k::matmul(a64, b64, k::GemmInputs::F32, false, bias64);
+  CHECK(o64.y.to_vector<double>() == k::unary(k::Unary::Silu, pre64).to_vector<double>());
+  CHECK(o64.act_grad.to_vector<double>() == k::unary(k::Unary::SiluGrad, pre64).to_vector<double>());
+  const k::MatmulActOut e = k::matmul_act(Tensor::zeros({2, 0}), Tensor::zeros({0, 4}), k::GemmInputs::F32, false,
+                                          bias4, k::Unary::GeluErf, true);
+  const Tensor ebias = k::add(Tensor::zeros({2, 4}), bias4);
+  CHECK(bitwise_equal(e.y, k::unary(k::Unary::GeluErf, ebias)));
+  CHECK(bitwise_equal(e.act_grad, k::unary(k::Unary::GeluErfGrad, ebias)));
+  // Not an activation: refused, naming the op.
+  CHECK_THROWS_WITH(k::matmul_act(a3, b3, k::GemmInputs::F32, false, bias4, k::Unary::Exp, true),
+                    Catch::Contains("matmul_act") && Catch::Contains("not an activation"));
+}
