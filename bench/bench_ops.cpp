@@ -117,13 +117,18 @@ int main(int argc, char** argv) {
                      [a, bt] { return k::matmul(a, bt); }});
   }
   // The small model's GEMMs (B*T = 2048 rows, d 256, d_ff 1024): q/k/v, fc1, fc2 and a weight
-  // gradient (x^T dy, K = B*T), in float32 and with bf16 operands ("matmul_bf16": float32
-  // tensors holding bf16 values, k::GemmInputs::BF16, the packing to bf16 included; PyTorch:
-  // torch.matmul on bfloat16 tensors).
+  // gradient (x^T dy, K = B*T), then the tiny model's (d 128, d_ff 512: a q/k/v or output
+  // projection, fc1, fc2, fc1's weight gradient), in float32 and with bf16 operands
+  // ("matmul_bf16": float32 tensors holding bf16 values, k::GemmInputs::BF16, the packing to bf16
+  // included; PyTorch: torch.matmul on bfloat16 tensors).
   for (auto [M, K, N, ta] : {std::tuple{2048, 256, 768, false},
                              {2048, 256, 1024, false},
                              {2048, 1024, 256, false},
-                             {256, 2048, 1024, true}}) {
+                             {256, 2048, 1024, true},
+                             {2048, 128, 128, false},
+                             {2048, 128, 512, false},
+                             {2048, 512, 128, false},
+                             {512, 2048, 128, true}}) {
     const std::string size = std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N) + (ta ? " a.T" : "");
     Tensor a = ta ? randn({K, M}).transpose(0, 1) : randn({M, K}), b = randn({K, N});
     cases.push_back(

@@ -72,9 +72,10 @@ def cases():
     a, bt = randn(n, n), randn(n, n).transpose(0, 1)
     out.append(("matmul", "512x512x512 b.T", 2.0 * n ** 3, 4.0 * 3 * n * n,
                 lambda a=a, b=bt: torch.matmul(a, b)))
-    # bench/bench_ops.cpp's model-shaped GEMMs, float32 and bfloat16 (a bf16 result).
+    # bench/bench_ops.cpp's model-shaped GEMMs (small, then tiny), float32 and bfloat16 (a bf16 result).
     for m, k, n, ta in ((2048, 256, 768, False), (2048, 256, 1024, False), (2048, 1024, 256, False),
-                        (256, 2048, 1024, True)):
+                        (256, 2048, 1024, True), (2048, 128, 128, False), (2048, 128, 512, False),
+                        (2048, 512, 128, False), (512, 2048, 128, True)):
         size = f"{m}x{k}x{n}" + (" a.T" if ta else "")
         a = randn(k, m).transpose(0, 1) if ta else randn(m, k)
         b = randn(k, n)

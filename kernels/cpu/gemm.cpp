@@ -218,18 +218,13 @@ template <typename T>
 void activate_rows(Unary act, T* c, int64_t rows, int64_t cols, int64_t ld, T* g, int64_t ldg) {
   cpu::visit_unary(act, [&]<Unary A>() {
     if constexpr (is_activation(A)) {
-      constexpr Unary D = derivative_of(A);
 #pragma omp parallel for schedule(static) if (rows * cols >= (int64_t(1) << 14))
       for (int64_t r = 0; r < rows; ++r) {
         T* cr = c + r * ld;
         if (g) {
           T* gr = g + r * ldg;
 #pragma omp simd
-          for (int64_t j = 0; j < cols; ++j) {
-            const T pre = cr[j];
-            gr[j] = cpu::unary_value<D>(pre, T(0), T(0));
-            cr[j] = cpu::unary_value<A>(pre, T(0), T(0));
-          }
+          for (int64_t j = 0; j < cols; ++j) cpu::activation_and_grad<A>(cr[j], cr[j], gr[j]);
         } else {
 #pragma omp simd
           for (int64_t j = 0; j < cols; ++j) cr[j] = cpu::unary_value<A>(cr[j], T(0), T(0));

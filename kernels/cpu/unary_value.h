@@ -96,4 +96,16 @@ void visit_unary(Unary op, F&& f) {
 
 #undef RELPOS_UNARY_OPS
 
+// An activation A (is_activation) and its derivative at x: unary_value<A> and
+// unary_value<derivative_of(A)>, the float32 GELU's from one evaluation of their shared Phi.
+template <Unary A, typename T>
+inline void activation_and_grad(T x, T& y, T& dy) {
+  if constexpr (A == Unary::GeluErf && std::is_same_v<T, float>) {
+    fast::gelu_erf_and_grad_f32(x, y, dy);
+  } else {
+    dy = unary_value<derivative_of(A)>(x, T(0), T(0));
+    y = unary_value<A>(x, T(0), T(0));
+  }
+}
+
 }  // namespace relpos::k::cpu
