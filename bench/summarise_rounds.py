@@ -1,13 +1,16 @@
 """Median over rounds of each (size, PE, impl) median ms/step; ratio = faster PyTorch / relpos.
-usage: python3 summarise.py fp32|bf16   (reads train_<prec>*.jsonl next to this file)"""
+usage: python3 bench/summarise_rounds.py fp32|bf16 DIR   (reads DIR/train_<prec>*.jsonl: the
+JSON lines bench/run_train_bench.sh writes, one file per round, e.g. bench/results/2026-12-03-*/)"""
 import glob
 import json
 import os
 import statistics
 import sys
 
+if len(sys.argv) != 3 or sys.argv[1] not in ("fp32", "bf16"):
+    sys.exit(__doc__)
 prec = sys.argv[1]
-here = os.path.dirname(os.path.abspath(__file__))
+here = sys.argv[2]
 runs = {}
 for f in sorted(glob.glob(os.path.join(here, f"train_{prec}*.jsonl"))):
     for line in open(f):
