@@ -146,7 +146,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_ou
 MatmulActOut matmul_act(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& bias,
                         Unary act, bool want_grad) {
   const Tensor pre = cuda::matmul(a, b, inputs, round_output, bias);
-  if (pre.numel() == 0) return {pre, want_grad ? pre : Tensor()};
+  if (pre.numel() == 0) return {pre, want_grad ? Tensor::empty(pre.shape(), pre.dtype(), pre.device()) : Tensor()};
   return {cuda::unary(act, pre, 0.0, 0.0), want_grad ? cuda::unary(derivative_of(act), pre, 0.0, 0.0) : Tensor()};
 }
 
