@@ -12,6 +12,8 @@ dropped. Prints Markdown tables (percent of the step samples):
   kernel       the innermost kernels/ops.h entry (relpos::k::matmul, k::unary, ...) or Tensor copy
   leaf         who executes the sampled instruction: OpenBLAS, libm, page faults/memset
                (fresh allocations), libgomp, malloc/free, relpos' own loops
+Samples in JIT code (oneDNN's GEMMs) have no unwindable stack: they are counted and reported
+apart, not attributed (RELPOS_GEMM_PROFILE=1 times the GEMMs instead).
 """
 import collections
 import re
@@ -99,8 +101,12 @@ def main():
     alloc = kern_mode = 0  # samples inside Storage::Storage (alloc + zero fill); leaf in the kernel
     pe_fwd = 0  # forward samples inside the position encoding's hooks or add_toeplitz_bias
     total = 0
+    jit = every = 0  # samples whose instruction is in JIT code (oneDNN's GEMM kernels); all samples
     with open(path, errors="replace") as f:
         for st in samples(f):
+            every += 1
+            if st[0][1].startswith("/tmp/perf-") and st[0][1].endswith(".map"):
+                jit += 1
             ph = phase_of(st)
             if ph is None:
                 continue
@@ -161,6 +167,11 @@ def main():
         print()
 
     print(f"{total} samples inside training steps ({path})\n")
+    if jit:
+        print(f"**Not in these tables: {jit} of all {every} samples ({100.0 * jit / every:.0f}%) ran JIT code** "
+              f"(oneDNN's GEMM kernels, named only in /tmp/perf-PID.map): perf cannot unwind their stacks, so "
+              f"they are not attributed to a step, an op or a kernel below. RELPOS_GEMM_PROFILE=1 times the "
+              f"GEMMs (bench/profile_train.sh prints that table too).\n")
     table("phase", phase)
     print(f"position encoding, forward only (its hooks rotate/toeplitz_bias/score_terms/value_terms + "
           f"add_toeplitz_bias, inclusive): {pe_fwd} samples = {100.0 * pe_fwd / total:.1f}%\n")

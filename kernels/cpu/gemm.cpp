@@ -24,11 +24,14 @@
 #include "kernels/cpu/gemm.h"
 
 #include <cblas.h>
+#include <fmt/format.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -236,6 +239,74 @@ void activate_rows(Unary act, T* c, int64_t rows, int64_t cols, int64_t ld, T* g
   });
 }
 
+// RELPOS_GEMM_PROFILE=1 (gemm.h): every GEMM call timed, summed per (inputs, layout, M, N, K,
+// epilogue), and printed as a table to stderr when the process exits. perf cannot attribute
+// oneDNN's JIT kernels (no unwind information, bench/perf_summary.py), so this is how a profile
+// sees the GEMMs. Off (unset, empty or "0"): one test of a flag per call.
+class GemmProfile {
+ public:
+  // The profile, or nullptr when RELPOS_GEMM_PROFILE is off (read once).
+  static GemmProfile* get() {
+    static GemmProfile* const p = []() -> GemmProfile* {
+      const char* e = std::getenv("RELPOS_GEMM_PROFILE");
+      if (!e || !*e || std::strcmp(e, "0") == 0) return nullptr;
+      RELPOS_CHECK(std::strcmp(e, "1") == 0, "RELPOS_GEMM_PROFILE={}: expected 0 or 1", e);
+      static GemmProfile profile;
+      return &profile;
+    }();
+    return p;
+  }
+  static double now_ms() {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+  void record(const char* inputs, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const std::string& epilogue,
+              double ms) {
+    std::lock_guard lock(mu_);
+    Row& r = rows_[{inputs, std::string(ta ? "T" : "N") + (tb ? "T" : "N"), M, N, K, epilogue}];
+    ++r.calls;
+    r.ms += ms;
+  }
+  ~GemmProfile() {
+    std::vector<std::pair<Key, Row>> rows(rows_.begin(), rows_.end());
+    std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.second.ms > y.second.ms; });
+    int64_t calls = 0;
+    double ms = 0, flop = 0;
+    for (const auto& [key, row] : rows) calls += row.calls, ms += row.ms, flop += flops(key) * double(row.calls);
+    std::string out = fmt::format(
+        "relpos GEMM profile (RELPOS_GEMM_PROFILE=1, {} OpenMP threads): {} calls, {:.1f} ms, {:.2f} GFLOP, {:.1f} "
+        "GFLOP/s\n| inputs | op(A) op(B) | M | N | K | epilogue | calls | ms | ms/call | GFLOP/s |\n"
+        "|---|---|---:|---:|---:|---|---:|---:|---:|---:|\n",
+        omp_get_max_threads(), calls, ms, flop * 1e-9, ms > 0 ? flop / ms * 1e-6 : 0.0);
+    for (const auto& [key, row] : rows)
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {:.2f} | {:.4f} | {:.1f} |\n", std::get<0>(key),
+                         std::get<1>(key), std::get<2>(key), std::get<3>(key), std::get<4>(key), std::get<5>(key),
+                         row.calls, row.ms, row.ms / double(row.calls),
+                         row.ms > 0 ? flops(key) * double(row.calls) / row.ms * 1e-6 : 0.0);
+    std::fputs(out.c_str(), stderr);
+  }
+
+ private:
+  using Key = std::tuple<std::string, std::string, int64_t, int64_t, int64_t, std::string>;
+  struct Row {
+    int64_t calls = 0;
+    double ms = 0;
+  };
+  static double flops(const Key& k) {
+    return 2.0 * double(std::get<2>(k)) * double(std::get<3>(k)) * double(std::get<4>(k));
+  }
+  std::mutex mu_;
+  std::map<Key, Row> rows_;
+};
+
+template <typename T>
+std::string describe_epilogue(bool round_output, const cpu::GemmEpilogue<T>& ep) {
+  std::string s = round_output ? "round" : "";
+  const auto add = [&s](const char* part) { s += s.empty() ? part : std::string("+") + part; };
+  if (ep.bias) add("bias");
+  if (ep.has_act) add(ep.act_grad ? "act+grad" : "act");
+  return s.empty() ? "-" : s;
+}
+
 // The block of C given its epilogue (rounding, bias, activation) while in cache: about this many bytes (half of a 2 MiB
 // L2, or two cores' 1 MiB each).
 constexpr int64_t kEpilogueBlockBytes = int64_t(1) << 20;
@@ -244,9 +315,11 @@ constexpr int64_t kEpilogueBlockBytes = int64_t(1) << 20;
 
 namespace cpu {
 
-void gemm_f32(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a,
-              int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, const GemmEpilogue<float>& ep) {
-  if (M == 0 || N == 0) return;
+namespace {
+
+void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
+                  const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+                  const GemmEpilogue<float>& ep) {
   ensure_blas_core();
   round_output = round_output && inputs != GemmInputs::F32;
   // C in blocks of rows (A's rows i0 .. i0+rows-1: row i0 of A, or column i0 when A is stored
@@ -301,9 +374,8 @@ void gemm_f32(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_t M,
   }
 }
 
-void gemm_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, int64_t lda, const double* b,
-              int64_t ldb, double* c, int64_t ldc, const GemmEpilogue<double>& ep) {
-  if (M == 0 || N == 0) return;
+void gemm_f64_run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, int64_t lda, const double* b,
+                  int64_t ldb, double* c, int64_t ldc, const GemmEpilogue<double>& ep) {
   ensure_blas_core();
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
               1.0, a, int(lda), b, int(ldb), 0.0, c, int(ldc));
@@ -311,9 +383,35 @@ void gemm_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a
   if (ep.has_act) activate_rows(ep.act, c, M, N, ldc, ep.act_grad, ep.ldg);
 }
 
+}  // namespace
+
+void gemm_f32(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a,
+              int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, const GemmEpilogue<float>& ep) {
+  if (M == 0 || N == 0) return;
+  GemmProfile* profile = GemmProfile::get();
+  const double t0 = profile ? GemmProfile::now_ms() : 0.0;
+  gemm_f32_run(inputs, round_output, ta, tb, M, N, K, a, lda, b, ldb, c, ldc, ep);
+  if (profile)
+    profile->record(inputs == GemmInputs::BF16   ? "bf16"
+                    : inputs == GemmInputs::FP16 ? "fp16"
+                                                 : "f32",
+                    ta, tb, M, N, K, describe_epilogue(round_output && inputs != GemmInputs::F32, ep),
+                    GemmProfile::now_ms() - t0);
+}
+
+void gemm_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, int64_t lda, const double* b,
+              int64_t ldb, double* c, int64_t ldc, const GemmEpilogue<double>& ep) {
+  if (M == 0 || N == 0) return;
+  GemmProfile* profile = GemmProfile::get();
+  const double t0 = profile ? GemmProfile::now_ms() : 0.0;
+  gemm_f64_run(ta, tb, M, N, K, a, lda, b, ldb, c, ldc, ep);
+  if (profile) profile->record("f64", ta, tb, M, N, K, describe_epilogue(false, ep), GemmProfile::now_ms() - t0);
+}
+
 }  // namespace cpu
 
 std::string cpu_gemm_path(GemmInputs inputs) {
+  GemmProfile::get();  // a wrong RELPOS_GEMM_PROFILE is named here (relpos info), not at the first GEMM
   const std::string blas = "OpenBLAS sgemm (" + ensure_blas_core().core + " kernels)";
   const char* why_f32 = inputs == GemmInputs::BF16   ? ", on the bf16 values in float32"
                         : inputs == GemmInputs::FP16 ? ", on the float16 values in float32"

@@ -22,6 +22,9 @@
 //                          values of k::unary / k::unary(derivative_of(act)) on pre.
 // RELPOS_GEMM=openblas forces OpenBLAS for float32 (and bf16 inputs): a switch for benchmarks
 // and for bisecting a numerical difference, read once.
+// RELPOS_GEMM_PROFILE=1 times every call of gemm_f32 / gemm_f64 and prints, at process exit (on
+// stderr), one Markdown row per (inputs, layout, M, N, K, epilogue): calls, ms, GFLOP/s. A
+// profiler's view of the GEMMs, which perf cannot unwind (oneDNN's JIT code); read once.
 // Determinism: the result of a given call is the same at every thread count. oneDNN may split
 // K across threads (a parallel reduction whose order follows the thread count) when K > 1024 and
 // there is little M x N work; relpos therefore never hands it a K above 1024: longer products run

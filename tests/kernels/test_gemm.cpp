@@ -6,9 +6,11 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -164,6 +166,58 @@ TEST_CASE("gemm: the path names the bf16 units where the CPU has them, and relpo
   std::filesystem::remove_all(dir);
   CHECK(run.code == 0);
   CHECK(run.out.find("precision: bf16 (CPU GEMM: " + bf16 + ")") != std::string::npos);
+}
+
+TEST_CASE("gemm: RELPOS_GEMM_PROFILE=1 prints every GEMM of a run as one table at exit", "[kernels][gemm][profile]") {
+  const std::string dir = (std::filesystem::temp_directory_path() / "relpos_gemm_profile").string();
+  const std::string train = test::shell_quote(RELPOS_CLI_PATH) +
+                            " train configs/quickstart.yaml --set train.steps=2 --set optim.warmup=0 "
+                            "--set train.eval_every=2 --set output.dir=" +
+                            test::shell_quote(dir);
+  const auto run = test::shell_run("RELPOS_GEMM_PROFILE=1 " + train);
+  std::filesystem::remove_all(dir);
+  REQUIRE(run.code == 0);
+  INFO(run.out);
+  const auto head = run.out.find("relpos GEMM profile (RELPOS_GEMM_PROFILE=1, ");
+  REQUIRE(head != std::string::npos);
+  long long calls = 0;
+  double gflop = 0;
+  {
+    const std::string line = run.out.substr(head, run.out.find('\n', head) - head);
+    const auto c = line.find("): ");
+    REQUIRE(c != std::string::npos);
+    REQUIRE(std::sscanf(line.c_str() + c + 3, "%lld calls, %*f ms, %lf GFLOP", &calls, &gflop) == 2);
+  }
+  // Every row: | inputs | op(A) op(B) | M | N | K | epilogue | calls | ms | ms/call | GFLOP/s |. The
+  // rows' calls and 2 M N K add up to the header's; fc1's GEMM carries the GELU and its derivative.
+  std::istringstream rows(run.out.substr(head));
+  std::string line;
+  long long row_calls = 0;
+  double row_flop = 0;
+  bool fc1 = false;
+  while (std::getline(rows, line)) {
+    char inputs[16], op[8], epi[32];
+    long long m, n, kk, c;
+    if (std::sscanf(line.c_str(), "| %15s | %7s | %lld | %lld | %lld | %31s | %lld |", inputs, op, &m, &n, &kk, epi,
+                    &c) != 7)
+      continue;
+    row_calls += c;
+    row_flop += 2.0 * double(m) * double(n) * double(kk) * double(c);
+    fc1 = fc1 || std::string(epi) == "bias+act+grad";
+    CHECK(std::string(inputs) == "f32");
+  }
+  CHECK(calls > 0);
+  CHECK(row_calls == calls);
+  CHECK(std::abs(row_flop * 1e-9 - gflop) < 0.006);
+  CHECK(fc1);
+  // Off by default; any value but 0 or 1 is named.
+  const auto off = test::shell_run(train);
+  std::filesystem::remove_all(dir);
+  CHECK(off.code == 0);
+  CHECK(off.out.find("GEMM profile") == std::string::npos);
+  const auto bad = test::shell_run("RELPOS_GEMM_PROFILE=yes " + test::shell_quote(RELPOS_CLI_PATH) + " info");
+  CHECK(bad.code != 0);
+  CHECK(bad.out.find("RELPOS_GEMM_PROFILE=yes: expected 0 or 1") != std::string::npos);
 }
 
 TEST_CASE("gemm: two threads multiplying at once get the serial results, bit for bit (sweep --jobs)",
