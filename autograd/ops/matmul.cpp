@@ -9,6 +9,8 @@
 // inputs, which every GEMM of the backward rounds again; dC needs no rounding before its
 // GEMMs for the same reason (rounding is idempotent), so the values are those of
 // autocast_round(matmul(a, b)) with autocast_round's gradient rounding, without its passes.
+#include <optional>
+
 #include "autograd/autocast.h"
 #include "autograd/function.h"
 #include "autograd/ops.h"
@@ -67,9 +69,9 @@ Variable matmul(const Variable& a, const Variable& b) {
 //   g_pre = g act'(pre), then the three products above with g_pre — the values of
 //   act(linear(x, W, b)) as two nodes (unary_grad's g act'(pre) is the same product).
 namespace {
-// linear, with act (k::is_activation) applied in the GEMM's epilogue when has_act. Backward
-// with act: g_pre = g act'(pre) (act' saved by the forward's epilogue), then linear's backward.
-Variable linear_impl(const Variable& x, const Variable& w, const Variable& b, bool has_act, k::Unary act) {
+// linear, with act (k::is_activation) applied in the GEMM's epilogue when given. Backward with
+// act: g_pre = g act'(pre) (act' saved by the forward's epilogue), then linear's backward.
+Variable linear_impl(const Variable& x, const Variable& w, const Variable& b, std::optional<k::Unary> act) {
   RELPOS_CHECK(w.dim() == 2, "linear: weight must be [out, in], got {}", shape_str(w.shape()));
   RELPOS_CHECK(x.dim() >= 1 && x.size(-1) == w.size(1), "linear: input {} has last dim {}, expected {} (weight {})",
                shape_str(x.shape()), x.dim() >= 1 ? x.size(-1) : 0, w.size(1), shape_str(w.shape()));
@@ -79,9 +81,10 @@ Variable linear_impl(const Variable& x, const Variable& w, const Variable& b, bo
   const bool gx = wants_grad(x), gw = wants_grad(w), gb = wants_grad(b);
   const Tensor bias = b.defined() ? b.data() : Tensor();
   const Tensor wt = w.data().transpose(0, 1);
+  const bool has_act = act.has_value();
   k::MatmulActOut out;
   if (has_act)
-    out = k::matmul_act(x.data(), wt, in, r16, bias, act, GradMode::is_enabled() && (gx || gw || gb));
+    out = k::matmul_act(x.data(), wt, in, r16, bias, *act, GradMode::is_enabled() && (gx || gw || gb));
   else
     out.y = k::matmul(x.data(), wt, in, r16, bias);
   SavedTensor sd(out.act_grad, "linear");
@@ -101,13 +104,13 @@ Variable linear_impl(const Variable& x, const Variable& w, const Variable& b, bo
 }  // namespace
 
 Variable linear(const Variable& x, const Variable& w, const Variable& b) {
-  return linear_impl(x, w, b, false, k::Unary::Relu);
+  return linear_impl(x, w, b, std::nullopt);
 }
 
 Variable linear(const Variable& x, const Variable& w, const Variable& b, k::Unary act) {
   RELPOS_CHECK(k::is_activation(act), "linear: op {} is not an activation (expected relu, gelu, gelu_tanh or silu)",
                int(act));
-  return linear_impl(x, w, b, true, act);
+  return linear_impl(x, w, b, act);
 }
 
 }  // namespace relpos
