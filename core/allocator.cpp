@@ -1,10 +1,6 @@
 #include "core/allocator.h"
 
-#include <sys/mman.h>
-
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -12,16 +8,6 @@
 #include "core/error.h"
 
 namespace relpos::cpu_allocator {
-
-bool huge_pages() {  // RELPOS_THP: unset, empty or 1 = on, 0 = off; read once
-  static const bool on = [] {
-    const char* e = std::getenv("RELPOS_THP");
-    if (!e || !*e || std::strcmp(e, "1") == 0) return true;
-    RELPOS_CHECK(std::strcmp(e, "0") == 0, "RELPOS_THP={}: expected 0 or 1", e);
-    return false;
-  }();
-  return on;
-}
 
 namespace {
 
@@ -39,11 +25,9 @@ constexpr bool kCache = true;
 constexpr bool kCache = true;
 #endif
 constexpr size_t kMaxCached = size_t(1) << 31;  // 2 GiB
-constexpr size_t kHugePage = size_t(1) << 21;   // 2 MiB
 
 size_t bucket(size_t n) {
   if (n <= 4096) return (n + 63) / 64 * 64;
-  if (n >= kHugePage && huge_pages()) return (n + kHugePage - 1) / kHugePage * kHugePage;
   return (n + 4095) / 4096 * 4096;
 }
 
@@ -77,12 +61,8 @@ void* allocate(size_t nbytes) {
       return p;
     }
   }
-  const bool huge = sz >= kHugePage && huge_pages();
-  void* p = std::aligned_alloc(huge ? kHugePage : 64, sz);
+  void* p = std::aligned_alloc(64, sz);
   RELPOS_CHECK(p != nullptr, "out of memory allocating {} bytes", nbytes);
-#ifdef MADV_HUGEPAGE
-  if (huge) madvise(p, sz, MADV_HUGEPAGE);  // advice only: where the kernel has no THP, 4 KiB pages as before
-#endif
   return p;
 }
 
@@ -108,28 +88,6 @@ void empty_cache() {
     for (void* p : v) std::free(p);
   c.free.clear();
   c.bytes = 0;
-}
-
-std::string describe() {
-  if (!huge_pages()) return "blocks of 2 MiB and more on 4 KiB pages (RELPOS_THP=0)";
-  std::string mode = "unknown";  // the bracketed word of the kernel's setting
-  if (FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r")) {
-    char buf[128] = {};
-    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-    std::fclose(f);
-    const std::string line(buf, n);
-    const auto a = line.find('['), b = line.find(']');
-    if (a != std::string::npos && b != std::string::npos && b > a) mode = line.substr(a + 1, b - a - 1);
-  }
-  const bool backed = mode == "madvise" || mode == "always";
-  return std::string(
-             "blocks of 2 MiB and more advised MADV_HUGEPAGE (RELPOS_THP=0 switches off); kernel transparent "
-             "huge pages: ") +
-         mode + (backed ? "" : ", so 4 KiB pages");
-}
-
-size_t block_bytes(size_t nbytes) {
-  return bucket(nbytes == 0 ? 1 : nbytes);
 }
 
 size_t cached_bytes() {

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
-#include "core/allocator.h"
 #include "core/cuda_runtime.h"
 #include "kernels/ops.h"
 #include "relpos/version.h"
@@ -71,7 +70,6 @@ int run() {
   fmt::print("CPU GEMM fp16: {}\n", k::cpu_gemm_path(k::GemmInputs::FP16));
   fmt::print("CPU attention tiles: {}\n", k::cpu_attention_tile_path());
   fmt::print("CPU threads:  {} (OpenMP)\n", k::num_threads());
-  fmt::print("CPU memory:   {}\n", cpu_allocator::describe());
   print_devices();
   return 0;
 }
