@@ -30,7 +30,8 @@ path = args[0]
 FRAME = re.compile(r"^\s*([0-9a-f]+)\s+(.*?)\s+\(([^)]*)\)\s*$")
 AUTOGRAD_OP = re.compile(r"^relpos::(operator\S+?|[a-z_0-9]+)(\(relpos::|\(double|$)")
 BACKWARD_PREFIX = "std::_Function_handler<std::vector<relpos::Tensor, std::allocator<relpos::Tensor> > (relpos::Tensor const&), "
-BACKWARD_OWNER = re.compile(r"relpos::([a-z_0-9]+|operator[^\s(]+)\(")
+# the op whose closure runs; its function may sit in an anonymous namespace (linear_impl)
+BACKWARD_OWNER = re.compile(r"relpos::(?:\(anonymous namespace\)::)?([a-z_0-9]+|operator[^\s(]+)\(")
 KERNEL = re.compile(r"^relpos::k::([a-z_0-9]+)(\(|$)")
 PE_HOOK = re.compile(r"relpos::nn::\(anonymous namespace\)::\w+::(rotate|rotate_key|toeplitz_bias|score_terms|"
                      r"value_terms|embed)\b|^relpos::add_toeplitz_bias")
@@ -118,7 +119,7 @@ def main():
                 for sym, _ in st:
                     m = BACKWARD_OWNER.search(sym[len(BACKWARD_PREFIX):]) if sym.startswith(BACKWARD_PREFIX) else None
                     if m:
-                        name = m.group(1) + " (backward)"
+                        name = m.group(1).removesuffix("_impl") + " (backward)"  # linear_impl: linear
                         break
                 if name is None:
                     name = "engine (grad accumulation, bookkeeping)"
