@@ -27,6 +27,10 @@
 #   --check cross-checks every peer's losses against relpos' (|diff| < 1e-3).
 # PRECISION=bf16: relpos --precision bf16 against the torch2 peers under
 #   torch.autocast(dtype=bfloat16) (torch113 is fp32 only); default fp32.
+# ROUNDS=N (default 1): N rounds of every cell, relpos first in odd rounds and last in even ones,
+#   a table per round (raw JSON lines: bench/out/train_T<threads>_<date>_round<k>.jsonl) and then
+#   the median over the rounds with ratio = faster peer median / relpos median
+#   (bench/summarise_rounds.py): on a machine whose speed drifts, the numbers to quote.
 # RELPOS_GEMM=openblas|onednn (kernels/cpu/gemm.h) is passed through to relpos.
 #   Smoke test: TINY_WARMUP=1 TINY_STEPS=2 SIZES=tiny POS="none t5" PEERS="torch2 torch2c" \
 #               bench/run_train_bench.sh --check
@@ -39,7 +43,7 @@ for arg in "$@"; do
   case "$arg" in
     --check) CHECK=1 ;;
     --check-only) CHECK=1; RUN=0 ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     *) [[ "$arg" =~ ^[0-9]+$ ]] || { echo "usage: $0 [THREADS] [--check] [--check-only]" >&2; exit 2; }; THREADS="$arg" ;;
   esac
 done
@@ -63,6 +67,8 @@ SMALL_STEPS=${SMALL_STEPS:-4}
 LONG_WARMUP=${LONG_WARMUP:-1}
 LONG_STEPS=${LONG_STEPS:-3}
 POS=${POS:-"none t5 alibi rope shaw"}
+ROUNDS=${ROUNDS:-1}
+[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "ROUNDS=$ROUNDS: expected a positive integer" >&2; exit 2; }
 SIZES=${SIZES:-"tiny small"}
 
 # run_peer PEER ARGS...: one peer run with the shared arguments (+ --load DIR); one JSON line.
@@ -156,21 +162,40 @@ fi
 
 [[ $RUN == 1 ]] || exit 0
 
-RES="$OUTDIR/train_T${THREADS}_$(date +%Y%m%d_%H%M%S).jsonl"
-for size in $SIZES; do
-  for pos in $POS; do
-    args="$(size_args "$size") --threads $THREADS --pos $pos"
-    [[ "${PRECISION:-fp32}" == fp32 ]] || args="$args --precision $PRECISION"
-    # shellcheck disable=SC2086
-    "$BIN" $args | sed "s/^{/{\"size\":\"$size\",/" >>"$RES"
-    for peer in $PEERS; do
-      # shellcheck disable=SC2086
-      run_peer "$peer" $args | sed "s/^{/{\"size\":\"$size\",/" >>"$RES"
+STAMP="$(date +%Y%m%d_%H%M%S)"
+ALL=()
+for round in $(seq "$ROUNDS"); do
+  RES="$OUTDIR/train_T${THREADS}_${STAMP}.jsonl"
+  [[ $ROUNDS == 1 ]] || RES="$OUTDIR/train_T${THREADS}_${STAMP}_round$round.jsonl"
+  : >"$RES"
+  for size in $SIZES; do
+    for pos in $POS; do
+      args="$(size_args "$size") --threads $THREADS --pos $pos"
+      [[ "${PRECISION:-fp32}" == fp32 ]] || args="$args --precision $PRECISION"
+      # relpos first in odd rounds, last in even ones: a drift of the machine's speed during a
+      # cell does not always favour the same side.
+      impls=(relpos $PEERS)
+      (( round % 2 == 0 )) && impls=($PEERS relpos)
+      for impl in "${impls[@]}"; do
+        if [[ $impl == relpos ]]; then
+          # shellcheck disable=SC2086
+          "$BIN" $args | sed "s/^{/{\"size\":\"$size\",/" >>"$RES"
+        else
+          # shellcheck disable=SC2086
+          run_peer "$impl" $args | sed "s/^{/{\"size\":\"$size\",/" >>"$RES"
+        fi
+      done
+      echo "# done $size $pos (round $round of $ROUNDS)" >&2
     done
-    echo "# done $size $pos" >&2
   done
+  echo "# uptime after: $(uptime)" >&2
+  echo "# raw results: $RES" >&2
+  ALL+=("$RES")
+  [[ $ROUNDS == 1 ]] || echo "## Round $round of $ROUNDS"
+  "$PY" "$ROOT/bench/train_table.py" "$RES"
 done
-echo "# uptime after: $(uptime)" >&2
-echo "# raw results: $RES" >&2
-
-"$PY" "$ROOT/bench/train_table.py" "$RES"
+if [[ $ROUNDS != 1 ]]; then
+  echo "## Median over the $ROUNDS rounds (ratio = faster peer median / relpos median, above 1: relpos faster)"
+  echo
+  "$PY" "$ROOT/bench/summarise_rounds.py" "${ALL[@]}"
+fi

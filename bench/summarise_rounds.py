@@ -1,31 +1,45 @@
-"""Median over rounds of each (size, PE, impl) median ms/step; ratio = faster PyTorch / relpos.
-usage: python3 bench/summarise_rounds.py fp32|bf16 DIR   (reads DIR/train_<prec>*.jsonl: the
-JSON lines bench/run_train_bench.sh writes, one file per round, e.g. bench/results/2026-12-03-*/)"""
+"""Median over rounds of each (size, PE, impl) median ms/step; ratio = faster peer / relpos.
+usage: python3 bench/summarise_rounds.py fp32|bf16 DIR   (reads DIR/train_<prec>*.jsonl, e.g.
+                                                          bench/results/2026-12-03-*/)
+       python3 bench/summarise_rounds.py ROUND.jsonl...  (ROUNDS=N bench/run_train_bench.sh)
+Each file holds one round: the JSON lines bench/run_train_bench.sh writes. The peers are the
+impls other than relpos (torch: Debian's torch 1.13; torch2: PyTorch 2.x eager; torch2c: the
+same compiled), in order of appearance; the ratio is against the faster peer's median."""
 import glob
 import json
 import os
 import statistics
 import sys
 
-if len(sys.argv) != 3 or sys.argv[1] not in ("fp32", "bf16"):
+LABEL = {"torch": "torch 1.13 ms", "torch2": "torch2 eager ms", "torch2c": "torch2 compiled ms"}
+args = sys.argv[1:]
+if len(args) == 2 and args[0] in ("fp32", "bf16") and os.path.isdir(args[1]):
+    files = sorted(glob.glob(os.path.join(args[1], f"train_{args[0]}*.jsonl")))
+elif args and all(a.endswith(".jsonl") for a in args):
+    files = args
+else:
     sys.exit(__doc__)
-prec = sys.argv[1]
-here = sys.argv[2]
-runs = {}
-for f in sorted(glob.glob(os.path.join(here, f"train_{prec}*.jsonl"))):
+runs, peers = {}, []
+for f in files:
     for line in open(f):
+        if not line.strip():
+            continue
         d = json.loads(line)
         runs.setdefault((d["size"], d["pos"], d["impl"]), []).append(d["ms_per_step_median"])
-cells = sorted({(s, p) for s, p, _ in runs}, key=lambda c: (["tiny", "small", "long"].index(c[0]), c[1]))
-print(f"| size | PE | rounds | relpos ms (each round) | torch2 eager ms | torch2 compiled ms | relpos median | faster PyTorch median | ratio |")
-print("|---|---|---:|---|---|---|---:|---:|---:|")
+        if d["impl"] != "relpos" and d["impl"] not in peers:
+            peers.append(d["impl"])
+order = ["tiny", "small", "long"]
+cells = sorted({(s, p) for s, p, _ in runs}, key=lambda c: (order.index(c[0]) if c[0] in order else 9, c[1]))
+print("| size | PE | rounds | relpos ms (each round) | " + "".join(f"{LABEL.get(p, p + ' ms')} | " for p in peers) +
+      "relpos median | faster peer median | ratio |")
+print("|---|---|---:|---|" + "---|" * len(peers) + "---:|---:|---:|")
+fmt = lambda xs: ", ".join(f"{x:.1f}" for x in xs)
 for s, p in cells:
     r = runs.get((s, p, "relpos"), [])
-    e = runs.get((s, p, "torch2"), [])
-    c = runs.get((s, p, "torch2c"), [])
-    if not r or not (e or c):
+    got = [runs.get((s, p, q), []) for q in peers]
+    if not r or not any(got):
         continue
     rm = statistics.median(r)
-    pm = min(statistics.median(e) if e else 1e9, statistics.median(c) if c else 1e9)
-    fmt = lambda xs: ", ".join(f"{x:.1f}" for x in xs)
-    print(f"| {s} | {p} | {len(r)} | {fmt(r)} | {fmt(e)} | {fmt(c)} | {rm:.1f} | {pm:.1f} | {pm / rm:.2f} |")
+    pm = min(statistics.median(x) for x in got if x)
+    print(f"| {s} | {p} | {len(r)} | {fmt(r)} | " + "".join(f"{fmt(x)} | " for x in got) +
+          f"{rm:.1f} | {pm:.1f} | {pm / rm:.2f} |")
