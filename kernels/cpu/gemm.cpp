@@ -317,11 +317,11 @@ namespace cpu {
 
 namespace {
 
+// gemm_f32 without its timing; round_output is only ever set with 16-bit inputs (gemm_f32 says so).
 void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
                   const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
                   const GemmEpilogue<float>& ep) {
   ensure_blas_core();
-  round_output = round_output && inputs != GemmInputs::F32;
   // C in blocks of rows (A's rows i0 .. i0+rows-1: row i0 of A, or column i0 when A is stored
   // transposed), each block rounded and given its bias right after its product while it is in
   // cache (the epilogue).
@@ -388,6 +388,7 @@ void gemm_f64_run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const doubl
 void gemm_f32(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a,
               int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, const GemmEpilogue<float>& ep) {
   if (M == 0 || N == 0) return;
+  round_output = round_output && inputs != GemmInputs::F32;  // float32 products are not rounded
   GemmProfile* profile = GemmProfile::get();
   const double t0 = profile ? GemmProfile::now_ms() : 0.0;
   gemm_f32_run(inputs, round_output, ta, tb, M, N, K, a, lda, b, ldb, c, ldc, ep);
@@ -395,8 +396,7 @@ void gemm_f32(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_t M,
     profile->record(inputs == GemmInputs::BF16   ? "bf16"
                     : inputs == GemmInputs::FP16 ? "fp16"
                                                  : "f32",
-                    ta, tb, M, N, K, describe_epilogue(round_output && inputs != GemmInputs::F32, ep),
-                    GemmProfile::now_ms() - t0);
+                    ta, tb, M, N, K, describe_epilogue(round_output, ep), GemmProfile::now_ms() - t0);
 }
 
 void gemm_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, int64_t lda, const double* b,
