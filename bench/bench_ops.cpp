@@ -1,4 +1,4 @@
-// bench/bench_ops.cpp — time relpos k::matmul (float32, and bf16 operands), the fused attention
+// bench/bench_ops.cpp — time relpos k::matmul (float32, and bf16 operands), the fused attention (float32 and bf16)
 // (forward + backward) and k::softmax.
 // bench/torch_ops.py runs the same cases the same way with PyTorch; bench/run_ops_bench.sh
 // runs both with one thread count and prints a comparison table.
@@ -152,6 +152,16 @@ int main(int argc, char** argv) {
                      [q, kk, v, go, args] {
                        const k::AttentionOut f = k::attention(q, kk, v, Tensor(), Tensor(), args);
                        return k::attention_backward(go, q, kk, v, Tensor(), Tensor(), f, args).dq;
+                     }});
+    // bf16 autocast (k::AttentionArgs::inputs): the operands rounded in the kernel, Q K^T and dO V^T
+    // on bf16 pairs where the CPU has AVX512-BF16 (RELPOS_TILE_GEMM=avx512 for the float32 tiles)
+    k::AttentionArgs a16 = args;
+    a16.inputs = k::GemmInputs::BF16;
+    a16.round_output = true;
+    cases.push_back({"attention_bf16", size, 0.5 * 14.0 * double(B * H * L * L * dh), 4.0 * 8 * double(B * H * L * dh),
+                     [q, kk, v, go, a16] {
+                       const k::AttentionOut f = k::attention(q, kk, v, Tensor(), Tensor(), a16);
+                       return k::attention_backward(go, q, kk, v, Tensor(), Tensor(), f, a16).dq;
                      }});
   }
   for (const Shape& s : {Shape{4096, 256}, Shape{64, 4, 128, 128}}) {

@@ -217,15 +217,50 @@ BucketRuns bucket_index(const AttentionBuckets& bk, const char* op) {
   return r;
 }
 
+// The operands of one head's S = Q K^T: Q's rows (row stride ldq) and the keys transposed kt
+// [dh, Lk]; or, when both are bf16 values and the tiles multiply bf16 pairs
+// (kernels/cpu/tile_gemm.h, tile_pairs_enabled), the same values as pair words: qw [Lq, dh / 2]
+// (pack_pairs_rows) and kw [dh / 2, Lk] (pack_pairs_cols), and q / kt unused.
+template <typename T>
+struct ScoreOperands {
+  const T* q = nullptr;
+  int64_t ldq = 0;
+  const T* kt = nullptr;
+  const uint32_t* qw = nullptr;
+  const uint32_t* kw = nullptr;
+};
+
+// Whether this call's bf16-valued products run on bf16 pairs: float32 under bf16 autocast, an even
+// head_dim and a CPU (and RELPOS_TILE_GEMM) with the pair kernels. The same bits either way.
+template <typename T>
+bool use_pairs(const Dims& d, const AttentionArgs& a) {
+  return std::is_same_v<T, float> && a.inputs == GemmInputs::BF16 && d.dh % 2 == 0 && tile_pairs_enabled();
+}
+
+// C[r, c] = alpha A B for a block of rows i0.. of A (row-major, stride lda) and columns j0.. of B^T
+// ([dh, L], row stride L): the float32 / float64 product, or the pair product on the same values
+// packed as words (aw [., dh / 2], bw [dh / 2, L]).
+template <typename T>
+void rows_by_cols(const Dims& d, int64_t L, T alpha, const T* A, int64_t lda, const T* Bt, const uint32_t* aw,
+                  const uint32_t* bw, int64_t i0, int64_t r, int64_t j0, int64_t c, T* out) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (aw) {
+      const int64_t np = d.dh / 2;
+      return tile_gemm_pairs(TileIsa::Avx512Bf16, TilePairs{r, c, np, alpha, aw + i0 * np, np, bw + j0, L, out, c});
+    }
+  }
+  tile_mm<T>(r, c, d.dh, alpha, A + i0 * lda, lda, 1, Bt + j0, L, false, out, c);
+}
+
 // The scores of rows i0 .. i0+r-1 against keys j0 .. j0+c-1, biased and masked, into s [r, c]
 // (row stride c). Hidden cells are -inf.
 // tab_h: the index bias's table column of head h (entry n at tab_h[n H]); ix_b: batch b's index
-// rows [Lq, Lk] (both null without an index bias). Kt: the head's keys transposed, [dh, Lk].
+// rows [Lq, Lk] (both null without an index bias).
 template <typename T>
-void tile_scores(const Dims& d, const AttentionArgs& a, const T* Q, int64_t ldq, const T* Kt, const T* th,
-                 const double* kp_b, const T* qr, int64_t nb, const BucketRuns& bucket, const T* tab_h,
-                 const int64_t* ix_b, int64_t i0, int64_t r, int64_t j0, int64_t c, T* s) {
-  tile_mm<T>(r, c, d.dh, T(a.scale), Q + i0 * ldq, ldq, 1, Kt + j0, d.Lk, false, s, c);
+void tile_scores(const Dims& d, const AttentionArgs& a, const ScoreOperands<T>& so, const T* th, const double* kp_b,
+                 const T* qr, int64_t nb, const BucketRuns& bucket, const T* tab_h, const int64_t* ix_b, int64_t i0,
+                 int64_t r, int64_t j0, int64_t c, T* s) {
+  rows_by_cols<T>(d, d.Lk, T(a.scale), so.q, so.ldq, so.kt, so.qw, so.kw, i0, r, j0, c, s);
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   for (int64_t ii = 0; ii < r; ++ii) {
     const int64_t i = i0 + ii;
@@ -387,8 +422,10 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
     {
       std::vector<T> s(static_cast<size_t>(kRowBlock * kKeyBlock)), mrow(static_cast<size_t>(kKeyBlock)), kt, qbuf,
           vbuf;
+      std::vector<uint32_t> qw, kw;  // bf16 pairs (use_pairs)
       std::vector<RowState<T>> st(static_cast<size_t>(kRowBlock));
       const bool rounding = std::is_same_v<T, float> && a.inputs != GemmInputs::F32;
+      const bool pairs = use_pairs<T>(d, a);
 #pragma omp for schedule(static)
       for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
         const int64_t b = bh / d.H, h = bh % d.H;
@@ -397,10 +434,8 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
         const T* K = hk.at(b, h);
         const T* V = hv.at(b, h);
         int64_t ldq = hq.ld, ldv = hv.ld;
-        if (rounding) {
-          Q = rounded_rows(Q, ldq, d.Lq, d.dh, a.inputs, qbuf), ldq = d.dh;
-          V = rounded_rows(V, ldv, d.Lk, d.dh, a.inputs, vbuf), ldv = d.dh;
-        }
+        if (rounding && !pairs) Q = rounded_rows(Q, ldq, d.Lq, d.dh, a.inputs, qbuf), ldq = d.dh;
+        if (rounding) V = rounded_rows(V, ldv, d.Lk, d.dh, a.inputs, vbuf), ldv = d.dh;
         const T* th = pt ? pt + h * (d.Lq + d.Lk - 1) : nullptr;
         const double* kp_b = pad.empty() ? nullptr : pad.data() + b * d.Lk;
         T* O = ho.at(b, h);
@@ -409,7 +444,18 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
         T* W = pw ? pw + bh * d.Lq * nb : nullptr;
         const T* tab_h = ptab ? ptab + h : nullptr;
         const int64_t* ix_b = index.rows(d, b);
-        transpose_rows<T>(K, hk.ld, d.Lk, d.dh, a.inputs, kt);
+        ScoreOperands<T> so{Q, ldq};
+        if constexpr (std::is_same_v<T, float>) {
+          if (pairs) {
+            pack_pairs_rows(Q, ldq, d.Lq, d.dh, qw);  // (rounded while packed)
+            pack_pairs_cols(K, hk.ld, d.Lk, d.dh, kw);
+            so.qw = qw.data(), so.kw = kw.data();
+          }
+        }
+        if (!pairs) {
+          transpose_rows<T>(K, hk.ld, d.Lk, d.dh, a.inputs, kt);
+          so.kt = kt.data();
+        }
         for (int64_t i0 = 0; i0 < d.Lq; i0 += kRowBlock) {
           const int64_t r = std::min(kRowBlock, d.Lq - i0), kend = block_key_end(d, a, i0, r);
           T* acc = O + i0 * ho.ld;  // [r, dh] (row stride ho.ld), the unnormalised output
@@ -417,7 +463,7 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
           std::fill(st.begin(), st.end(), RowState<T>{});
           for (int64_t j0 = 0; j0 < kend; j0 += kKeyBlock) {
             const int64_t c = std::min(kKeyBlock, kend - j0);
-            tile_scores<T>(d, a, Q, ldq, kt.data(), th, kp_b, QR, nb, bucket, tab_h, ix_b, i0, r, j0, c, s.data());
+            tile_scores<T>(d, a, so, th, kp_b, QR, nb, bucket, tab_h, ix_b, i0, r, j0, c, s.data());
             for (int64_t ii = 0; ii < r; ++ii) {
               T* si = s.data() + ii * c;
               const int64_t row = bh * d.Lq + i0 + ii;
@@ -520,7 +566,9 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
       const size_t tile = size_t(kRowBlock * kKeyBlock);
       std::vector<T> p(tile), ds(tile), delta(static_cast<size_t>(kRowBlock)), mrow(static_cast<size_t>(kKeyBlock)), kt,
           vt, qbuf, kbuf, gbuf;
+      std::vector<uint32_t> qw, kw, dow, vw;  // bf16 pairs (use_pairs)
       const bool rounding = std::is_same_v<T, float> && a.inputs != GemmInputs::F32;
+      const bool pairs = use_pairs<T>(d, a);
 #pragma omp for schedule(static)
       for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
         const int64_t b = bh / d.H, h = bh % d.H;
@@ -548,8 +596,21 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
         const T* tab_h = ptab ? ptab + h : nullptr;
         const int64_t* ix_b = index.rows(d, b);
         double* dtab = dtable_parts.empty() ? nullptr : dtable_parts.data() + bh * ntab;  // [NT] of (b, h)
-        transpose_rows<T>(K, ldk, d.Lk, d.dh, GemmInputs::F32, kt);                       // (K already rounded)
-        transpose_rows<T>(V, hv.ld, d.Lk, d.dh, a.inputs, vt);
+        ScoreOperands<T> so{Q, ldq};
+        if constexpr (std::is_same_v<T, float>) {
+          if (pairs) {  // Q, K and dO already rounded; V rounded while packed
+            pack_pairs_rows(Q, ldq, d.Lq, d.dh, qw);
+            pack_pairs_cols(K, ldk, d.Lk, d.dh, kw);
+            pack_pairs_rows(G, ldg, d.Lq, d.dh, dow);
+            pack_pairs_cols(V, hv.ld, d.Lk, d.dh, vw);
+            so.qw = qw.data(), so.kw = kw.data();
+          }
+        }
+        if (!pairs) {
+          transpose_rows<T>(K, ldk, d.Lk, d.dh, GemmInputs::F32, kt);  // (K already rounded)
+          transpose_rows<T>(V, hv.ld, d.Lk, d.dh, a.inputs, vt);
+          so.kt = kt.data();
+        }
         for (int64_t i0 = 0; i0 < d.Lq; i0 += kRowBlock) {
           const int64_t r = std::min(kRowBlock, d.Lq - i0), kend = block_key_end(d, a, i0, r);
           for (int64_t ii = 0; ii < r; ++ii) {  // D = rowsum(dO * O) (+ g_w . w)
@@ -563,7 +624,7 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
           }
           for (int64_t j0 = 0; j0 < kend; j0 += kKeyBlock) {
             const int64_t c = std::min(kKeyBlock, kend - j0);
-            tile_scores<T>(d, a, Q, ldq, kt.data(), th, kp_b, QR, nb, bucket, tab_h, ix_b, i0, r, j0, c, p.data());
+            tile_scores<T>(d, a, so, th, kp_b, QR, nb, bucket, tab_h, ix_b, i0, r, j0, c, p.data());
             for (int64_t ii = 0; ii < r; ++ii) {  // P = exp(S - lse)
               T* pi = p.data() + ii * c;
               const T l = lse[i0 + ii];
@@ -575,7 +636,8 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
               }
             }
             // dP = dO_blk V_tile^T  [r, c]
-            tile_mm<T>(r, c, d.dh, T(1), G + i0 * ldg, ldg, 1, vt.data() + j0, d.Lk, false, ds.data(), c);
+            rows_by_cols<T>(d, d.Lk, T(1), G, ldg, vt.data(), pairs ? dow.data() : nullptr, pairs ? vw.data() : nullptr,
+                            i0, r, j0, c, ds.data());
             for (int64_t ii = 0; ii < r; ++ii) {  // dS = P (dP - D)
               T* di = ds.data() + ii * c;
               T* pi = p.data() + ii * c;

@@ -67,11 +67,14 @@ __attribute__((target("avx512f,fma"))) void block512(const TileGemm& g, int64_t 
   }
 }
 
-template <int MR>
-void rows512(const TileGemm& g, int64_t i0, int64_t rows, int64_t j0, __mmask16 m0, __mmask16 m1) {
+// The AVX-512 kernels' walk over C (float32 and bf16 pairs alike): blocks of 32 columns (the
+// second 16 masked past N), in each kMr512 rows at a time and the rows left over by the one
+// Kernel::block<MR> instantiation of their count.
+template <typename Kernel, int MR, typename G>
+void rows512(const G& g, int64_t i0, int64_t rows, int64_t j0, __mmask16 m0, __mmask16 m1) {
   if constexpr (MR > 0) {
-    if (rows == MR) return block512<MR>(g, i0, j0, m0, m1);
-    rows512<MR - 1>(g, i0, rows, j0, m0, m1);
+    if (rows == MR) return Kernel::template block<MR>(g, i0, j0, m0, m1);
+    rows512<Kernel, MR - 1>(g, i0, rows, j0, m0, m1);
   }
 }
 
@@ -79,13 +82,95 @@ __mmask16 mask16(int64_t n) {
   return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
 }
 
-void tile_avx512(const TileGemm& g) {
+template <typename Kernel, typename G>
+void walk512(const G& g) {
   for (int64_t j0 = 0; j0 < g.N; j0 += 32) {
     const __mmask16 m0 = mask16(g.N - j0), m1 = mask16(g.N - j0 - 16);
     int64_t i0 = 0;
-    for (; i0 + kMr512 <= g.M; i0 += kMr512) block512<kMr512>(g, i0, j0, m0, m1);
-    if (i0 < g.M) rows512<kMr512 - 1>(g, i0, g.M - i0, j0, m0, m1);
+    for (; i0 + kMr512 <= g.M; i0 += kMr512) Kernel::template block<kMr512>(g, i0, j0, m0, m1);
+    if (i0 < g.M) rows512<Kernel, kMr512 - 1>(g, i0, g.M - i0, j0, m0, m1);
   }
+}
+
+struct Float32Blocks {
+  template <int MR>
+  static void block(const TileGemm& g, int64_t i0, int64_t j0, __mmask16 m0, __mmask16 m1) {
+    block512<MR>(g, i0, j0, m0, m1);
+  }
+};
+
+void tile_avx512(const TileGemm& g) {
+  walk512<Float32Blocks>(g);
+}
+
+// ---------------------------------------------------------------- AVX512-BF16 pairs: MR x 32
+// Per pair p: two 16-word loads of B's pair row p, MR broadcasts of A's word (i, p) and MR * 2
+// vdpbf16ps, each two steps of the float32 sequence (high product first, tile_gemm.h).
+template <int MR>
+__attribute__((target("avx512f,avx512bf16"))) void pairs512(const TilePairs& g, int64_t i0, int64_t j0, __mmask16 m0,
+                                                            __mmask16 m1) {
+  __m512 acc0[MR], acc1[MR];
+  RELPOS_UNROLL for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
+  const uint32_t* a = g.a + i0 * g.a_rs;
+  const uint32_t* b = g.b + j0;
+  for (int64_t p = 0; p < g.pairs; ++p) {
+    const uint32_t* bp = b + p * g.ldb;
+    const __m512bh b0 = (__m512bh)_mm512_maskz_loadu_epi32(m0, bp);
+    const __m512bh b1 = (__m512bh)_mm512_maskz_loadu_epi32(m1, bp + 16);
+    RELPOS_UNROLL for (int r = 0; r < MR; ++r) {
+      const __m512bh ar = (__m512bh)_mm512_set1_epi32(int(a[r * g.a_rs + p]));
+      acc0[r] = _mm512_dpbf16_ps(acc0[r], ar, b0);
+      acc1[r] = _mm512_dpbf16_ps(acc1[r], ar, b1);
+    }
+  }
+  const __m512 alpha = _mm512_set1_ps(g.alpha), zero = _mm512_setzero_ps();
+  RELPOS_UNROLL for (int r = 0; r < MR; ++r) {  // C = fma(alpha, acc, 0), as the float32 kernels
+    float* cr = g.c + (i0 + r) * g.ldc + j0;
+    _mm512_mask_storeu_ps(cr, m0, _mm512_fmadd_ps(alpha, acc0[r], zero));
+    _mm512_mask_storeu_ps(cr + 16, m1, _mm512_fmadd_ps(alpha, acc1[r], zero));
+  }
+}
+
+struct PairBlocks {
+  template <int MR>
+  static void block(const TilePairs& g, int64_t i0, int64_t j0, __mmask16 m0, __mmask16 m1) {
+    pairs512<MR>(g, i0, j0, m0, m1);
+  }
+};
+
+void pairs_avx512(const TilePairs& g) {
+  walk512<PairBlocks>(g);
+}
+
+float pair_high(uint32_t w) {
+  const uint32_t u = w & 0xffff0000u;
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+float pair_low(uint32_t w) {
+  return pair_high(w << 16);
+}
+
+void pairs_scalar(const TilePairs& g) {
+  for (int64_t i = 0; i < g.M; ++i)
+    for (int64_t j = 0; j < g.N; ++j) {
+      float acc = 0;
+      for (int64_t p = 0; p < g.pairs; ++p) {
+        const uint32_t wa = g.a[i * g.a_rs + p], wb = g.b[p * g.ldb + j];
+        acc = std::fma(pair_high(wa), pair_high(wb), acc);
+        acc = std::fma(pair_low(wa), pair_low(wb), acc);
+      }
+      g.c[i * g.ldc + j] = std::fma(g.alpha, acc, 0.0f);
+    }
+}
+
+// The bits of x rounded to bf16 (nearest even; a NaN stays a quiet NaN).
+uint32_t bf16_bits(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40u;
+  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
 }
 
 // ---------------------------------------------------------------- AVX2: MR x 16
@@ -150,6 +235,7 @@ void tile_openblas(const TileGemm& g) {
 }
 
 TileIsa best_isa() {
+  if (tile_isa_supported(TileIsa::Avx512Bf16)) return TileIsa::Avx512Bf16;
   if (tile_isa_supported(TileIsa::Avx512)) return TileIsa::Avx512;
   if (tile_isa_supported(TileIsa::Avx2)) return TileIsa::Avx2;
   return TileIsa::OpenBLAS;
@@ -161,6 +247,13 @@ bool tile_isa_supported(TileIsa isa) {
   // The CPU's vector tier as kernels/cpu/blas_core.cpp reads it: 3 = AVX-512 (F, BW, VL, DQ; every
   // such CPU has FMA), 2 = AVX2 + FMA.
   switch (isa) {
+    case TileIsa::Avx512Bf16:
+#if defined(__x86_64__)
+      __builtin_cpu_init();
+      return ensure_blas_core().cpu_tier >= 3 && __builtin_cpu_supports("avx512bf16");
+#else
+      return false;
+#endif
     case TileIsa::Avx512:
       return ensure_blas_core().cpu_tier >= 3;
     case TileIsa::Avx2:
@@ -174,6 +267,8 @@ bool tile_isa_supported(TileIsa isa) {
 
 const char* tile_isa_name(TileIsa isa) {
   switch (isa) {
+    case TileIsa::Avx512Bf16:
+      return "avx512bf16";
     case TileIsa::Avx512:
       return "avx512";
     case TileIsa::Avx2:
@@ -190,12 +285,12 @@ TileIsa tile_isa() {
   static const TileIsa isa = [] {
     const char* e = std::getenv("RELPOS_TILE_GEMM");
     if (!e || !*e) return best_isa();
-    for (TileIsa t : {TileIsa::Avx512, TileIsa::Avx2, TileIsa::OpenBLAS})
+    for (TileIsa t : {TileIsa::Avx512Bf16, TileIsa::Avx512, TileIsa::Avx2, TileIsa::OpenBLAS})
       if (std::strcmp(e, tile_isa_name(t)) == 0) {
         RELPOS_CHECK(tile_isa_supported(t), "RELPOS_TILE_GEMM={}: this CPU does not run {} instructions", e, e);
         return t;
       }
-    ::relpos::fail("RELPOS_TILE_GEMM={}: expected 'avx512', 'avx2' or 'openblas'", e);
+    ::relpos::fail("RELPOS_TILE_GEMM={}: expected 'avx512bf16', 'avx512', 'avx2' or 'openblas'", e);
   }();
   return isa;
 }
@@ -204,6 +299,7 @@ void tile_gemm(TileIsa isa, const TileGemm& g) {
   if (g.M <= 0 || g.N <= 0) return;
   RELPOS_CHECK(tile_isa_supported(isa), "tile_gemm: this CPU does not run {} instructions", tile_isa_name(isa));
   switch (isa) {
+    case TileIsa::Avx512Bf16:  // float32 operands: the avx512 kernels
     case TileIsa::Avx512:
       return tile_avx512(g);
     case TileIsa::Avx2:
@@ -220,6 +316,41 @@ void tile_gemm(const TileGemm& g) {
   tile_gemm(tile_isa(), g);
 }
 
+void tile_gemm_pairs(TileIsa isa, const TilePairs& g) {
+  if (g.M <= 0 || g.N <= 0) return;
+  if (isa == TileIsa::Scalar) return pairs_scalar(g);
+  RELPOS_CHECK(isa == TileIsa::Avx512Bf16 && tile_isa_supported(isa),
+               "tile_gemm_pairs: needs avx512bf16 instructions (asked: {}{})", tile_isa_name(isa),
+               tile_isa_supported(TileIsa::Avx512Bf16) ? "" : ", which this CPU lacks");
+  pairs_avx512(g);
+}
+
+void pack_pairs_rows(const float* x, int64_t ld, int64_t rows, int64_t cols, std::vector<uint32_t>& out) {
+  RELPOS_CHECK(cols % 2 == 0, "pack_pairs_rows: {} columns, expected an even count", cols);
+  const int64_t np = cols / 2;
+  out.resize(size_t(rows * np));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * ld;
+    uint32_t* o = out.data() + r * np;
+    for (int64_t p = 0; p < np; ++p) o[p] = bf16_bits(xr[2 * p]) << 16 | bf16_bits(xr[2 * p + 1]);
+  }
+}
+
+void pack_pairs_cols(const float* x, int64_t ld, int64_t rows, int64_t cols, std::vector<uint32_t>& out) {
+  RELPOS_CHECK(cols % 2 == 0, "pack_pairs_cols: {} columns, expected an even count", cols);
+  const int64_t np = cols / 2;
+  out.resize(size_t(rows * np));
+  constexpr int64_t kR = 16;  // 16 rows at a time: runs of 16 contiguous writes per pair, reads from L1
+  for (int64_t r0 = 0; r0 < rows; r0 += kR) {
+    const int64_t nr = std::min(kR, rows - r0);
+    for (int64_t p = 0; p < np; ++p) {
+      uint32_t* o = out.data() + p * rows + r0;
+      const float* xp = x + r0 * ld + 2 * p;
+      for (int64_t rr = 0; rr < nr; ++rr) o[rr] = bf16_bits(xp[rr * ld]) << 16 | bf16_bits(xp[rr * ld + 1]);
+    }
+  }
+}
+
 }  // namespace relpos::k::cpu
 
 namespace relpos::k {
@@ -229,6 +360,10 @@ std::string cpu_attention_tile_path() {
   const char* forced = std::getenv("RELPOS_TILE_GEMM");
   const std::string how = forced && *forced ? " [RELPOS_TILE_GEMM]" : "";
   switch (isa) {
+    case cpu::TileIsa::Avx512Bf16:
+      return "avx512 micro-kernels (12 x 32 blocks); bf16 products (autocast's Q K^T, dO V^T) on avx512bf16 "
+             "(vdpbf16ps)" +
+             how;
     case cpu::TileIsa::Avx512:
       return "avx512 micro-kernels (12 x 32 blocks)" + how;
     case cpu::TileIsa::Avx2:

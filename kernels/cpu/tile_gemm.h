@@ -16,18 +16,33 @@
 // below and in the scalar reference (tests/kernels/test_tile_gemm.cpp holds them to that), and
 // one thread per call, so the fused attention stays deterministic at any thread count.
 //
-// ISAs, chosen once at run time by what the CPU runs (RELPOS_TILE_GEMM=avx512|avx2|openblas
-// forces one; an ISA the CPU lacks is a named error):
+// ISAs, chosen once at run time by what the CPU runs (RELPOS_TILE_GEMM=avx512bf16|avx512|avx2|
+// openblas forces one; an ISA the CPU lacks is a named error):
+//   avx512bf16: avx512's float32 kernels, and the bf16 pair kernels below for the products whose
+//             operands are both bf16 values under autocast (AVX512-BF16, e.g. Zen 4, Cooper Lake,
+//             Sapphire Rapids);
 //   avx512:   12 x 32 blocks (24 zmm accumulators), masked loads/stores at the edges;
 //   avx2:     6 x 16 blocks (12 ymm accumulators);
 //   openblas: cblas_sgemm on each tile (what every CPU without AVX2 + FMA runs).
+//
+// bf16 pair products (tile_gemm_pairs): under bf16 autocast the fused attention's S = scale Q K^T
+// (forward and the backward's recompute) and dP = dO V^T multiply two bf16-valued operands. Packed
+// as pairs along K (pack_pairs_rows / pack_pairs_cols: one 32-bit word holds elements 2p and
+// 2p + 1), vdpbf16ps does two steps of the float32 sequence per instruction: it adds the word's
+// high product, then its low one, each product exact (bf16 x bf16 fits a float32) and each sum
+// rounded once, as an fma would. Element 2p is packed in the high half, so the result is the
+// scalar reference's sequence on the same values, bit for bit (tests/kernels/test_tile_gemm.cpp),
+// with one documented difference: the instruction reads subnormal inputs as zero and flushes
+// subnormal partial sums to zero (|x| < 2^-126; with every input of magnitude >= 2^-56 or zero, no
+// nonzero partial sum can be that small).
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 namespace relpos::k::cpu {
 
-enum class TileIsa { OpenBLAS, Avx2, Avx512, Scalar };
+enum class TileIsa { OpenBLAS, Avx2, Avx512, Avx512Bf16, Scalar };
 
 struct TileGemm {
   int64_t M = 0, N = 0, K = 0;
@@ -53,6 +68,27 @@ inline BlasOperand blas_operand(int64_t M, int64_t K, int64_t a_rs, int64_t a_cs
   return {true, std::max<int64_t>({a_cs, M, 1})};
 }
 
+// C[M, N] = alpha A B on bf16 pairs: A(i, 2p), A(i, 2p + 1) in word a[i a_rs + p] (high, low
+// half), B(2p, j), B(2p + 1, j) in word b[p ldb + j]; K = 2 * (number of pairs), even.
+struct TilePairs {
+  int64_t M = 0, N = 0, pairs = 0;
+  float alpha = 1;
+  const uint32_t* a = nullptr;
+  int64_t a_rs = 0;
+  const uint32_t* b = nullptr;
+  int64_t ldb = 0;
+  float* c = nullptr;
+  int64_t ldc = 0;
+};
+
+// The rows x cols block at x (row stride ld, cols even), each value rounded to bf16 (nearest even;
+// exact for bf16 values), as pair words: out[r cols/2 + p] = (x[r, 2p], x[r, 2p + 1]) — the A
+// operand of tile_gemm_pairs with a_rs = cols / 2.
+void pack_pairs_rows(const float* x, int64_t ld, int64_t rows, int64_t cols, std::vector<uint32_t>& out);
+// The same block transposed: out[p rows + r] = (x[r, 2p], x[r, 2p + 1]) — the B operand X^T with
+// ldb = rows (the keys K^T or values V^T of one head).
+void pack_pairs_cols(const float* x, int64_t ld, int64_t rows, int64_t cols, std::vector<uint32_t>& out);
+
 // On the ISA chosen for this process.
 void tile_gemm(const TileGemm& g);
 // On a given ISA (tests, benchmarks); fails with a named error if this CPU cannot run it.
@@ -61,5 +97,12 @@ void tile_gemm(TileIsa isa, const TileGemm& g);
 TileIsa tile_isa();                    // the ISA tile_gemm(g) uses
 bool tile_isa_supported(TileIsa isa);  // whether this CPU runs it
 const char* tile_isa_name(TileIsa isa);
+// Whether the process's ISA multiplies bf16 pairs (tile_isa() == Avx512Bf16).
+inline bool tile_pairs_enabled() {
+  return tile_isa() == TileIsa::Avx512Bf16;
+}
+// The pair product on AVX512-BF16 (fails with a named error on a CPU without it), or on the
+// scalar reference (ISA Scalar: the words unpacked, plain loops with std::fma).
+void tile_gemm_pairs(TileIsa isa, const TilePairs& g);
 
 }  // namespace relpos::k::cpu

@@ -659,32 +659,36 @@ TEST_CASE("fused attention under autocast rounds q, k, v, dO, o and dq, dk, dv i
   // The kernel's own rounding (k::AttentionArgs::inputs / round_output) against the composition
   // it replaces: round q, k, v and dO as tensors, run the float32 kernel, round o, dq, dk, dv.
   // The backward's D_i = dO_i . O_i takes the rounded o in both. Heads as views of [B, L, H, dh]
-  // (the projections' layout), odd sizes, a T5-style bias and the causal mask.
+  // (the projections' layout), odd sizes, a T5-style bias and the causal mask. With bf16 inputs
+  // and an even dh on a CPU with AVX512-BF16, S = Q K^T and dP = dO V^T run on bf16 pairs
+  // (kernels/cpu/tile_gemm.h) while the reference runs the float32 kernels: the same bits; an odd
+  // dh keeps the float32 kernels.
   for (auto [in, round] :
-       {std::pair{k::GemmInputs::BF16, k::Unary::RoundBF16}, std::pair{k::GemmInputs::FP16, k::Unary::RoundFP16}}) {
-    INFO((in == k::GemmInputs::BF16 ? "bf16" : "fp16"));
-    Generator g(21);
-    const int64_t B = 2, H = 3, L = 77, dh = 16;
-    auto heads = [&] { return Tensor::randn({B, L, H, dh}, g).permute({0, 2, 1, 3}); };
-    const Tensor q = heads(), kk = heads(), v = heads(), go = heads(), t = Tensor::randn({H, 2 * L - 1}, g);
-    k::AttentionArgs plain{0.25, true, 0, 0};
-    k::AttentionArgs fused = plain;
-    fused.inputs = in;
-    fused.round_output = true;
-    const k::Unary rop = round;  // (clang 14 cannot capture a structured binding)
-    auto r = [rop](const Tensor& x) { return k::unary(rop, x); };
-    k::AttentionOut ref = k::attention(r(q), r(kk), r(v), t, Tensor(), plain);
-    ref.o = r(ref.o);
-    const k::AttentionGrads ref_g = k::attention_backward(r(go), r(q), r(kk), r(v), t, Tensor(), ref, plain);
-    const k::AttentionOut got = k::attention(q, kk, v, t, Tensor(), fused);
-    const k::AttentionGrads got_g = k::attention_backward(go, q, kk, v, t, Tensor(), got, fused);
-    CHECK(got.o.to_vector<float>() == ref.o.to_vector<float>());
-    CHECK(got.lse.to_vector<float>() == ref.lse.to_vector<float>());
-    CHECK(got_g.dq.to_vector<float>() == r(ref_g.dq).to_vector<float>());
-    CHECK(got_g.dk.to_vector<float>() == r(ref_g.dk).to_vector<float>());
-    CHECK(got_g.dv.to_vector<float>() == r(ref_g.dv).to_vector<float>());
-    CHECK(got_g.dbias.to_vector<float>() == ref_g.dbias.to_vector<float>());  // the bias stays float32
-    // and the rounding did happen: not the float32 kernel's values
-    CHECK(got.o.to_vector<float>() != k::attention(q, kk, v, t, Tensor(), plain).o.to_vector<float>());
-  }
+       {std::pair{k::GemmInputs::BF16, k::Unary::RoundBF16}, std::pair{k::GemmInputs::FP16, k::Unary::RoundFP16}})
+    for (const int64_t dh : {16, 15}) {
+      INFO((in == k::GemmInputs::BF16 ? "bf16" : "fp16") << " dh=" << dh << " tiles: " << k::cpu_attention_tile_path());
+      Generator g(21);
+      const int64_t B = 2, H = 3, L = 77;
+      auto heads = [&] { return Tensor::randn({B, L, H, dh}, g).permute({0, 2, 1, 3}); };
+      const Tensor q = heads(), kk = heads(), v = heads(), go = heads(), t = Tensor::randn({H, 2 * L - 1}, g);
+      k::AttentionArgs plain{0.25, true, 0, 0};
+      k::AttentionArgs fused = plain;
+      fused.inputs = in;
+      fused.round_output = true;
+      const k::Unary rop = round;  // (clang 14 cannot capture a structured binding)
+      auto r = [rop](const Tensor& x) { return k::unary(rop, x); };
+      k::AttentionOut ref = k::attention(r(q), r(kk), r(v), t, Tensor(), plain);
+      ref.o = r(ref.o);
+      const k::AttentionGrads ref_g = k::attention_backward(r(go), r(q), r(kk), r(v), t, Tensor(), ref, plain);
+      const k::AttentionOut got = k::attention(q, kk, v, t, Tensor(), fused);
+      const k::AttentionGrads got_g = k::attention_backward(go, q, kk, v, t, Tensor(), got, fused);
+      CHECK(got.o.to_vector<float>() == ref.o.to_vector<float>());
+      CHECK(got.lse.to_vector<float>() == ref.lse.to_vector<float>());
+      CHECK(got_g.dq.to_vector<float>() == r(ref_g.dq).to_vector<float>());
+      CHECK(got_g.dk.to_vector<float>() == r(ref_g.dk).to_vector<float>());
+      CHECK(got_g.dv.to_vector<float>() == r(ref_g.dv).to_vector<float>());
+      CHECK(got_g.dbias.to_vector<float>() == ref_g.dbias.to_vector<float>());  // the bias stays float32
+      // and the rounding did happen: not the float32 kernel's values
+      CHECK(got.o.to_vector<float>() != k::attention(q, kk, v, t, Tensor(), plain).o.to_vector<float>());
+    }
 }

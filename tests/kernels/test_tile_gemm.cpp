@@ -3,8 +3,10 @@
 // scalar std::fma reference (the contract that keeps attention results independent of the ISA
 // chosen), edges (row and column remainders of every size, no write outside C), both A layouts
 // the attention uses, and the ISA switch `relpos info` reports.
+#include <array>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -124,7 +126,7 @@ TEST_CASE(
     "reference, and nothing outside C is written",
     "[kernels][tile_gemm]") {
   int ran_simd = 0;
-  for (TileIsa isa : {TileIsa::Scalar, TileIsa::Avx512, TileIsa::Avx2, TileIsa::OpenBLAS}) {
+  for (TileIsa isa : {TileIsa::Scalar, TileIsa::Avx512Bf16, TileIsa::Avx512, TileIsa::Avx2, TileIsa::OpenBLAS}) {
     if (!k::cpu::tile_isa_supported(isa)) continue;
     if (isa == TileIsa::Avx512 || isa == TileIsa::Avx2) ++ran_simd;
     uint64_t seed = 1;
@@ -176,5 +178,87 @@ TEST_CASE(
   CHECK(forced.out.find("[RELPOS_TILE_GEMM]") != std::string::npos);
   const auto bad = test::shell_run("RELPOS_TILE_GEMM=neon " + test::shell_quote(RELPOS_CLI_PATH) + " info");
   CHECK(bad.code != 0);
-  CHECK(bad.out.find("RELPOS_TILE_GEMM=neon: expected 'avx512', 'avx2' or 'openblas'") != std::string::npos);
+  CHECK(bad.out.find("RELPOS_TILE_GEMM=neon: expected 'avx512bf16', 'avx512', 'avx2' or 'openblas'") !=
+        std::string::npos);
+  if (k::cpu::tile_isa_supported(TileIsa::Avx512)) {  // avx512 alone: no bf16 pair products
+    const auto plain = test::shell_run("RELPOS_TILE_GEMM=avx512 " + test::shell_quote(RELPOS_CLI_PATH) + " info");
+    CHECK(plain.code == 0);
+    CHECK(plain.out.find("CPU attention tiles: avx512 micro-kernels (12 x 32 blocks) [RELPOS_TILE_GEMM]") !=
+          std::string::npos);
+  }
+  CHECK((k::cpu::tile_isa() == TileIsa::Avx512Bf16) == (path.find("avx512bf16 (vdpbf16ps)") != std::string::npos));
+}
+
+namespace {
+
+float bf16_round(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "tile_gemm_pairs: bf16 pairs (vdpbf16ps) give the float32 fma sequence on the same values bit for bit, at every "
+    "edge, writing nothing outside C",
+    "[kernels][tile_gemm][precision]") {
+  using k::cpu::TilePairs;
+  const bool hw = k::cpu::tile_isa_supported(TileIsa::Avx512Bf16);
+  if (!hw) WARN("this CPU has no AVX512-BF16: only the scalar pair reference is checked");
+  std::vector<std::array<int64_t, 3>> shapes = {{64, 256, 32}, {64, 128, 32}, {64, 200, 64}, {3, 5, 2}};
+  for (int64_t m = 1; m <= 13; ++m) shapes.push_back({m, 37, 20});
+  for (int64_t n : {1, 15, 16, 17, 31, 33, 63}) shapes.push_back({25, n, 6});
+  uint64_t seed = 7;
+  for (const auto& [M, N, K] : shapes) {
+    INFO("M=" << M << " N=" << N << " K=" << K);
+    std::mt19937_64 rng(seed++);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    // A [M, K] (row stride K + 2), Bt [N, K] (B = Bt^T, the keys of one head), raw and rounded
+    const int64_t lda = K + 2;
+    std::vector<float> a(size_t(M * lda)), bt(size_t(N * K)), ar(a.size()), b(size_t(K * N));
+    for (float& x : a) x = nd(rng) * 3.0f;
+    for (float& x : bt) x = nd(rng) * 0.05f;
+    for (size_t i = 0; i < a.size(); ++i) ar[i] = bf16_round(a[i]);
+    for (int64_t j = 0; j < N; ++j)
+      for (int64_t kk = 0; kk < K; ++kk) b[size_t(kk * N + j)] = bf16_round(bt[size_t(j * K + kk)]);
+    std::vector<uint32_t> aw, bw, aw_r;
+    k::cpu::pack_pairs_rows(a.data(), lda, M, K, aw);
+    k::cpu::pack_pairs_rows(ar.data(), lda, M, K, aw_r);
+    CHECK(aw == aw_r);  // packing rounds to nearest even: the rounded values pack to the same words
+    k::cpu::pack_pairs_cols(bt.data(), K, N, K, bw);
+    REQUIRE(bw.size() == size_t(K / 2 * N));
+    // the float32 reference on the rounded values
+    const int64_t ldc = N + 3;
+    std::vector<float> ref(size_t((M + 2) * ldc), kSentinel);
+    TileGemm g;
+    g.M = M, g.N = N, g.K = K, g.alpha = 0.125f;
+    g.a = ar.data(), g.a_rs = lda, g.a_cs = 1;
+    g.b = b.data(), g.ldb = N;
+    g.c = ref.data() + ldc, g.ldc = ldc;
+    k::cpu::tile_gemm(TileIsa::Scalar, g);
+    for (TileIsa isa : {TileIsa::Scalar, TileIsa::Avx512Bf16}) {
+      if (isa == TileIsa::Avx512Bf16 && !hw) continue;
+      INFO(k::cpu::tile_isa_name(isa));
+      std::vector<float> got(ref.size(), kSentinel);
+      k::cpu::tile_gemm_pairs(isa,
+                              TilePairs{M, N, K / 2, 0.125f, aw.data(), K / 2, bw.data(), N, got.data() + ldc, ldc});
+      CHECK(std::memcmp(got.data(), ref.data(), got.size() * sizeof(float)) == 0);  // sentinels included
+    }
+  }
+  // A NaN stays a NaN when packed (the bf16 rounding's carry must not turn it into an infinity).
+  std::vector<float> x = {std::numeric_limits<float>::quiet_NaN(), 1.0f, -std::numeric_limits<float>::infinity(), 2.0f};
+  std::vector<uint32_t> w;
+  k::cpu::pack_pairs_rows(x.data(), 4, 1, 4, w);
+  REQUIRE(w.size() == 2);
+  CHECK(((w[0] >> 16) & 0x7f80u) == 0x7f80u);
+  CHECK(((w[0] >> 16) & 0x7fu) != 0);  // NaN: a nonzero mantissa
+  CHECK((w[1] >> 16) == 0xff80u);      // -inf
+  CHECK_THROWS_WITH(k::cpu::pack_pairs_rows(x.data(), 4, 1, 3, w), Catch::Contains("3 columns, expected an even"));
+  if (!hw)
+    CHECK_THROWS_WITH(
+        k::cpu::tile_gemm_pairs(TileIsa::Avx512Bf16, TilePairs{1, 1, 1, 1.0f, w.data(), 1, w.data(), 1, x.data(), 1}),
+        Catch::Contains("which this CPU lacks"));
 }
