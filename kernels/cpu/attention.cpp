@@ -422,7 +422,7 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
     {
       std::vector<T> s(static_cast<size_t>(kRowBlock * kKeyBlock)), mrow(static_cast<size_t>(kKeyBlock)), kt, qbuf,
           vbuf;
-      std::vector<uint32_t> qw, kw;  // bf16 pairs (use_pairs)
+      thread_local Scratch<uint32_t> qw, kw;  // bf16 pairs (use_pairs)
       std::vector<RowState<T>> st(static_cast<size_t>(kRowBlock));
       const bool rounding = std::is_same_v<T, float> && a.inputs != GemmInputs::F32;
       const bool pairs = use_pairs<T>(d, a);
@@ -447,9 +447,8 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
         ScoreOperands<T> so{Q, ldq};
         if constexpr (std::is_same_v<T, float>) {
           if (pairs) {
-            pack_pairs_rows(Q, ldq, d.Lq, d.dh, qw);  // (rounded while packed)
-            pack_pairs_cols(K, hk.ld, d.Lk, d.dh, kw);
-            so.qw = qw.data(), so.kw = kw.data();
+            so.qw = pack_pairs_rows(Q, ldq, d.Lq, d.dh, qw);  // (rounded while packed)
+            so.kw = pack_pairs_cols(K, hk.ld, d.Lk, d.dh, kw);
           }
         }
         if (!pairs) {
@@ -566,7 +565,8 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
       const size_t tile = size_t(kRowBlock * kKeyBlock);
       std::vector<T> p(tile), ds(tile), delta(static_cast<size_t>(kRowBlock)), mrow(static_cast<size_t>(kKeyBlock)), kt,
           vt, qbuf, kbuf, gbuf;
-      std::vector<uint32_t> qw, kw, dow, vw;  // bf16 pairs (use_pairs)
+      thread_local Scratch<uint32_t> qw, kw, dow, vw;  // bf16 pairs (use_pairs)
+      const uint32_t *dO_words = nullptr, *v_words = nullptr;
       const bool rounding = std::is_same_v<T, float> && a.inputs != GemmInputs::F32;
       const bool pairs = use_pairs<T>(d, a);
 #pragma omp for schedule(static)
@@ -599,11 +599,10 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
         ScoreOperands<T> so{Q, ldq};
         if constexpr (std::is_same_v<T, float>) {
           if (pairs) {  // Q, K and dO already rounded; V rounded while packed
-            pack_pairs_rows(Q, ldq, d.Lq, d.dh, qw);
-            pack_pairs_cols(K, ldk, d.Lk, d.dh, kw);
-            pack_pairs_rows(G, ldg, d.Lq, d.dh, dow);
-            pack_pairs_cols(V, hv.ld, d.Lk, d.dh, vw);
-            so.qw = qw.data(), so.kw = kw.data();
+            so.qw = pack_pairs_rows(Q, ldq, d.Lq, d.dh, qw);
+            so.kw = pack_pairs_cols(K, ldk, d.Lk, d.dh, kw);
+            dO_words = pack_pairs_rows(G, ldg, d.Lq, d.dh, dow);
+            v_words = pack_pairs_cols(V, hv.ld, d.Lk, d.dh, vw);
           }
         }
         if (!pairs) {
@@ -636,8 +635,7 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
               }
             }
             // dP = dO_blk V_tile^T  [r, c]
-            rows_by_cols<T>(d, d.Lk, T(1), G, ldg, vt.data(), pairs ? dow.data() : nullptr, pairs ? vw.data() : nullptr,
-                            i0, r, j0, c, ds.data());
+            rows_by_cols<T>(d, d.Lk, T(1), G, ldg, vt.data(), dO_words, v_words, i0, r, j0, c, ds.data());
             for (int64_t ii = 0; ii < r; ++ii) {  // dS = P (dP - D)
               T* di = ds.data() + ii * c;
               T* pi = p.data() + ii * c;

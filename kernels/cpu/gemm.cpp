@@ -41,6 +41,7 @@
 
 #include "core/float16.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/scratch.h"
 #include "kernels/cpu/unary_value.h"
 
 #if RELPOS_WITH_DNNL
@@ -109,10 +110,8 @@ dnnl::stream& thread_stream() {
 
 // This thread's scratch memory for one execution, at least `bytes`, 64-byte aligned.
 void* thread_scratch(size_t bytes) {
-  thread_local std::vector<unsigned char> buf;
-  if (buf.size() < bytes + 64) buf.resize(bytes + 64);
-  const auto p = reinterpret_cast<uintptr_t>(buf.data());
-  return buf.data() + ((64 - p % 64) % 64);
+  thread_local cpu::Scratch<unsigned char> buf;
+  return buf.get(bytes);
 }
 
 // [rows, cols] with leading dim ld, stored transposed when `trans`.
@@ -178,24 +177,26 @@ uint16_t to_bf16_bits(float x) {
   return std::isnan(x) ? uint16_t(hi | 0x40u) : hi;
 }
 
-// The [rows, cols] block at src (leading dim ld) as dense bf16 (leading dim cols) in dst.
-void pack_bf16(const float* src, int64_t rows, int64_t cols, int64_t ld, std::vector<uint16_t>& dst) {
-  dst.resize(size_t(rows * cols));
-  uint16_t* out = dst.data();
+// The [rows, cols] block at src (leading dim ld) as dense bf16 (leading dim cols) in dst's
+// memory, which it returns.
+const uint16_t* pack_bf16(const float* src, int64_t rows, int64_t cols, int64_t ld, cpu::Scratch<uint16_t>& dst) {
+  uint16_t* out = dst.get(size_t(rows * cols));
 #pragma omp parallel for schedule(static) if (rows * cols >= (int64_t(1) << 16))
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < cols; ++j) out[r * cols + j] = to_bf16_bits(src[r * ld + j]);
+  return out;
 }
 #endif
 
 // The [rows, cols] block at src (leading dim ld), each value rounded to bf16 / fp16 (kept in a
-// float), dense (leading dim cols) in dst.
-void round_copy(GemmInputs inputs, const float* src, int64_t rows, int64_t cols, int64_t ld, std::vector<float>& dst) {
-  dst.resize(size_t(rows * cols));
-  float* out = dst.data();
+// float), dense (leading dim cols) in dst's memory, which it returns.
+const float* round_copy(GemmInputs inputs, const float* src, int64_t rows, int64_t cols, int64_t ld,
+                        cpu::Scratch<float>& dst) {
+  float* out = dst.get(size_t(rows * cols));
 #pragma omp parallel for schedule(static) if (rows * cols >= (int64_t(1) << 16))
   for (int64_t r = 0; r < rows; ++r)
     round_block(inputs == GemmInputs::BF16, src + r * ld, ld, out + r * cols, cols, 1, cols);
+  return out;
 }
 
 // C's rows [rows, cols] (leading dim ld) rounded to bf16 / fp16 in place.
@@ -337,14 +338,14 @@ void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_
 #if RELPOS_WITH_DNNL
   const bool onednn_path = requested_provider() == Provider::OneDNN && K > 0;
   if (onednn_path && inputs == GemmInputs::BF16 && onednn().bf16_units) {
-    thread_local std::vector<uint16_t> pa, pb;
+    thread_local Scratch<uint16_t> pa, pb;
     // Stored shapes: A is [M, K] ([K, M] when transposed), B is [K, N] ([N, K]).
-    pack_bf16(a, ta ? K : M, ta ? M : K, lda, pa);
-    pack_bf16(b, tb ? N : K, tb ? K : N, ldb, pb);
+    const uint16_t* a16 = pack_bf16(a, ta ? K : M, ta ? M : K, lda, pa);
+    const uint16_t* b16 = pack_bf16(b, tb ? N : K, tb ? K : N, ldb, pb);
     const int64_t plda = ta ? M : K, pldb = tb ? K : N;
     for (int64_t i0 = 0; i0 < M; i0 += block) {
       const int64_t rows = std::min(block, M - i0);
-      onednn_gemm(true, ta, tb, rows, N, K, a_rows(pa.data(), i0, plda), plda, pb.data(), pldb, c + i0 * ldc, ldc);
+      onednn_gemm(true, ta, tb, rows, N, K, a_rows(a16, i0, plda), plda, b16, pldb, c + i0 * ldc, ldc);
       finish_rows(i0, rows);
     }
     return;
@@ -352,12 +353,10 @@ void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_
 #else
   const bool onednn_path = false;
 #endif
-  thread_local std::vector<float> ra, rb;
+  thread_local Scratch<float> ra, rb;
   if (inputs != GemmInputs::F32) {  // no 16-bit unit: rounded copies of the operands, multiplied in float32
-    round_copy(inputs, a, ta ? K : M, ta ? M : K, lda, ra);
-    round_copy(inputs, b, tb ? N : K, tb ? K : N, ldb, rb);
-    a = ra.data(), lda = ta ? M : K;
-    b = rb.data(), ldb = tb ? K : N;
+    a = round_copy(inputs, a, ta ? K : M, ta ? M : K, lda, ra), lda = ta ? M : K;
+    b = round_copy(inputs, b, tb ? N : K, tb ? K : N, ldb, rb), ldb = tb ? K : N;
   }
   (void)onednn_path;
   for (int64_t i0 = 0; i0 < M; i0 += block) {

@@ -325,30 +325,32 @@ void tile_gemm_pairs(TileIsa isa, const TilePairs& g) {
   pairs_avx512(g);
 }
 
-void pack_pairs_rows(const float* x, int64_t ld, int64_t rows, int64_t cols, std::vector<uint32_t>& out) {
+const uint32_t* pack_pairs_rows(const float* x, int64_t ld, int64_t rows, int64_t cols, Scratch<uint32_t>& out) {
   RELPOS_CHECK(cols % 2 == 0, "pack_pairs_rows: {} columns, expected an even count", cols);
   const int64_t np = cols / 2;
-  out.resize(size_t(rows * np));
+  uint32_t* words = out.get(size_t(rows * np));
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * ld;
-    uint32_t* o = out.data() + r * np;
+    uint32_t* o = words + r * np;
     for (int64_t p = 0; p < np; ++p) o[p] = bf16_bits(xr[2 * p]) << 16 | bf16_bits(xr[2 * p + 1]);
   }
+  return words;
 }
 
-void pack_pairs_cols(const float* x, int64_t ld, int64_t rows, int64_t cols, std::vector<uint32_t>& out) {
+const uint32_t* pack_pairs_cols(const float* x, int64_t ld, int64_t rows, int64_t cols, Scratch<uint32_t>& out) {
   RELPOS_CHECK(cols % 2 == 0, "pack_pairs_cols: {} columns, expected an even count", cols);
   const int64_t np = cols / 2;
-  out.resize(size_t(rows * np));
+  uint32_t* words = out.get(size_t(rows * np));
   constexpr int64_t kR = 16;  // 16 rows at a time: runs of 16 contiguous writes per pair, reads from L1
   for (int64_t r0 = 0; r0 < rows; r0 += kR) {
     const int64_t nr = std::min(kR, rows - r0);
     for (int64_t p = 0; p < np; ++p) {
-      uint32_t* o = out.data() + p * rows + r0;
+      uint32_t* o = words + p * rows + r0;
       const float* xp = x + r0 * ld + 2 * p;
       for (int64_t rr = 0; rr < nr; ++rr) o[rr] = bf16_bits(xp[rr * ld]) << 16 | bf16_bits(xp[rr * ld + 1]);
     }
   }
+  return words;
 }
 
 }  // namespace relpos::k::cpu

@@ -38,7 +38,8 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
-#include <vector>
+
+#include "kernels/cpu/scratch.h"
 
 namespace relpos::k::cpu {
 
@@ -82,12 +83,12 @@ struct TilePairs {
 };
 
 // The rows x cols block at x (row stride ld, cols even), each value rounded to bf16 (nearest even;
-// exact for bf16 values), as pair words: out[r cols/2 + p] = (x[r, 2p], x[r, 2p + 1]) — the A
-// operand of tile_gemm_pairs with a_rs = cols / 2.
-void pack_pairs_rows(const float* x, int64_t ld, int64_t rows, int64_t cols, std::vector<uint32_t>& out);
+// exact for bf16 values), as pair words in out's memory (returned): out[r cols/2 + p] =
+// (x[r, 2p], x[r, 2p + 1]) — the A operand of tile_gemm_pairs with a_rs = cols / 2.
+const uint32_t* pack_pairs_rows(const float* x, int64_t ld, int64_t rows, int64_t cols, Scratch<uint32_t>& out);
 // The same block transposed: out[p rows + r] = (x[r, 2p], x[r, 2p + 1]) — the B operand X^T with
 // ldb = rows (the keys K^T or values V^T of one head).
-void pack_pairs_cols(const float* x, int64_t ld, int64_t rows, int64_t cols, std::vector<uint32_t>& out);
+const uint32_t* pack_pairs_cols(const float* x, int64_t ld, int64_t rows, int64_t cols, Scratch<uint32_t>& out);
 
 // On the ISA chosen for this process.
 void tile_gemm(const TileGemm& g);

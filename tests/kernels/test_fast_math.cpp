@@ -49,3 +49,22 @@ TEST_CASE("fast gelu_erf_f32 and its derivative are within 1e-6 of the float64 f
   CHECK(relpos::k::fast::gelu_erf_f32(-30.0f) == 0.0f);
   CHECK(relpos::k::fast::gelu_erf_grad_f32(30.0f) == 1.0f);
 }
+
+TEST_CASE("fast exp_f64 is within 3e-16 relative of std::exp, exact 0 below the range, inf above", "[kernels]") {
+  double worst = 0;
+  for (double x = -707.0; x <= 709.78; x += 0.0137) {
+    const double want = std::exp(x);
+    worst = std::max(worst, std::abs(relpos::k::fast::exp_f64(x) - want) / want);
+  }
+  for (double x = -1.0; x <= 1.0; x += 1.3e-5) {  // cross entropy's range (x <= 0), densely
+    const double want = std::exp(x);
+    worst = std::max(worst, std::abs(relpos::k::fast::exp_f64(x) - want) / want);
+  }
+  INFO("worst relative error " << worst);
+  REQUIRE(worst < 3e-16);
+  REQUIRE(relpos::k::fast::exp_f64(0.0) == 1.0);
+  REQUIRE(relpos::k::fast::exp_f64(-std::numeric_limits<double>::infinity()) == 0.0);
+  REQUIRE(relpos::k::fast::exp_f64(-800.0) == 0.0);
+  REQUIRE(relpos::k::fast::exp_f64(710.0) == std::numeric_limits<double>::infinity());
+  REQUIRE(std::isnan(relpos::k::fast::exp_f64(std::numeric_limits<double>::quiet_NaN())));
+}

@@ -224,12 +224,14 @@ TEST_CASE(
     for (size_t i = 0; i < a.size(); ++i) ar[i] = bf16_round(a[i]);
     for (int64_t j = 0; j < N; ++j)
       for (int64_t kk = 0; kk < K; ++kk) b[size_t(kk * N + j)] = bf16_round(bt[size_t(j * K + kk)]);
-    std::vector<uint32_t> aw, bw, aw_r;
-    k::cpu::pack_pairs_rows(a.data(), lda, M, K, aw);
-    k::cpu::pack_pairs_rows(ar.data(), lda, M, K, aw_r);
-    CHECK(aw == aw_r);  // packing rounds to nearest even: the rounded values pack to the same words
-    k::cpu::pack_pairs_cols(bt.data(), K, N, K, bw);
-    REQUIRE(bw.size() == size_t(K / 2 * N));
+    k::cpu::Scratch<uint32_t> sa, sb, sa_r;
+    const uint32_t* pa = k::cpu::pack_pairs_rows(a.data(), lda, M, K, sa);
+    const std::vector<uint32_t> aw(pa, pa + M * K / 2);
+    const uint32_t* pa_r = k::cpu::pack_pairs_rows(ar.data(), lda, M, K, sa_r);
+    CHECK(aw == std::vector<uint32_t>(pa_r, pa_r + M * K / 2));  // packing rounds to nearest even
+    const uint32_t* pb = k::cpu::pack_pairs_cols(bt.data(), K, N, K, sb);
+    const std::vector<uint32_t> bw(pb, pb + K / 2 * N);
+    REQUIRE(sb.capacity() >= size_t(K / 2 * N));
     // the float32 reference on the rounded values
     const int64_t ldc = N + 3;
     std::vector<float> ref(size_t((M + 2) * ldc), kSentinel);
@@ -250,13 +252,13 @@ TEST_CASE(
   }
   // A NaN stays a NaN when packed (the bf16 rounding's carry must not turn it into an infinity).
   std::vector<float> x = {std::numeric_limits<float>::quiet_NaN(), 1.0f, -std::numeric_limits<float>::infinity(), 2.0f};
-  std::vector<uint32_t> w;
-  k::cpu::pack_pairs_rows(x.data(), 4, 1, 4, w);
-  REQUIRE(w.size() == 2);
+  k::cpu::Scratch<uint32_t> sw;
+  const uint32_t* pw = k::cpu::pack_pairs_rows(x.data(), 4, 1, 4, sw);
+  const std::vector<uint32_t> w(pw, pw + 2);
   CHECK(((w[0] >> 16) & 0x7f80u) == 0x7f80u);
   CHECK(((w[0] >> 16) & 0x7fu) != 0);  // NaN: a nonzero mantissa
   CHECK((w[1] >> 16) == 0xff80u);      // -inf
-  CHECK_THROWS_WITH(k::cpu::pack_pairs_rows(x.data(), 4, 1, 3, w), Catch::Contains("3 columns, expected an even"));
+  CHECK_THROWS_WITH(k::cpu::pack_pairs_rows(x.data(), 4, 1, 3, sw), Catch::Contains("3 columns, expected an even"));
   if (!hw)
     CHECK_THROWS_WITH(
         k::cpu::tile_gemm_pairs(TileIsa::Avx512Bf16, TilePairs{1, 1, 1, 1.0f, w.data(), 1, w.data(), 1, x.data(), 1}),
