@@ -276,6 +276,30 @@ TEST_CASE("gemm: 16-bit inputs are rounded by the GEMM itself: unrounded operand
       }
 }
 
+TEST_CASE("gemm: bf16 operands with subnormal values multiply as if those were zero, in every layout",
+          "[kernels][gemm][precision]") {
+  // The bf16 units (vdpbf16ps, AMX) read subnormal inputs as zero, so the packing may convert them
+  // to zero (kernels/cpu/gemm.cpp bf16_row_native); without bf16 units their float32 products are
+  // far below half an ulp of each output's sum. Either way the product equals that of the operand
+  // with those values zeroed. Rows of 37: the packing's 16-wide tail at every layout.
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      Tensor a = operand({24, 37}, ta, 51, false), b = operand({37, 29}, tb, 52, false);
+      std::vector<float> av = a.contiguous().to_vector<float>(), zeroed = av;
+      for (size_t i = 0; i < av.size(); i += 3) {
+        av[i] = (i % 2 ? 1.0f : -1.0f) * 3e-39f * float(1 + i % 5);  // subnormal
+        zeroed[i] = 0.0f;
+      }
+      Tensor as = Tensor::from_vector(av, {24, 37}), az = Tensor::from_vector(zeroed, {24, 37});
+      if (ta)
+        as = as.transpose(0, 1).contiguous().transpose(0, 1), az = az.transpose(0, 1).contiguous().transpose(0, 1);
+      INFO("ta=" << ta << " tb=" << tb);
+      CHECK(bitwise_equal(k::matmul(as, b, k::GemmInputs::BF16), k::matmul(az, b, k::GemmInputs::BF16)));
+      CHECK(bitwise_equal(k::matmul(b.transpose(0, 1), as.transpose(0, 1), k::GemmInputs::BF16),
+                          k::matmul(b.transpose(0, 1), az.transpose(0, 1), k::GemmInputs::BF16)));
+    }
+}
+
 TEST_CASE(
     "gemm: round_output gives 16-bit values, those of rounding the float32 product, block by block in every "
     "layout",
