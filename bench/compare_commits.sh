@@ -9,12 +9,13 @@
 #     && cmake --build /tmp/old/build --target relpos_bench_train -j2
 #   bench/compare_commits.sh /tmp/old/build/relpos_bench_train build/relpos_bench_train 2
 # Run it on a quiet machine (nothing else running: 2 OpenMP threads collapse under load).
-# SIZES (default "tiny small"), POS (default "none t5 rope shaw"), REPEATS (default 5). The
-# range columns show the fastest and slowest run of each binary (a wide one: the machine was busy).
+# SIZES (default "tiny small"), POS (default "none t5 rope shaw"), REPEATS (default 5), PRECISION
+# (fp32 or bf16, default fp32). The range columns show the fastest and slowest run of each binary
+# (a wide one: the machine was busy).
 set -euo pipefail
-[[ $# -ge 2 ]] || { sed -n '2,13p' "$0"; exit 2; }
+[[ $# -ge 2 ]] || { sed -n '2,14p' "$0"; exit 2; }
 OLD=$1 NEW=$2 THREADS=${3:-2}
-SIZES=${SIZES:-"tiny small"} POS=${POS:-"none t5 rope shaw"} REPEATS=${REPEATS:-5}
+SIZES=${SIZES:-"tiny small"} POS=${POS:-"none t5 rope shaw"} REPEATS=${REPEATS:-5} PRECISION=${PRECISION:-fp32}
 for b in "$OLD" "$NEW"; do [[ -x "$b" ]] || { echo "not an executable: $b" >&2; exit 2; }; done
 
 size_args() {
@@ -29,13 +30,13 @@ median_ms() {  # the ms_per_step_median of one run's JSON line
   python3 -c 'import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])["ms_per_step_median"])'
 }
 
-echo "threads $THREADS, $REPEATS alternating runs per binary; ms/step = median over runs of each run's median"
+echo "threads $THREADS, precision $PRECISION, $REPEATS alternating runs per binary; ms/step = median over runs of each run's median"
 echo
 echo "| size | PE | old ms/step | old range | new ms/step | new range | new/old |"
 echo "|---|---|---|---|---|---|---|"
 for size in $SIZES; do
   for pos in $POS; do
-    args="$(size_args "$size") --threads $THREADS --pos $pos"
+    args="$(size_args "$size") --threads $THREADS --pos $pos --precision $PRECISION"
     olds=() news=()
     for ((r = 0; r < REPEATS; r++)); do
       olds+=("$(OMP_NUM_THREADS=$THREADS "$OLD" $args | median_ms)")
