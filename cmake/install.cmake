@@ -43,14 +43,14 @@ install(FILES ${PROJECT_BINARY_DIR}/relposConfig.cmake ${PROJECT_BINARY_DIR}/rel
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/relpos)
 
 # pkg-config (relpos.pc) for non-CMake builds: static libraries in link order plus their
-# dependencies (BLAS, cuBLAS and the CUDA runtime when built with CUDA).
+# dependencies (BLAS, the CUDA runtime and libdl when built with CUDA).
 string(REPLACE ";" " " RELPOS_PC_LIBS "${BLAS_LIBRARIES}")
 if(RELPOS_DNNL_FOUND)
   string(APPEND RELPOS_PC_LIBS " ${RELPOS_DNNL_LIBRARY}")  # kernels/cpu/gemm.cpp
 endif()
 set(RELPOS_PC_DEFINES "")
 if(RELPOS_CUDA)
-  string(APPEND RELPOS_PC_LIBS " ${CUDA_cublas_LIBRARY} ${CUDA_cudart_LIBRARY}")  # kernels/cuda uses cuBLAS
+  string(APPEND RELPOS_PC_LIBS " ${CUDA_cudart_LIBRARY} -ldl")  # cuBLAS: dlopen at first use (kernels/cuda/cublas_loader.cu)
   set(RELPOS_PC_DEFINES "-DRELPOS_WITH_CUDA=1")
 endif()
 file(RELATIVE_PATH RELPOS_PC_UP "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")  # relocatable: prefix from the .pc's place

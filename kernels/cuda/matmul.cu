@@ -1,10 +1,9 @@
-// kernels/cuda/matmul.cu — GEMM through cuBLAS (strided batched, transpose flags). One
-// cuBLAS handle per device, created lazily. cuBLAS is column-major; a row-major product
-// C = A B is computed as C^T = B^T A^T, so the operands are passed swapped: a row-major
-// (NoTrans) operand read column-major is its transpose (CUBLAS_OP_N), a column-major
-// (transposed view) operand needs CUBLAS_OP_T. TF32 is used for float32 only when allowed.
+// kernels/cuda/matmul.cu — GEMM through cuBLAS (strided batched, transpose flags), loaded on
+// first use (kernels/cuda/cublas_loader.cuh). One cuBLAS handle per device, created lazily. cuBLAS is column-major; a
+// row-major product C = A B is computed as C^T = B^T A^T, so the operands are passed swapped: a row-major (NoTrans)
+// operand read column-major is its transpose (CUBLAS_OP_N), a column-major (transposed view) operand needs CUBLAS_OP_T.
+// TF32 is used for float32 only when allowed.
 #include <cublas_v2.h>
-
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -13,6 +12,7 @@
 #include <mutex>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/cublas_loader.cuh"
 
 namespace relpos::k::cuda::dev {
 
@@ -49,7 +49,8 @@ cublasHandle_t handle() {
   RELPOS_CUDA_CHECK("matmul", cudaGetDevice(&dev));
   if (dev < 0 || dev >= kMaxDevices) throw_error("matmul", "cudaGetDevice", "device index out of range");
   std::lock_guard<std::mutex> lock(mu);
-  if (!handles[dev]) RELPOS_CUBLAS_CHECK(cublasCreate(&handles[dev]));  // never destroyed: lives as long as the process
+  if (!handles[dev])
+    RELPOS_CUBLAS_CHECK(cublas().create(&handles[dev]));  // never destroyed: lives as long as the process
   return handles[dev];
 }
 
@@ -87,24 +88,24 @@ void gemm(DT t, bool allow_tf32, int64_t M, int64_t N, int64_t K, const GemmOper
   if (half != 0 && t == DT::F32) {
     // 16-bit operands, float32 output and accumulation (CUBLAS_COMPUTE_32F: never a 16-bit
     // accumulator); tensor cores where the sizes allow
-    RELPOS_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+    RELPOS_CUBLAS_CHECK(cublas().set_math_mode(h, CUBLAS_DEFAULT_MATH));
     const cudaDataType_t in = half == 1 ? CUDA_R_16BF : CUDA_R_16F;
     const float one = 1.0f, zero = 0.0f;
-    RELPOS_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-        h, opb, opa, as_int(N), as_int(M), as_int(K), &one, b.data, in, as_int(b.ld), b.batch_stride, a.data, in,
-        as_int(a.ld), a.batch_stride, &zero, c, CUDA_R_32F, as_int(ldc), c_stride, as_int(batch), CUBLAS_COMPUTE_32F,
-        CUBLAS_GEMM_DEFAULT));
+    RELPOS_CUBLAS_CHECK(cublas().gemm_strided_batched_ex(h, opb, opa, as_int(N), as_int(M), as_int(K), &one, b.data, in,
+                                                         as_int(b.ld), b.batch_stride, a.data, in, as_int(a.ld),
+                                                         a.batch_stride, &zero, c, CUDA_R_32F, as_int(ldc), c_stride,
+                                                         as_int(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   } else if (t == DT::F32) {
-    RELPOS_CUBLAS_CHECK(cublasSetMathMode(h, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    RELPOS_CUBLAS_CHECK(cublas().set_math_mode(h, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     const float one = 1.0f, zero = 0.0f;
-    RELPOS_CUBLAS_CHECK(cublasSgemmStridedBatched(
+    RELPOS_CUBLAS_CHECK(cublas().sgemm_strided_batched(
         h, opb, opa, as_int(N), as_int(M), as_int(K), &one, static_cast<const float*>(b.data), as_int(b.ld),
-        b.batch_stride, static_cast<const float*>(a.data), as_int(a.ld), a.batch_stride, &zero,
-        static_cast<float*>(c), as_int(ldc), c_stride, as_int(batch)));
+        b.batch_stride, static_cast<const float*>(a.data), as_int(a.ld), a.batch_stride, &zero, static_cast<float*>(c),
+        as_int(ldc), c_stride, as_int(batch)));
   } else if (t == DT::F64) {
-    RELPOS_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+    RELPOS_CUBLAS_CHECK(cublas().set_math_mode(h, CUBLAS_DEFAULT_MATH));
     const double one = 1.0, zero = 0.0;
-    RELPOS_CUBLAS_CHECK(cublasDgemmStridedBatched(
+    RELPOS_CUBLAS_CHECK(cublas().dgemm_strided_batched(
         h, opb, opa, as_int(N), as_int(M), as_int(K), &one, static_cast<const double*>(b.data), as_int(b.ld),
         b.batch_stride, static_cast<const double*>(a.data), as_int(a.ld), a.batch_stride, &zero,
         static_cast<double*>(c), as_int(ldc), c_stride, as_int(batch)));

@@ -2,10 +2,11 @@
 // without one; the no-GPU behaviour is tested everywhere.
 #include <catch2/catch.hpp>
 
+#include "../helpers.h"
 #include "core/cuda_runtime.h"
 #include "core/tensor.h"
 #include "kernels/ops.h"
-#include "../helpers.h"
+#include "tests/cli_run.h"
 
 using namespace relpos;
 using Catch::Contains;
@@ -62,4 +63,17 @@ TEST_CASE("cuda: without a device, unavailable_reason() says why (CUDA error, ru
   if (why.find("found no device") == std::string::npos) CHECK_THAT(why, Contains("cudaError"));
   // the allocation error carries it
   REQUIRE_THROWS_WITH(Tensor::zeros({2}, DType::F32, Device::CUDA), Contains("no CUDA device (" + why + ")"));
+}
+
+TEST_CASE("cuda: cuBLAS is loaded on first use, not linked: a CPU run does not carry it (~150 MB resident)", "[core]") {
+  // kernels/cuda/cublas_loader.cuh: linking libcublas cost every process ~150 MB of resident
+  // memory before main(). The CLI must not name it among its needed libraries; `relpos info`
+  // still loads it and reports its version in a CUDA build.
+  const auto needed = test::shell_run("readelf -d " + test::shell_quote(RELPOS_CLI_PATH));
+  REQUIRE(needed.code == 0);
+  CHECK(needed.out.find("(NEEDED)") != std::string::npos);  // readelf read the dynamic section
+  CHECK(needed.out.find("libcublas") == std::string::npos);
+  const auto info = test::cli_run("info");
+  REQUIRE(info.code == 0);
+  if (cuda::built_with_cuda()) CHECK(info.out.find("cuBLAS 1") != std::string::npos);  // "cuBLAS 13.1.0"
 }
