@@ -25,7 +25,6 @@
 
 #include <cblas.h>
 #include <fmt/format.h>
-#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -42,6 +41,7 @@
 
 #include "core/float16.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/bf16_convert.h"
 #include "kernels/cpu/scratch.h"
 #include "kernels/cpu/unary_value.h"
 
@@ -178,46 +178,16 @@ uint16_t to_bf16_bits(float x) {
   return std::isnan(x) ? uint16_t(hi | 0x40u) : hi;
 }
 
-// n floats at src as bf16 at out with the CPU's own conversion (vcvtneps2bf16: nearest even, a
-// NaN stays a quiet NaN), 16 at a time. It reads subnormal floats as zero, where to_bf16_bits
-// keeps a bf16 subnormal; the bf16 GEMMs that consume the result (vdpbf16ps, AMX) read
-// subnormal bf16 inputs as zero themselves, so their products are the same either way
-// (tests/kernels/test_gemm.cpp).
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void bf16_row_native(const float* src, int64_t n,
-                                                                                     uint16_t* out) {
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16)
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(src + j)));
-  if (j < n) {
-    const __mmask16 m = __mmask16((1u << (n - j)) - 1);
-    const __m256bh v = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, src + j));
-    _mm256_mask_storeu_epi16(out + j, m, (__m256i)v);
-  }
-}
-
-bool native_bf16_conversion() {
-#if defined(__x86_64__)
-  static const bool ok = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl");
-  }();
-  return ok;
-#else
-  return false;
-#endif
-}
-
 // The [rows, cols] block at src (leading dim ld) as dense bf16 (leading dim cols) in dst's
-// memory, which it returns: the CPU's conversion where it has one (only called on the bf16-unit
-// path, i.e. with AVX512-BF16), to_bf16_bits otherwise.
+// memory, which it returns: the CPU's conversion where it has one (kernels/cpu/bf16_convert.h;
+// this path runs only with bf16 units, i.e. AVX512-BF16 or AMX), to_bf16_bits otherwise.
 const uint16_t* pack_bf16(const float* src, int64_t rows, int64_t cols, int64_t ld, cpu::Scratch<uint16_t>& dst) {
   uint16_t* out = dst.get(size_t(rows * cols));
-  const bool native = native_bf16_conversion();
+  const bool native = cpu::cpu_converts_bf16();
 #pragma omp parallel for schedule(static) if (rows * cols >= (int64_t(1) << 16))
   for (int64_t r = 0; r < rows; ++r) {
     if (native) {
-      bf16_row_native(src + r * ld, cols, out + r * cols);
+      cpu::bf16_row_native(src + r * ld, cols, out + r * cols);
     } else {
       for (int64_t j = 0; j < cols; ++j) out[r * cols + j] = to_bf16_bits(src[r * ld + j]);
     }

@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "kernels/cpu/bf16_convert.h"
 #include "kernels/ops.h"
 
 namespace relpos::k::cpu {
@@ -248,12 +249,7 @@ bool tile_isa_supported(TileIsa isa) {
   // such CPU has FMA), 2 = AVX2 + FMA.
   switch (isa) {
     case TileIsa::Avx512Bf16:
-#if defined(__x86_64__)
-      __builtin_cpu_init();
-      return ensure_blas_core().cpu_tier >= 3 && __builtin_cpu_supports("avx512bf16");
-#else
-      return false;
-#endif
+      return ensure_blas_core().cpu_tier >= 3 && cpu_converts_bf16();
     case TileIsa::Avx512:
       return ensure_blas_core().cpu_tier >= 3;
     case TileIsa::Avx2:
@@ -329,10 +325,14 @@ const uint32_t* pack_pairs_rows(const float* x, int64_t ld, int64_t rows, int64_
   RELPOS_CHECK(cols % 2 == 0, "pack_pairs_rows: {} columns, expected an even count", cols);
   const int64_t np = cols / 2;
   uint32_t* words = out.get(size_t(rows * np));
+  const bool native = cpu_converts_bf16();
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * ld;
     uint32_t* o = words + r * np;
-    for (int64_t p = 0; p < np; ++p) o[p] = bf16_bits(xr[2 * p]) << 16 | bf16_bits(xr[2 * p + 1]);
+    if (native)
+      bf16_pair_words_native(xr, cols, o);
+    else
+      for (int64_t p = 0; p < np; ++p) o[p] = bf16_bits(xr[2 * p]) << 16 | bf16_bits(xr[2 * p + 1]);
   }
   return words;
 }
@@ -341,9 +341,20 @@ const uint32_t* pack_pairs_cols(const float* x, int64_t ld, int64_t rows, int64_
   RELPOS_CHECK(cols % 2 == 0, "pack_pairs_cols: {} columns, expected an even count", cols);
   const int64_t np = cols / 2;
   uint32_t* words = out.get(size_t(rows * np));
+  const bool native = cpu_converts_bf16();
   constexpr int64_t kR = 16;  // 16 rows at a time: runs of 16 contiguous writes per pair, reads from L1
+  thread_local Scratch<uint32_t> tile;  // the block's rows as words, [kR, np] (native conversion)
   for (int64_t r0 = 0; r0 < rows; r0 += kR) {
     const int64_t nr = std::min(kR, rows - r0);
+    if (native) {
+      uint32_t* t = tile.get(size_t(kR * np));
+      for (int64_t rr = 0; rr < nr; ++rr) bf16_pair_words_native(x + (r0 + rr) * ld, cols, t + rr * np);
+      for (int64_t p = 0; p < np; ++p) {
+        uint32_t* o = words + p * rows + r0;
+        for (int64_t rr = 0; rr < nr; ++rr) o[rr] = t[rr * np + p];
+      }
+      continue;
+    }
     for (int64_t p = 0; p < np; ++p) {
       uint32_t* o = words + p * rows + r0;
       const float* xp = x + r0 * ld + 2 * p;

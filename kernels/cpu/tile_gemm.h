@@ -83,8 +83,10 @@ struct TilePairs {
 };
 
 // The rows x cols block at x (row stride ld, cols even), each value rounded to bf16 (nearest even;
-// exact for bf16 values), as pair words in out's memory (returned): out[r cols/2 + p] =
-// (x[r, 2p], x[r, 2p + 1]) — the A operand of tile_gemm_pairs with a_rs = cols / 2.
+// exact for bf16 values; with the CPU's own conversion where it has one, which makes subnormals
+// zero as vdpbf16ps reads them anyway, kernels/cpu/bf16_convert.h), as pair words in out's memory
+// (returned): out[r cols/2 + p] = (x[r, 2p], x[r, 2p + 1]) — the A operand of tile_gemm_pairs
+// with a_rs = cols / 2.
 const uint32_t* pack_pairs_rows(const float* x, int64_t ld, int64_t rows, int64_t cols, Scratch<uint32_t>& out);
 // The same block transposed: out[p rows + r] = (x[r, 2p], x[r, 2p + 1]) — the B operand X^T with
 // ldb = rows (the keys K^T or values V^T of one head).

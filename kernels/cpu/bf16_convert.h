@@ -1,0 +1,19 @@
+// kernels/cpu/bf16_convert.h — float32 to bf16 with the CPU's own instruction (vcvtneps2bf16,
+// AVX512-BF16): round to nearest even, a NaN stays a quiet NaN, 16 values per instruction. It
+// reads subnormal floats as zero (core/float16.h's round_to_bf16 keeps a bf16 subnormal); its
+// users feed bf16 units (vdpbf16ps, AMX, oneDNN's bf16 GEMMs) that read subnormal bf16 inputs as
+// zero themselves, so their products are the same either way.
+#pragma once
+#include <cstdint>
+
+namespace relpos::k::cpu {
+
+// Whether this CPU has the instruction (and AVX512 BW/VL for the masked tails); read once.
+bool cpu_converts_bf16();
+// out[j] = bf16 bits of src[j], j < n. Only where cpu_converts_bf16().
+void bf16_row_native(const float* src, int64_t n, uint16_t* out);
+// out[p] = (bf16 of src[2p]) << 16 | (bf16 of src[2p + 1]), p < n / 2, n even: the pair words of
+// kernels/cpu/tile_gemm.h. Only where cpu_converts_bf16().
+void bf16_pair_words_native(const float* src, int64_t n, uint32_t* out);
+
+}  // namespace relpos::k::cpu
