@@ -42,13 +42,13 @@ Tensor empty_like_layout(const Tensor& x) {
   return Tensor::empty(stored, x.dtype()).permute(back);
 }
 
-// The element offset of row r (r over every dim but the last, row-major) of t.
-int64_t row_offset(const Tensor& t, int64_t r) {
+// The element offset of matrix n (n over every dim but the last two, row-major) of t.
+int64_t matrix_offset(const Tensor& t, int64_t n) {
   int64_t off = 0;
-  for (int64_t d = t.dim() - 2; d >= 0; --d) {
+  for (int64_t d = t.dim() - 3; d >= 0; --d) {
     const int64_t size = t.size(d);
-    off += (r % size) * t.strides()[size_t(d)];
-    r /= size;
+    off += (n % size) * t.strides()[size_t(d)];
+    n /= size;
   }
   return off;
 }
@@ -59,17 +59,14 @@ Tensor rotary(const Tensor& x_in, const Tensor& cs_in, bool interleaved, bool in
   const int64_t L = x_in.size(-2), dh = x_in.size(-1);
   const Tensor x = x_in.strides().back() == 1 || dh <= 1 ? x_in : x_in.contiguous(), cs = cs_in.contiguous();
   Tensor out = empty_like_layout(x);
-  const int64_t half = cs.size(2), rows = L == 0 ? 0 : x.numel() / (L * std::max<int64_t>(dh, 1));
+  const int64_t half = cs.size(2), matrices = L == 0 ? 0 : x.numel() / (L * std::max<int64_t>(dh, 1));
   visit_float(x.dtype(), "rotary", [&]<typename T>() {
     const T* px = x.data<T>();
     const T* pc = cs.data<T>();
     T* po = out.data<T>();
     const T sign = inverse ? T(-1) : T(1);
-#pragma omp parallel for schedule(static) if (rows * dh >= 32768)
-    for (int64_t row = 0; row < rows * L; ++row) {
-      const int64_t m = row % L;
-      const T* xr = px + row_offset(x, row);
-      T* yr = po + row_offset(out, row);
+    const int64_t x_ld = x.strides()[size_t(x.dim() - 2)], out_ld = out.strides()[size_t(out.dim() - 2)];
+    const auto rotate_row = [&](const T* xr, T* yr, int64_t m) {
       const T* c = pc + m * half;
       const T* s = pc + (L + m) * half;
       if (interleaved) {
@@ -87,6 +84,12 @@ Tensor rotary(const Tensor& x_in, const Tensor& cs_in, bool interleaved, bool in
         }
       }
       for (int64_t e = 2 * half; e < dh; ++e) yr[e] = xr[e];
+    };
+#pragma omp parallel for schedule(static) if (matrices * L * dh >= 32768)
+    for (int64_t n = 0; n < matrices; ++n) {  // matrix n: [L, dh] at one offset, its rows ld apart
+      const T* xn = px + matrix_offset(x, n);
+      T* yn = po + matrix_offset(out, n);
+      for (int64_t m = 0; m < L; ++m) rotate_row(xn + m * x_ld, yn + m * out_ld, m);
     }
   });
   return out;
