@@ -18,6 +18,13 @@ inline float round_to_bf16(float x) {
   return std::bit_cast<float>(u & 0xffff0000u);
 }
 
+// The 16 bits of round_to_bf16(x), a NaN kept quiet (its payload may be in the low half that is
+// dropped): what a bf16 operand holds (kernels/cpu/gemm.cpp packing, the attention's pair words).
+inline uint16_t bf16_bits(float x) {
+  const auto hi = uint16_t(std::bit_cast<uint32_t>(round_to_bf16(x)) >> 16);
+  return std::isnan(x) ? uint16_t(hi | 0x40u) : hi;
+}
+
 inline float round_to_fp16(float x) {
   const float a = std::fabs(x);
   if (std::isnan(x)) return x;

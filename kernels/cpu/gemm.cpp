@@ -171,16 +171,9 @@ void onednn_gemm(bool bf16, bool ta, bool tb, int64_t M, int64_t N, int64_t K, c
   s.wait();
 }
 
-// The bits of round_to_bf16(x) (core/float16.h), a NaN kept quiet (its payload may be in the low
-// half that is dropped).
-uint16_t to_bf16_bits(float x) {
-  const auto hi = uint16_t(std::bit_cast<uint32_t>(round_to_bf16(x)) >> 16);
-  return std::isnan(x) ? uint16_t(hi | 0x40u) : hi;
-}
-
 // The [rows, cols] block at src (leading dim ld) as dense bf16 (leading dim cols) in dst's
 // memory, which it returns: the CPU's conversion where it has one (kernels/cpu/bf16_convert.h;
-// this path runs only with bf16 units, i.e. AVX512-BF16 or AMX), to_bf16_bits otherwise.
+// this path runs only with bf16 units, i.e. AVX512-BF16 or AMX), bf16_bits (core/float16.h) otherwise.
 const uint16_t* pack_bf16(const float* src, int64_t rows, int64_t cols, int64_t ld, cpu::Scratch<uint16_t>& dst) {
   uint16_t* out = dst.get(size_t(rows * cols));
   const bool native = cpu::cpu_converts_bf16();
@@ -189,7 +182,7 @@ const uint16_t* pack_bf16(const float* src, int64_t rows, int64_t cols, int64_t 
     if (native) {
       cpu::bf16_row_native(src + r * ld, cols, out + r * cols);
     } else {
-      for (int64_t j = 0; j < cols; ++j) out[r * cols + j] = to_bf16_bits(src[r * ld + j]);
+      for (int64_t j = 0; j < cols; ++j) out[r * cols + j] = bf16_bits(src[r * ld + j]);
     }
   }
   return out;

@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/float16.h"
 #include "kernels/cpu/bf16_convert.h"
 #include "kernels/ops.h"
 
@@ -166,12 +167,9 @@ void pairs_scalar(const TilePairs& g) {
     }
 }
 
-// The bits of x rounded to bf16 (nearest even; a NaN stays a quiet NaN).
-uint32_t bf16_bits(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40u;
-  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+// The pair word of (x, y): x's bf16 bits (core/float16.h) in the high half, y's in the low.
+uint32_t pair_word(float x, float y) {
+  return uint32_t(bf16_bits(x)) << 16 | bf16_bits(y);
 }
 
 // ---------------------------------------------------------------- AVX2: MR x 16
@@ -332,7 +330,7 @@ const uint32_t* pack_pairs_rows(const float* x, int64_t ld, int64_t rows, int64_
     if (native)
       bf16_pair_words_native(xr, cols, o);
     else
-      for (int64_t p = 0; p < np; ++p) o[p] = bf16_bits(xr[2 * p]) << 16 | bf16_bits(xr[2 * p + 1]);
+      for (int64_t p = 0; p < np; ++p) o[p] = pair_word(xr[2 * p], xr[2 * p + 1]);
   }
   return words;
 }
@@ -358,7 +356,7 @@ const uint32_t* pack_pairs_cols(const float* x, int64_t ld, int64_t rows, int64_
     for (int64_t p = 0; p < np; ++p) {
       uint32_t* o = words + p * rows + r0;
       const float* xp = x + r0 * ld + 2 * p;
-      for (int64_t rr = 0; rr < nr; ++rr) o[rr] = bf16_bits(xp[rr * ld]) << 16 | bf16_bits(xp[rr * ld + 1]);
+      for (int64_t rr = 0; rr < nr; ++rr) o[rr] = pair_word(xp[rr * ld], xp[rr * ld + 1]);
     }
   }
   return words;

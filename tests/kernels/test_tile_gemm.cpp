@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/float16.h"
 #include "kernels/cpu/tile_gemm.h"
 #include "kernels/ops.h"
 #include "tests/cli_run.h"
@@ -189,18 +190,6 @@ TEST_CASE(
   CHECK((k::cpu::tile_isa() == TileIsa::Avx512Bf16) == (path.find("avx512bf16 (vdpbf16ps)") != std::string::npos));
 }
 
-namespace {
-
-float bf16_round(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
-
-}  // namespace
-
 TEST_CASE(
     "tile_gemm_pairs: bf16 pairs (vdpbf16ps) give the float32 fma sequence on the same values bit for bit, at every "
     "edge, writing nothing outside C",
@@ -221,9 +210,9 @@ TEST_CASE(
     std::vector<float> a(size_t(M * lda)), bt(size_t(N * K)), ar(a.size()), b(size_t(K * N));
     for (float& x : a) x = nd(rng) * 3.0f;
     for (float& x : bt) x = nd(rng) * 0.05f;
-    for (size_t i = 0; i < a.size(); ++i) ar[i] = bf16_round(a[i]);
+    for (size_t i = 0; i < a.size(); ++i) ar[i] = round_to_bf16(a[i]);
     for (int64_t j = 0; j < N; ++j)
-      for (int64_t kk = 0; kk < K; ++kk) b[size_t(kk * N + j)] = bf16_round(bt[size_t(j * K + kk)]);
+      for (int64_t kk = 0; kk < K; ++kk) b[size_t(kk * N + j)] = round_to_bf16(bt[size_t(j * K + kk)]);
     k::cpu::Scratch<uint32_t> sa, sb, sa_r;
     const uint32_t* pa = k::cpu::pack_pairs_rows(a.data(), lda, M, K, sa);
     const std::vector<uint32_t> aw(pa, pa + M * K / 2);
