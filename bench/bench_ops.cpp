@@ -153,10 +153,11 @@ int main(int argc, char** argv) {
                        const k::AttentionOut f = k::attention(q, kk, v, Tensor(), Tensor(), args);
                        return k::attention_backward(go, q, kk, v, Tensor(), Tensor(), f, args).dq;
                      }});
-    // bf16 autocast (k::AttentionArgs::inputs): the operands rounded in the kernel, Q K^T and dO V^T
-    // on bf16 pairs where the CPU has AVX512-BF16 (RELPOS_TILE_GEMM=avx512 for the float32 tiles)
+    // bf16 autocast as the model runs it (k::AttentionArgs::inputs, probs): the operands, P and dS
+    // rounded in the kernel, every product on bf16 pairs where the CPU has AVX512-BF16
+    // (RELPOS_TILE_GEMM=avx512 for the float32 tiles)
     k::AttentionArgs a16 = args;
-    a16.inputs = k::GemmInputs::BF16;
+    a16.inputs = a16.probs = k::GemmInputs::BF16;
     a16.round_output = true;
     cases.push_back({"attention_bf16", size, 0.5 * 14.0 * double(B * H * L * L * dh), 4.0 * 8 * double(B * H * L * dh),
                      [q, kk, v, go, a16] {

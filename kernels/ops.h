@@ -214,6 +214,13 @@ struct AttentionArgs {
   // without the passes over memory.
   GemmInputs inputs = GemmInputs::F32;
   bool round_output = false;
+  // Autocast (float32 only): BF16 / FP16 rounds the probabilities P' (forward: E' = exp(S - m)
+  // times the dropout mask) and dS to this format right before the products they enter
+  // (O += P' V; dV += P'^T dO, dQ += scale dS K, dK += scale dS^T Q), as FlashAttention and
+  // PyTorch's CPU flash attention multiply a 16-bit P; the softmax sums l, D, the bucket sums
+  // and the bias gradients use the float32 values. With inputs BF16 too these products run on
+  // bf16 pairs (kernels/cpu/tile_gemm.h) with the float32 tiles' bits.
+  GemmInputs probs = GemmInputs::F32;
 };
 struct AttentionOut {
   Tensor o;    // [B, H, Lq, dh]

@@ -178,11 +178,12 @@ Variable MultiHeadAttention::fused(const Heads& h, const Positions& p, const Att
   k::AttentionOut fwd;
   const Tensor kp_rows = in.key_padding.defined() ? in.key_padding.to(h.q.device()) : Tensor();  // [B, Lk]
   // Under autocast (train.precision bf16/fp16) the kernel's q, k, v and output take 16-bit
-  // values; S, the bias, the softmax statistics and the accumulators stay float32 (as
-  // FlashAttention keeps them). The kernel rounds them itself (k::AttentionArgs::inputs), and
-  // the output too where it is the layer's output (round_output: not with buckets, whose
-  // output gains the value term first and is rounded after it).
-  if (h.q.dtype() == DType::F32) args.inputs = gemm_inputs(autocast_precision());
+  // values, and so do P and dS where they enter a product; S, the bias, the softmax statistics
+  // and the accumulators stay float32 (as FlashAttention keeps them). The kernel rounds them
+  // itself (k::AttentionArgs::inputs, probs), and the output too where it is the layer's output
+  // (round_output: not with buckets, whose output gains the value term first and is rounded
+  // after it).
+  if (h.q.dtype() == DType::F32) args.inputs = args.probs = gemm_inputs(autocast_precision());
   args.round_output = !p.buckets.keys.defined();
   const Variable &q = h.q, &kk = h.k, &v = h.v;
   Variable o;

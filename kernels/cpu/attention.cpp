@@ -23,6 +23,10 @@
 //   (index bias: dtab[b, h, n] += sum over the tile's cells with idx[(b,) i, j] = n of dS, float64)
 // then dT[h] = sum over b (dtable[n, h] = sum over b of dtab[b, h, n]) in order b = 0, 1, ...:
 // deterministic for any thread count.
+// Autocast (AttentionArgs::inputs / probs): q, k, v, dO are read as 16-bit values, and E' (P')
+// and dS are rounded to 16 bits right before E' V, P'^T dO, dS K and dS^T Q (after l, the bucket
+// sums and the bias gradients took their float32 values); under bf16 every product then runs on
+// bf16 pairs (kernels/cpu/tile_gemm.h) with the float32 tiles' bits.
 // Memory: one [R, C] tile (backward: two) per thread and the head's keys transposed [dh, Lk]
 // (backward: keys and values) (+ the [B, H, Lq, NB] bucket terms; the backward's index-bias
 // partials [B, H, NT] float64). The tile products run on one thread each (float32: the
@@ -250,6 +254,48 @@ void rows_by_cols(const Dims& d, int64_t L, T alpha, const T* A, int64_t lda, co
     }
   }
   tile_mm<T>(r, c, d.dh, alpha, A + i0 * lda, lda, 1, Bt + j0, L, false, out, c);
+}
+
+// Whether P and dS enter their products as bf16 pairs (AttentionArgs::probs): bf16 probabilities
+// and bf16 operands on the other side (inputs), on a CPU with the pair kernels.
+template <typename T>
+bool probs_pairs(const AttentionArgs& a) {
+  return std::is_same_v<T, float> && a.probs == GemmInputs::BF16 && a.inputs == GemmInputs::BF16 &&
+         tile_pairs_enabled();
+}
+
+// The probability-like tile x [r, c] (row stride c: P' or dS) rounded in place to a.probs's 16-bit
+// format (float32 under autocast; nothing otherwise, and nothing needed when probs_pairs packs it).
+template <typename T>
+void round_tile(const AttentionArgs& a, T* x, int64_t r, int64_t c) {
+  if constexpr (std::is_same_v<T, float>)
+    if (a.probs != GemmInputs::F32 && !probs_pairs<T>(a)) round_block(a.probs == GemmInputs::BF16, x, c, x, c, r, c);
+}
+
+// out += alpha X Y for a tile x [r, c] (row stride c): X = x, Y with c rows; or X = x^T
+// (transposed), Y with r rows. Y's rows at y (row stride ldy, dh columns). On bf16 pairs when
+// probs_pairs (x and Y packed as words, x rounded while packed; Y holds bf16 values), else the
+// float32 / float64 tiles on x as it is (round_tile rounded it).
+template <typename T>
+void tile_by_rows(const AttentionArgs& a, int64_t r, int64_t c, bool transposed, T alpha, const T* x, const T* y,
+                  int64_t ldy, int64_t dh, T* out, int64_t ldo) {
+  const int64_t M = transposed ? c : r, K = transposed ? r : c;
+  if constexpr (std::is_same_v<T, float>) {
+    if (probs_pairs<T>(a)) {
+      thread_local Scratch<uint32_t> xw, yw;
+      const int64_t np = (K + 1) / 2;
+      TilePairs g{M, dh, np, alpha, nullptr, np, pack_row_pairs(y, ldy, K, dh, yw), dh, out, ldo};
+      g.accumulate = true;
+      if (transposed) {  // A(i, p) = (x[2p, i], x[2p + 1, i])
+        g.a = pack_row_pairs(x, c, r, c, xw);
+        g.a_rs = 1, g.a_ps = c;
+      } else {
+        g.a = pack_pairs_rows(x, c, r, c, xw);
+      }
+      return tile_gemm_pairs(TileIsa::Avx512Bf16, g);
+    }
+  }
+  tile_mm<T>(M, dh, K, alpha, x, transposed ? 1 : c, transposed ? c : 1, y, ldy, true, out, ldo);
 }
 
 // The scores of rows i0 .. i0+r-1 against keys j0 .. j0+c-1, biased and masked, into s [r, c]
@@ -486,7 +532,8 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
                 });
               }
             }
-            tile_mm<T>(r, d.dh, c, T(1), s.data(), c, 1, V + j0 * ldv, ldv, true, acc, ho.ld);  // acc += E' V
+            round_tile<T>(a, s.data(), r, c);
+            tile_by_rows<T>(a, r, c, false, T(1), s.data(), V + j0 * ldv, ldv, d.dh, acc, ho.ld);  // acc += E' V
           }
           for (int64_t ii = 0; ii < r; ++ii) {  // normalise; a row without a visible key keeps o = 0
             const RowState<T>& sr = st[size_t(ii)];
@@ -677,9 +724,12 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
               }
             }
             // dQ_blk += scale dS K_tile;  dK_tile += scale dS^T Q_blk;  dV_tile += P'^T dO_blk
-            tile_mm<T>(r, d.dh, c, T(a.scale), ds.data(), c, 1, K + j0 * ldk, ldk, true, dQ + i0 * hdq.ld, hdq.ld);
-            tile_mm<T>(c, d.dh, r, T(a.scale), ds.data(), 1, c, Q + i0 * ldq, ldq, true, dK + j0 * hdk.ld, hdk.ld);
-            tile_mm<T>(c, d.dh, r, T(1), p.data(), 1, c, G + i0 * ldg, ldg, true, dV + j0 * hdv.ld, hdv.ld);
+            round_tile<T>(a, ds.data(), r, c);
+            round_tile<T>(a, p.data(), r, c);
+            const T sc = T(a.scale);
+            tile_by_rows<T>(a, r, c, false, sc, ds.data(), K + j0 * ldk, ldk, d.dh, dQ + i0 * hdq.ld, hdq.ld);
+            tile_by_rows<T>(a, r, c, true, sc, ds.data(), Q + i0 * ldq, ldq, d.dh, dK + j0 * hdk.ld, hdk.ld);
+            tile_by_rows<T>(a, r, c, true, T(1), p.data(), G + i0 * ldg, ldg, d.dh, dV + j0 * hdv.ld, hdv.ld);
           }
         }
         if (rounding) {  // the gradients of 16-bit inputs are 16-bit values; this head's are complete

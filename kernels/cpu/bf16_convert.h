@@ -12,8 +12,11 @@ namespace relpos::k::cpu {
 bool cpu_converts_bf16();
 // out[j] = bf16 bits of src[j], j < n. Only where cpu_converts_bf16().
 void bf16_row_native(const float* src, int64_t n, uint16_t* out);
-// out[p] = (bf16 of src[2p]) << 16 | (bf16 of src[2p + 1]), p < n / 2, n even: the pair words of
-// kernels/cpu/tile_gemm.h. Only where cpu_converts_bf16().
+// out[p] = (bf16 of src[2p]) << 16 | (bf16 of src[2p + 1]), p < ceil(n / 2) (an odd n's last word
+// has a zero low half): the pair words of kernels/cpu/tile_gemm.h. Only where cpu_converts_bf16().
 void bf16_pair_words_native(const float* src, int64_t n, uint32_t* out);
+// out[j] = (bf16 of hi[j]) << 16 | (bf16 of lo[j]), j < n; lo == nullptr reads zeros: pairs of two
+// rows (tile_gemm.h, pack_row_pairs). Only where cpu_converts_bf16().
+void bf16_row_pair_words_native(const float* hi, const float* lo, int64_t n, uint32_t* out);
 
 }  // namespace relpos::k::cpu

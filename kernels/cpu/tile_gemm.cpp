@@ -119,17 +119,20 @@ __attribute__((target("avx512f,avx512bf16"))) void pairs512(const TilePairs& g, 
     const uint32_t* bp = b + p * g.ldb;
     const __m512bh b0 = (__m512bh)_mm512_maskz_loadu_epi32(m0, bp);
     const __m512bh b1 = (__m512bh)_mm512_maskz_loadu_epi32(m1, bp + 16);
+    const uint32_t* ap = a + p * g.a_ps;
     RELPOS_UNROLL for (int r = 0; r < MR; ++r) {
-      const __m512bh ar = (__m512bh)_mm512_set1_epi32(int(a[r * g.a_rs + p]));
+      const __m512bh ar = (__m512bh)_mm512_set1_epi32(int(ap[r * g.a_rs]));
       acc0[r] = _mm512_dpbf16_ps(acc0[r], ar, b0);
       acc1[r] = _mm512_dpbf16_ps(acc1[r], ar, b1);
     }
   }
-  const __m512 alpha = _mm512_set1_ps(g.alpha), zero = _mm512_setzero_ps();
-  RELPOS_UNROLL for (int r = 0; r < MR; ++r) {  // C = fma(alpha, acc, 0), as the float32 kernels
+  const __m512 alpha = _mm512_set1_ps(g.alpha);
+  RELPOS_UNROLL for (int r = 0; r < MR; ++r) {  // C = fma(alpha, acc, C or 0), as the float32 kernels
     float* cr = g.c + (i0 + r) * g.ldc + j0;
-    _mm512_mask_storeu_ps(cr, m0, _mm512_fmadd_ps(alpha, acc0[r], zero));
-    _mm512_mask_storeu_ps(cr + 16, m1, _mm512_fmadd_ps(alpha, acc1[r], zero));
+    const __m512 prev0 = g.accumulate ? _mm512_maskz_loadu_ps(m0, cr) : _mm512_setzero_ps();
+    const __m512 prev1 = g.accumulate ? _mm512_maskz_loadu_ps(m1, cr + 16) : _mm512_setzero_ps();
+    _mm512_mask_storeu_ps(cr, m0, _mm512_fmadd_ps(alpha, acc0[r], prev0));
+    _mm512_mask_storeu_ps(cr + 16, m1, _mm512_fmadd_ps(alpha, acc1[r], prev1));
   }
 }
 
@@ -159,11 +162,12 @@ void pairs_scalar(const TilePairs& g) {
     for (int64_t j = 0; j < g.N; ++j) {
       float acc = 0;
       for (int64_t p = 0; p < g.pairs; ++p) {
-        const uint32_t wa = g.a[i * g.a_rs + p], wb = g.b[p * g.ldb + j];
+        const uint32_t wa = g.a[i * g.a_rs + p * g.a_ps], wb = g.b[p * g.ldb + j];
         acc = std::fma(pair_high(wa), pair_high(wb), acc);
         acc = std::fma(pair_low(wa), pair_low(wb), acc);
       }
-      g.c[i * g.ldc + j] = std::fma(g.alpha, acc, 0.0f);
+      float* cij = g.c + i * g.ldc + j;
+      *cij = std::fma(g.alpha, acc, g.accumulate ? *cij : 0.0f);
     }
 }
 
@@ -320,17 +324,34 @@ void tile_gemm_pairs(TileIsa isa, const TilePairs& g) {
 }
 
 const uint32_t* pack_pairs_rows(const float* x, int64_t ld, int64_t rows, int64_t cols, Scratch<uint32_t>& out) {
-  RELPOS_CHECK(cols % 2 == 0, "pack_pairs_rows: {} columns, expected an even count", cols);
-  const int64_t np = cols / 2;
+  const int64_t np = (cols + 1) / 2;
   uint32_t* words = out.get(size_t(rows * np));
   const bool native = cpu_converts_bf16();
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * ld;
     uint32_t* o = words + r * np;
-    if (native)
+    if (native) {
       bf16_pair_words_native(xr, cols, o);
+    } else {
+      for (int64_t p = 0; p < cols / 2; ++p) o[p] = pair_word(xr[2 * p], xr[2 * p + 1]);
+      if (cols % 2) o[np - 1] = pair_word(xr[cols - 1], 0.0f);
+    }
+  }
+  return words;
+}
+
+const uint32_t* pack_row_pairs(const float* x, int64_t ld, int64_t rows, int64_t cols, Scratch<uint32_t>& out) {
+  const int64_t np = (rows + 1) / 2;
+  uint32_t* words = out.get(size_t(np * cols));
+  const bool native = cpu_converts_bf16();
+  for (int64_t p = 0; p < np; ++p) {
+    const float* hi = x + 2 * p * ld;
+    const float* lo = 2 * p + 1 < rows ? hi + ld : nullptr;
+    uint32_t* o = words + p * cols;
+    if (native)
+      bf16_row_pair_words_native(hi, lo, cols, o);
     else
-      for (int64_t p = 0; p < np; ++p) o[p] = pair_word(xr[2 * p], xr[2 * p + 1]);
+      for (int64_t j = 0; j < cols; ++j) o[j] = pair_word(hi[j], lo ? lo[j] : 0.0f);
   }
   return words;
 }
@@ -372,8 +393,8 @@ std::string cpu_attention_tile_path() {
   const std::string how = forced && *forced ? " [RELPOS_TILE_GEMM]" : "";
   switch (isa) {
     case cpu::TileIsa::Avx512Bf16:
-      return "avx512 micro-kernels (12 x 32 blocks); bf16 products (autocast's Q K^T, dO V^T) on avx512bf16 "
-             "(vdpbf16ps)" +
+      return "avx512 micro-kernels (12 x 32 blocks); bf16 products (autocast's Q K^T, dO V^T, P V, dS K, dS^T Q, "
+             "P^T dO) on avx512bf16 (vdpbf16ps)" +
              how;
     case cpu::TileIsa::Avx512:
       return "avx512 micro-kernels (12 x 32 blocks)" + how;

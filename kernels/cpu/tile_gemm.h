@@ -25,10 +25,12 @@
 //   avx2:     6 x 16 blocks (12 ymm accumulators);
 //   openblas: cblas_sgemm on each tile (what every CPU without AVX2 + FMA runs).
 //
-// bf16 pair products (tile_gemm_pairs): under bf16 autocast the fused attention's S = scale Q K^T
-// (forward and the backward's recompute) and dP = dO V^T multiply two bf16-valued operands. Packed
-// as pairs along K (pack_pairs_rows / pack_pairs_cols: one 32-bit word holds elements 2p and
-// 2p + 1), vdpbf16ps does two steps of the float32 sequence per instruction: it adds the word's
+// bf16 pair products (tile_gemm_pairs): under bf16 autocast every product of the fused attention
+// multiplies two bf16-valued operands: S = scale Q K^T (forward and the backward's recompute) and
+// dP = dO V^T, and, with the probabilities P and dS rounded to bf16 as FlashAttention does
+// (k::AttentionArgs::probs), O += P V, dQ += scale dS K, dK += scale dS^T Q and dV += P^T dO.
+// Packed as pairs along K (pack_pairs_rows / pack_pairs_cols / pack_row_pairs: one 32-bit word
+// holds elements 2p and 2p + 1), vdpbf16ps does two steps of the float32 sequence per instruction: it adds the word's
 // high product, then its low one, each product exact (bf16 x bf16 fits a float32) and each sum
 // rounded once, as an fma would. Element 2p is packed in the high half, so the result is the
 // scalar reference's sequence on the same values, bit for bit (tests/kernels/test_tile_gemm.cpp),
@@ -69,8 +71,9 @@ inline BlasOperand blas_operand(int64_t M, int64_t K, int64_t a_rs, int64_t a_cs
   return {true, std::max<int64_t>({a_cs, M, 1})};
 }
 
-// C[M, N] = alpha A B on bf16 pairs: A(i, 2p), A(i, 2p + 1) in word a[i a_rs + p] (high, low
-// half), B(2p, j), B(2p + 1, j) in word b[p ldb + j]; K = 2 * (number of pairs), even.
+// C[M, N] = (C +) alpha A B on bf16 pairs: A(i, 2p), A(i, 2p + 1) in word a[i a_rs + p a_ps]
+// (high, low half), B(2p, j), B(2p + 1, j) in word b[p ldb + j]; K = 2 * (number of pairs) (an odd
+// K is padded with a zero pair half on both sides, which adds exactly +0 to each sum).
 struct TilePairs {
   int64_t M = 0, N = 0, pairs = 0;
   float alpha = 1;
@@ -80,14 +83,22 @@ struct TilePairs {
   int64_t ldb = 0;
   float* c = nullptr;
   int64_t ldc = 0;
+  int64_t a_ps = 1;         // A's pair stride: 1 for pack_pairs_rows' words, the row length for
+                            // A^T read from pack_row_pairs' words
+  bool accumulate = false;  // C = fma(alpha, acc, C) instead of fma(alpha, acc, 0)
 };
 
-// The rows x cols block at x (row stride ld, cols even), each value rounded to bf16 (nearest even;
-// exact for bf16 values; with the CPU's own conversion where it has one, which makes subnormals
-// zero as vdpbf16ps reads them anyway, kernels/cpu/bf16_convert.h), as pair words in out's memory
-// (returned): out[r cols/2 + p] = (x[r, 2p], x[r, 2p + 1]) — the A operand of tile_gemm_pairs
-// with a_rs = cols / 2.
+// The rows x cols block at x (row stride ld), each value rounded to bf16 (nearest even; exact for
+// bf16 values; with the CPU's own conversion where it has one, which makes subnormals zero as
+// vdpbf16ps reads them anyway, kernels/cpu/bf16_convert.h), as pair words in out's memory
+// (returned): out[r np + p] = (x[r, 2p], x[r, 2p + 1]), np = ceil(cols / 2), an odd row's last
+// word (x[r, cols - 1], 0) — the A operand of tile_gemm_pairs with a_rs = np, a_ps = 1.
 const uint32_t* pack_pairs_rows(const float* x, int64_t ld, int64_t rows, int64_t cols, Scratch<uint32_t>& out);
+// Pairs of consecutive rows: out[p cols + j] = (x[2p, j], x[2p + 1, j]), p < ceil(rows / 2), the
+// last pair (x[rows - 1, j], 0) when rows is odd — the B operand of tile_gemm_pairs (ldb = cols)
+// whose K runs down x's rows (the values, keys, queries or dO of a tile), or, read transposed
+// (a_rs = 1, a_ps = cols), the A operand X^T.
+const uint32_t* pack_row_pairs(const float* x, int64_t ld, int64_t rows, int64_t cols, Scratch<uint32_t>& out);
 // The same block transposed: out[p rows + r] = (x[r, 2p], x[r, 2p + 1]) — the B operand X^T with
 // ldb = rows (the keys K^T or values V^T of one head).
 const uint32_t* pack_pairs_cols(const float* x, int64_t ld, int64_t rows, int64_t cols, Scratch<uint32_t>& out);

@@ -3,19 +3,19 @@
 // float64 gradchecks of every input (q, k, v, bias table), determinism across thread counts,
 // and whole attention layers with the fused path on vs off for every encoding it serves
 // (Toeplitz, bucketed and index-bias encodings).
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 #include <map>
 
+#include "../helpers.h"
 #include "autograd/ops.h"
+#include "core/float16.h"
 #include "kernels/ops.h"
 #include "nn/attention.h"
 #include "nn/positional/graph_spd.h"
 #include "nn/positional/registry.h"
-#include "../helpers.h"
 
 using namespace relpos;
 using test::rand_var;
@@ -658,11 +658,13 @@ TEST_CASE("fused attention under autocast rounds q, k, v, dO, o and dq, dk, dv i
           "[precision]") {
   // The kernel's own rounding (k::AttentionArgs::inputs / round_output) against the composition
   // it replaces: round q, k, v and dO as tensors, run the float32 kernel, round o, dq, dk, dv.
-  // The backward's D_i = dO_i . O_i takes the rounded o in both. Heads as views of [B, L, H, dh]
-  // (the projections' layout), odd sizes, a T5-style bias and the causal mask. With bf16 inputs
-  // and an even dh on a CPU with AVX512-BF16, S = Q K^T and dP = dO V^T run on bf16 pairs
-  // (kernels/cpu/tile_gemm.h) while the reference runs the float32 kernels: the same bits; an odd
-  // dh keeps the float32 kernels.
+  // The backward's D_i = dO_i . O_i takes the rounded o in both. Both round P and dS before their
+  // products (probs; the next test checks where). Heads as views of [B, L, H, dh] (the
+  // projections' layout), odd sizes (odd tile widths at the causal edge), a T5-style bias and the
+  // causal mask. With bf16 on a CPU with AVX512-BF16 the kernel runs its products on bf16 pairs
+  // (kernels/cpu/tile_gemm.h: S = Q K^T and dO V^T for an even dh, the four products with P and
+  // dS for any dh) while the reference (float32 tensors, probs only) runs the float32 tiles: the
+  // same bits.
   for (auto [in, round] :
        {std::pair{k::GemmInputs::BF16, k::Unary::RoundBF16}, std::pair{k::GemmInputs::FP16, k::Unary::RoundFP16}})
     for (const int64_t dh : {16, 15}) {
@@ -672,6 +674,7 @@ TEST_CASE("fused attention under autocast rounds q, k, v, dO, o and dq, dk, dv i
       auto heads = [&] { return Tensor::randn({B, L, H, dh}, g).permute({0, 2, 1, 3}); };
       const Tensor q = heads(), kk = heads(), v = heads(), go = heads(), t = Tensor::randn({H, 2 * L - 1}, g);
       k::AttentionArgs plain{0.25, true, 0, 0};
+      plain.probs = in;
       k::AttentionArgs fused = plain;
       fused.inputs = in;
       fused.round_output = true;
@@ -689,6 +692,51 @@ TEST_CASE("fused attention under autocast rounds q, k, v, dO, o and dq, dk, dv i
       CHECK(got_g.dv.to_vector<float>() == r(ref_g.dv).to_vector<float>());
       CHECK(got_g.dbias.to_vector<float>() == ref_g.dbias.to_vector<float>());  // the bias stays float32
       // and the rounding did happen: not the float32 kernel's values
-      CHECK(got.o.to_vector<float>() != k::attention(q, kk, v, t, Tensor(), plain).o.to_vector<float>());
+      k::AttentionArgs f32 = plain;
+      f32.probs = k::GemmInputs::F32;
+      CHECK(got.o.to_vector<float>() != k::attention(q, kk, v, t, Tensor(), f32).o.to_vector<float>());
     }
+}
+
+TEST_CASE("fused attention with 16-bit probabilities multiplies P and dS rounded, sums them unrounded", "[precision]") {
+  // One head, two query rows, two keys, dh 2, worked out by hand (k::AttentionArgs::probs; q, k,
+  // v and dO stay float32 here, so no other rounding hides these). Row 1 scores S = [0, -1]:
+  // E = [1, e^-1], l = 1 + e^-1, and with v = [(0, 0), (1, 0)]:
+  //   o[1] = bf16(e^-1) / l  (FlashAttention's 16-bit P times V; the sum l is float32).
+  // Backward with dO = [(0, 0), (1, 0)]: P[1] = E / l, D_1 = o[1], dS[1] = P[1] ([0, 1] - o[1]),
+  // row 0's dS = 0:
+  //   dv[1] = bf16(P11);  dq[1] = -bf16(dS11) (keys (0, 0), (-1, 0));  dk[j] = bf16(dS1j) (q[1] = (1, 0));
+  //   the bias gradient on diagonal 1 is dS00 + dS11 = dS11 unrounded.
+  const Tensor q = Tensor::from_vector(std::vector<float>{0, 0, 1, 0}, {1, 1, 2, 2});
+  const Tensor kk = Tensor::from_vector(std::vector<float>{0, 0, -1, 0}, {1, 1, 2, 2});
+  const Tensor v = Tensor::from_vector(std::vector<float>{0, 0, 1, 0}, {1, 1, 2, 2});
+  const Tensor go = Tensor::from_vector(std::vector<float>{0, 0, 1, 0}, {1, 1, 2, 2});
+  const Tensor t = Tensor::zeros({1, 3}, DType::F32);
+  const double e = std::exp(-1.0), l = 1.0 + e, p11 = e / l;
+  const double o1 = double(round_to_bf16(float(e))) / l;
+  const double ds11 = p11 * (1.0 - o1), ds10 = (1.0 / l) * (0.0 - o1);
+  for (const bool pairs_inputs : {false, true}) {
+    // pairs_inputs: q, k, v, dO hold bf16 values and inputs = BF16 too, so that on AVX512-BF16
+    // the products run on bf16 pairs (dq, dk, dv are then rounded as written: expected values
+    // are bf16 values already, except o's, which is left unrounded here)
+    INFO((pairs_inputs ? "inputs bf16" : "inputs f32") << ", tiles: " << k::cpu_attention_tile_path());
+    k::AttentionArgs a{1.0, false, 0, 0};
+    a.probs = k::GemmInputs::BF16;
+    if (pairs_inputs) a.inputs = k::GemmInputs::BF16;
+    const k::AttentionOut f = k::attention(q, kk, v, t, Tensor(), a);
+    const k::AttentionGrads g = k::attention_backward(go, q, kk, v, t, Tensor(), f, a);
+    const auto o = f.o.to_vector<float>(), dq = g.dq.to_vector<float>(), dk = g.dk.to_vector<float>(),
+               dv = g.dv.to_vector<float>(), db = g.dbias.to_vector<float>();
+    CHECK(o[2] == Approx(o1).epsilon(1e-6));
+    CHECK(std::abs(o[2] - e / l) > 1e-4);  // not the float32 product
+    CHECK(o[0] == 0.5f);                   // row 0: P = [1/2, 1/2], exact in bf16
+    CHECK(dv[2] == round_to_bf16(float(p11)));
+    CHECK(std::abs(dv[2] - p11) > 1e-4);
+    CHECK(dq[2] == -round_to_bf16(float(ds11)));
+    CHECK(dk[2] == round_to_bf16(float(ds11)));
+    CHECK(std::abs(dk[2] - ds11) > 1e-4);
+    CHECK(db[1] == Approx(ds11).epsilon(1e-6));  // the bias gradient takes dS unrounded
+    CHECK(dk[0] == round_to_bf16(float(ds10)));
+    CHECK(dq[0] == 0.0f);
+  }
 }

@@ -247,9 +247,73 @@ TEST_CASE(
   CHECK(((w[0] >> 16) & 0x7f80u) == 0x7f80u);
   CHECK(((w[0] >> 16) & 0x7fu) != 0);  // NaN: a nonzero mantissa
   CHECK((w[1] >> 16) == 0xff80u);      // -inf
-  CHECK_THROWS_WITH(k::cpu::pack_pairs_rows(x.data(), 4, 1, 3, sw), Catch::Contains("3 columns, expected an even"));
+  // An odd row ends in a word with a zero low half.
+  const uint32_t* po = k::cpu::pack_pairs_rows(x.data() + 1, 4, 1, 3, sw);
+  CHECK(po[0] == (0x3f80u << 16 | 0xff80u));  // (1, -inf)
+  CHECK(po[1] == 0x40000000u);                // (2, 0)
   if (!hw)
     CHECK_THROWS_WITH(
         k::cpu::tile_gemm_pairs(TileIsa::Avx512Bf16, TilePairs{1, 1, 1, 1.0f, w.data(), 1, w.data(), 1, x.data(), 1}),
         Catch::Contains("which this CPU lacks"));
+}
+
+TEST_CASE(
+    "tile_gemm_pairs: the probability products (odd K, accumulate, A read transposed from row pairs) give the float32 "
+    "fma sequence bit for bit",
+    "[kernels][tile_gemm][precision]") {
+  // The fused attention's O += P V, dQ += s dS K (A = the tile's rows as pairs, B = rows as row
+  // pairs) and dK += s dS^T Q, dV += P^T dO (A = the tile transposed, read from its row pairs):
+  // K = the tile's width or height, odd at the causal edge, padded with a zero half on both sides.
+  using k::cpu::TilePairs;
+  const bool hw = k::cpu::tile_isa_supported(TileIsa::Avx512Bf16);
+  if (!hw) WARN("this CPU has no AVX512-BF16: only the scalar pair reference is checked");
+  uint64_t seed = 91;
+  for (const bool transposed : {false, true})
+    for (const auto& [r, c, dh] : std::vector<std::array<int64_t, 3>>{
+             {64, 256, 32}, {64, 77, 32}, {13, 77, 15}, {1, 1, 16}, {7, 3, 33}, {64, 129, 64}, {2, 5, 1}}) {
+      INFO((transposed ? "x^T Y" : "x Y") << " r=" << r << " c=" << c << " dh=" << dh);
+      std::mt19937_64 rng(seed++);
+      std::normal_distribution<float> nd(0.0f, 1.0f);
+      const int64_t M = transposed ? c : r, K = transposed ? r : c, ldy = dh + 3, ldc = dh + 2;
+      std::vector<float> x(size_t(r * c)), xr(x.size()), y(size_t(K * ldy)), yr(y.size());
+      for (float& v : x) v = std::abs(nd(rng)) * 0.01f;  // probabilities / dS-sized
+      for (float& v : y) v = nd(rng);
+      for (size_t i = 0; i < x.size(); ++i) xr[i] = round_to_bf16(x[i]);
+      for (size_t i = 0; i < y.size(); ++i) yr[i] = round_to_bf16(y[i]);
+      std::vector<float> c0(size_t((M + 2) * ldc));
+      for (float& v : c0) v = nd(rng);
+      // the float32 reference on the rounded values, accumulating into c0
+      std::vector<float> ref = c0;
+      TileGemm g;
+      g.M = M, g.N = dh, g.K = K, g.alpha = 0.375f;
+      g.a = xr.data(), g.a_rs = transposed ? 1 : c, g.a_cs = transposed ? c : 1;
+      g.b = yr.data(), g.ldb = ldy, g.accumulate = true;
+      g.c = ref.data() + ldc, g.ldc = ldc;
+      k::cpu::tile_gemm(TileIsa::Scalar, g);
+      k::cpu::Scratch<uint32_t> sx, sy;
+      const int64_t np = (K + 1) / 2;
+      const uint32_t* yw = k::cpu::pack_row_pairs(y.data(), ldy, K, dh, sy);  // rounds while packing
+      for (int64_t p = 0; p < np; ++p)
+        for (int64_t j = 0; j < dh; ++j) {
+          const float lo = 2 * p + 1 < K ? yr[size_t((2 * p + 1) * ldy + j)] : 0.0f;
+          REQUIRE(yw[p * dh + j] == (uint32_t(bf16_bits(yr[size_t(2 * p * ldy + j)])) << 16 | bf16_bits(lo)));
+        }
+      TilePairs pg{M, dh, np, 0.375f, nullptr, 0, yw, dh, nullptr, ldc};
+      pg.accumulate = true;
+      if (transposed) {
+        pg.a = k::cpu::pack_row_pairs(x.data(), c, r, c, sx);
+        pg.a_rs = 1, pg.a_ps = c;
+      } else {
+        pg.a = k::cpu::pack_pairs_rows(x.data(), c, r, c, sx);
+        pg.a_rs = np;
+      }
+      for (TileIsa isa : {TileIsa::Scalar, TileIsa::Avx512Bf16}) {
+        if (isa == TileIsa::Avx512Bf16 && !hw) continue;
+        INFO(k::cpu::tile_isa_name(isa));
+        std::vector<float> got = c0;
+        pg.c = got.data() + ldc;
+        k::cpu::tile_gemm_pairs(isa, pg);
+        CHECK(std::memcmp(got.data(), ref.data(), got.size() * sizeof(float)) == 0);  // rows outside C untouched
+      }
+    }
 }
