@@ -481,7 +481,7 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
         const T* V = hv.at(b, h);
         int64_t ldq = hq.ld, ldv = hv.ld;
         if (rounding && !pairs) Q = rounded_rows(Q, ldq, d.Lq, d.dh, a.inputs, qbuf), ldq = d.dh;
-        if (rounding && !probs_pairs<T>(a)) V = rounded_rows(V, ldv, d.Lk, d.dh, a.inputs, vbuf), ldv = d.dh;
+        if (rounding) V = rounded_rows(V, ldv, d.Lk, d.dh, a.inputs, vbuf), ldv = d.dh;
         const T* th = pt ? pt + h * (d.Lq + d.Lk - 1) : nullptr;
         const double* kp_b = pad.empty() ? nullptr : pad.data() + b * d.Lk;
         T* O = ho.at(b, h);
@@ -616,20 +616,19 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
       const uint32_t *dO_words = nullptr, *v_words = nullptr;
       const bool rounding = std::is_same_v<T, float> && a.inputs != GemmInputs::F32;
       const bool pairs = use_pairs<T>(d, a);
-      // q, k and dO rows as rounded copies (dense, row stride dh) under autocast, for the float32
-      // tiles; none when every product packs them as bf16 words (rounding them) and D rounds dO
-      // as it reads it
-      const bool inline_round = rounding && pairs && probs_pairs<T>(a), copies = rounding && !inline_round;
 #pragma omp for schedule(static)
       for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
         const int64_t b = bh / d.H, h = bh % d.H;
+        // q, k and dO rows, rounded copies (dense, row stride dh) under autocast (also for the
+        // pair packing: packing straight from the strided heads measured slower, perf samples in
+        // the packing 8 -> 60 of ~1,700 in a tiny bf16 step)
         const T* Q = hq.at(b, h);
         const T* K = hk.at(b, h);
         const T* V = hv.at(b, h);
         const T* G = hg.at(b, h);
         const T* O = ho.at(b, h);
         int64_t ldq = hq.ld, ldk = hk.ld, ldg = hg.ld;
-        if (copies) {
+        if (rounding) {
           Q = rounded_rows(Q, ldq, d.Lq, d.dh, a.inputs, qbuf), ldq = d.dh;
           K = rounded_rows(K, ldk, d.Lk, d.dh, a.inputs, kbuf), ldk = d.dh;
           G = rounded_rows(G, ldg, d.Lq, d.dh, a.inputs, gbuf), ldg = d.dh;
@@ -648,7 +647,7 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
         double* dtab = dtable_parts.empty() ? nullptr : dtable_parts.data() + bh * ntab;  // [NT] of (b, h)
         ScoreOperands<T> so{Q, ldq};
         if constexpr (std::is_same_v<T, float>) {
-          if (pairs) {  // (rounded while packed)
+          if (pairs) {  // Q, K and dO already rounded; V rounded while packed
             so.qw = pack_pairs_rows(Q, ldq, d.Lq, d.dh, qw);
             so.kw = pack_pairs_cols(K, ldk, d.Lk, d.dh, kw);
             dO_words = pack_pairs_rows(G, ldg, d.Lq, d.dh, dow);
@@ -666,13 +665,8 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
             const T* gi = G + (i0 + ii) * ldg;
             const T* oi = O + (i0 + ii) * ho.ld;
             T acc = 0;
-            if (inline_round) {
-#pragma omp simd reduction(+ : acc)
-              for (int64_t e = 0; e < d.dh; ++e) acc += round16(a.inputs, gi[e]) * oi[e];
-            } else {
-#pragma omp simd reduction(+ : acc)
-              for (int64_t e = 0; e < d.dh; ++e) acc += gi[e] * oi[e];
-            }
+#pragma omp simd reduction(+ : acc)  // (without it a serial chain of dependent adds)
+            for (int64_t e = 0; e < d.dh; ++e) acc += gi[e] * oi[e];
             if (GW)
               for (int64_t n = 0; n < nb; ++n) acc += GW[(i0 + ii) * nb + n] * Wb[(i0 + ii) * nb + n];
             delta[size_t(ii)] = acc;
