@@ -561,7 +561,9 @@ const std::vector<Key<TrainLoopConfig>>& train_keys() {
       choice("precision", at(&T::precision),
              "mixed precision (autograd/autocast.h): `bf16`/`fp16` give every matmul and the fused "
              "attention's q, k, v and output 16-bit values (inputs, output and their gradients rounded to nearest "
-             "even; fp16 overflows to inf above 65504) with float32 accumulation; softmax, norms, the loss, "
+             "even; fp16 overflows to inf above 65504) with float32 accumulation (the fused attention also multiplies "
+             "its probabilities P and dS as 16-bit values, as FlashAttention does; its softmax statistics stay "
+             "float32); softmax, norms, the loss, "
              "reductions, the optimizer and the weights stay float32. Storage stays float32; `bf16` GEMMs run on the "
              "CPU's bf16 units where it has them (`relpos info` names the path). `fp16` adds dynamic loss scaling. "
              "Evaluation during training runs in the same precision"),
