@@ -11,8 +11,9 @@
 //   - one primitive per (dtype, layout, M, N, K, leading dims, accumulate): creating one costs
 //     tens of microseconds, executing a cached one a few; the cache is capped (eval over many
 //     lengths) and cleared when full;
-//   - K is cut into chunks of at most kMaxK (see gemm.h: no K-parallel reduction, so results
-//     do not depend on the thread count); chunk 2.. accumulate into C (a sum post-op);
+//   - K is cut into chunks of at most kMaxK, kMaxKBf16 for bf16 (see gemm.h: no K-parallel
+//     reduction, so results do not depend on the thread count); chunk 2.. accumulate into C
+//     (a sum post-op);
 //   - it parallelises with OpenMP itself (omp_get_max_threads() at execution); called inside a
 //     parallel region it runs on the calling thread;
 //   - scratch memory is ours (scratchpad_mode::user, a per-thread buffer): oneDNN's own
@@ -75,6 +76,15 @@ void openblas_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const flo
 
 #if RELPOS_WITH_DNNL
 constexpr int64_t kMaxK = 1024;
+// bf16 products take K in chunks of at most kMaxKBf16. oneDNN 2.6's AMX kernels cut K into
+// chunks whose size depends on the thread count (its blocking heuristic weighs thread balance
+// against the chunk's L2 footprint), sum each chunk from zero and then add it to C: with K of
+// 768 to 2048 the bits of a bf16 product changed between 1, 2 and 3 threads (2-core Xeon with
+// AMX; 5 x 5 x 4 layouts x 3 thread counts at K = 512: no change). The determinism test in
+// tests/kernels/test_gemm.cpp holds shapes of both kinds. 512 rather than 256 (where the
+// footprint argument alone rules a further cut out): 256 made K = 1024 products 37% slower,
+// 512 makes them 10-15% slower (bench/RESULTS.md).
+constexpr int64_t kMaxKBf16 = 512;
 constexpr size_t kMaxCached = 4096;
 
 // (bf16, ta, tb, M, N, K, lda, ldb, ldc, accumulate, threads): a primitive keeps the thread count
@@ -149,13 +159,13 @@ Primitive primitive(const Key& key) {
   return p;
 }
 
-// C = op(A) op(B) with K cut into chunks of at most kMaxK, in order; elem = 4 (f32) or 2 (bf16).
+// C = op(A) op(B) with K cut into chunks of at most kMaxK (kMaxKBf16), in order; elem = 4 (f32) or 2 (bf16).
 void onednn_gemm(bool bf16, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void* a, int64_t lda,
                  const void* b, int64_t ldb, float* c, int64_t ldc) {
-  const int64_t elem = bf16 ? 2 : 4;
+  const int64_t elem = bf16 ? 2 : 4, max_k = bf16 ? kMaxKBf16 : kMaxK;
   dnnl::stream& s = thread_stream();
-  for (int64_t k0 = 0; k0 < K; k0 += kMaxK) {
-    const int64_t kc = std::min(kMaxK, K - k0);
+  for (int64_t k0 = 0; k0 < K; k0 += max_k) {
+    const int64_t kc = std::min(max_k, K - k0);
     // The chunk's first element: column k0 of A ([M, K]; row k0 when stored [K, M]), row k0 of B.
     const auto* ac = static_cast<const char*>(a) + (ta ? k0 * lda : k0) * elem;
     const auto* bc = static_cast<const char*>(b) + (tb ? k0 : k0 * ldb) * elem;
