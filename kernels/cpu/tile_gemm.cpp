@@ -12,9 +12,11 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "core/error.h"
 #include "core/float16.h"
@@ -237,8 +239,12 @@ void tile_openblas(const TileGemm& g) {
               int(std::max<int64_t>({g.ldc, g.N, 1})));
 }
 
+// The pair kernels where they are faster: on AMD Zen 4 the bf16 attention ran 13-27% faster on
+// them than on the float32 tiles (T = 2048, 1 thread), on a 2-core Intel Xeon with AMX 8-16%
+// slower (its vdpbf16ps does the work of two FMAs at best, and the packing is extra;
+// bench/RESULTS.md). The bits are the same either way (header), subnormals aside.
 TileIsa best_isa() {
-  if (tile_isa_supported(TileIsa::Avx512Bf16)) return TileIsa::Avx512Bf16;
+  if (tile_isa_supported(TileIsa::Avx512Bf16) && !__builtin_cpu_is("intel")) return TileIsa::Avx512Bf16;
   if (tile_isa_supported(TileIsa::Avx512)) return TileIsa::Avx512;
   if (tile_isa_supported(TileIsa::Avx2)) return TileIsa::Avx2;
   return TileIsa::OpenBLAS;
@@ -279,7 +285,17 @@ const char* tile_isa_name(TileIsa isa) {
   return "?";
 }
 
+namespace {
+std::atomic<int> g_forced_isa{-1};  // set_tile_isa's choice, -1: none
+}  // namespace
+
+void set_tile_isa(std::optional<TileIsa> isa) {
+  if (isa) RELPOS_CHECK(tile_isa_supported(*isa), "set_tile_isa: this CPU does not run {}", tile_isa_name(*isa));
+  g_forced_isa.store(isa ? int(*isa) : -1);
+}
+
 TileIsa tile_isa() {
+  if (const int forced = g_forced_isa.load(std::memory_order_relaxed); forced >= 0) return TileIsa(forced);
   static const TileIsa isa = [] {
     const char* e = std::getenv("RELPOS_TILE_GEMM");
     if (!e || !*e) return best_isa();

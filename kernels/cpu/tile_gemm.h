@@ -19,8 +19,9 @@
 // ISAs, chosen once at run time by what the CPU runs (RELPOS_TILE_GEMM=avx512bf16|avx512|avx2|
 // openblas forces one; an ISA the CPU lacks is a named error):
 //   avx512bf16: avx512's float32 kernels, and the bf16 pair kernels below for the products whose
-//             operands are both bf16 values under autocast (AVX512-BF16, e.g. Zen 4, Cooper Lake,
-//             Sapphire Rapids);
+//             operands are both bf16 values under autocast (AVX512-BF16: Zen 4, Cooper Lake,
+//             Sapphire Rapids); the default on such CPUs except Intel's, where the pairs measured
+//             slower than the float32 tiles (tile_gemm.cpp, best_isa);
 //   avx512:   12 x 32 blocks (24 zmm accumulators), masked loads/stores at the edges;
 //   avx2:     6 x 16 blocks (12 ymm accumulators);
 //   openblas: cblas_sgemm on each tile (what every CPU without AVX2 + FMA runs).
@@ -40,6 +41,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 
 #include "kernels/cpu/scratch.h"
 
@@ -109,6 +111,9 @@ void tile_gemm(const TileGemm& g);
 // Scalar is the reference: plain loops with std::fma, slow.
 void tile_gemm(TileIsa isa, const TileGemm& g);
 TileIsa tile_isa();                    // the ISA tile_gemm(g) uses
+// Tests: run this ISA from now on instead of the process's choice (a named error if this CPU
+// cannot run it); std::nullopt goes back to the process's choice.
+void set_tile_isa(std::optional<TileIsa> isa);
 bool tile_isa_supported(TileIsa isa);  // whether this CPU runs it
 const char* tile_isa_name(TileIsa isa);
 // Whether the process's ISA multiplies bf16 pairs (tile_isa() == Avx512Bf16).

@@ -12,6 +12,7 @@
 #include "../helpers.h"
 #include "autograd/ops.h"
 #include "core/float16.h"
+#include "kernels/cpu/tile_gemm.h"
 #include "kernels/ops.h"
 #include "nn/attention.h"
 #include "nn/positional/graph_spd.h"
@@ -665,37 +666,47 @@ TEST_CASE("fused attention under autocast rounds q, k, v, dO, o and dq, dk, dv i
   // (kernels/cpu/tile_gemm.h: S = Q K^T and dO V^T for an even dh, the four products with P and
   // dS for any dh) while the reference (float32 tensors, probs only) runs the float32 tiles: the
   // same bits.
-  for (auto [in, round] :
-       {std::pair{k::GemmInputs::BF16, k::Unary::RoundBF16}, std::pair{k::GemmInputs::FP16, k::Unary::RoundFP16}})
-    for (const int64_t dh : {16, 15}) {
-      INFO((in == k::GemmInputs::BF16 ? "bf16" : "fp16") << " dh=" << dh << " tiles: " << k::cpu_attention_tile_path());
-      Generator g(21);
-      const int64_t B = 2, H = 3, L = 77;
-      auto heads = [&] { return Tensor::randn({B, L, H, dh}, g).permute({0, 2, 1, 3}); };
-      const Tensor q = heads(), kk = heads(), v = heads(), go = heads(), t = Tensor::randn({H, 2 * L - 1}, g);
-      k::AttentionArgs plain{0.25, true, 0, 0};
-      plain.probs = in;
-      k::AttentionArgs fused = plain;
-      fused.inputs = in;
-      fused.round_output = true;
-      const k::Unary rop = round;  // (clang 14 cannot capture a structured binding)
-      auto r = [rop](const Tensor& x) { return k::unary(rop, x); };
-      k::AttentionOut ref = k::attention(r(q), r(kk), r(v), t, Tensor(), plain);
-      ref.o = r(ref.o);
-      const k::AttentionGrads ref_g = k::attention_backward(r(go), r(q), r(kk), r(v), t, Tensor(), ref, plain);
-      const k::AttentionOut got = k::attention(q, kk, v, t, Tensor(), fused);
-      const k::AttentionGrads got_g = k::attention_backward(go, q, kk, v, t, Tensor(), got, fused);
-      CHECK(got.o.to_vector<float>() == ref.o.to_vector<float>());
-      CHECK(got.lse.to_vector<float>() == ref.lse.to_vector<float>());
-      CHECK(got_g.dq.to_vector<float>() == r(ref_g.dq).to_vector<float>());
-      CHECK(got_g.dk.to_vector<float>() == r(ref_g.dk).to_vector<float>());
-      CHECK(got_g.dv.to_vector<float>() == r(ref_g.dv).to_vector<float>());
-      CHECK(got_g.dbias.to_vector<float>() == ref_g.dbias.to_vector<float>());  // the bias stays float32
-      // and the rounding did happen: not the float32 kernel's values
-      k::AttentionArgs f32 = plain;
-      f32.probs = k::GemmInputs::F32;
-      CHECK(got.o.to_vector<float>() != k::attention(q, kk, v, t, Tensor(), f32).o.to_vector<float>());
-    }
+  // Every tile ISA this CPU runs: the process picks one (an Intel CPU with AVX512-BF16 picks the
+  // float32 tiles), the pairs must hold wherever the CPU has them.
+  using k::cpu::TileIsa;
+  for (TileIsa isa : {TileIsa::Avx512Bf16, TileIsa::Avx512, TileIsa::Avx2})
+    for (auto [in, round] :
+         {std::pair{k::GemmInputs::BF16, k::Unary::RoundBF16}, std::pair{k::GemmInputs::FP16, k::Unary::RoundFP16}})
+      for (const int64_t dh : {16, 15}) {
+        if (!k::cpu::tile_isa_supported(isa)) continue;
+        struct Forced {  // the process's choice back however the body ends
+          explicit Forced(TileIsa i) { k::cpu::set_tile_isa(i); }
+          ~Forced() { k::cpu::set_tile_isa(std::nullopt); }
+        } forced(isa);
+        INFO((in == k::GemmInputs::BF16 ? "bf16" : "fp16")
+             << " dh=" << dh << " tiles: " << k::cpu_attention_tile_path());
+        Generator g(21);
+        const int64_t B = 2, H = 3, L = 77;
+        auto heads = [&] { return Tensor::randn({B, L, H, dh}, g).permute({0, 2, 1, 3}); };
+        const Tensor q = heads(), kk = heads(), v = heads(), go = heads(), t = Tensor::randn({H, 2 * L - 1}, g);
+        k::AttentionArgs plain{0.25, true, 0, 0};
+        plain.probs = in;
+        k::AttentionArgs fused = plain;
+        fused.inputs = in;
+        fused.round_output = true;
+        const k::Unary rop = round;  // (clang 14 cannot capture a structured binding)
+        auto r = [rop](const Tensor& x) { return k::unary(rop, x); };
+        k::AttentionOut ref = k::attention(r(q), r(kk), r(v), t, Tensor(), plain);
+        ref.o = r(ref.o);
+        const k::AttentionGrads ref_g = k::attention_backward(r(go), r(q), r(kk), r(v), t, Tensor(), ref, plain);
+        const k::AttentionOut got = k::attention(q, kk, v, t, Tensor(), fused);
+        const k::AttentionGrads got_g = k::attention_backward(go, q, kk, v, t, Tensor(), got, fused);
+        CHECK(got.o.to_vector<float>() == ref.o.to_vector<float>());
+        CHECK(got.lse.to_vector<float>() == ref.lse.to_vector<float>());
+        CHECK(got_g.dq.to_vector<float>() == r(ref_g.dq).to_vector<float>());
+        CHECK(got_g.dk.to_vector<float>() == r(ref_g.dk).to_vector<float>());
+        CHECK(got_g.dv.to_vector<float>() == r(ref_g.dv).to_vector<float>());
+        CHECK(got_g.dbias.to_vector<float>() == ref_g.dbias.to_vector<float>());  // the bias stays float32
+        // and the rounding did happen: not the float32 kernel's values
+        k::AttentionArgs f32 = plain;
+        f32.probs = k::GemmInputs::F32;
+        CHECK(got.o.to_vector<float>() != k::attention(q, kk, v, t, Tensor(), f32).o.to_vector<float>());
+      }
 }
 
 TEST_CASE("fused attention with 16-bit probabilities multiplies P and dS rounded, sums them unrounded", "[precision]") {
