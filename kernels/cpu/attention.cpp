@@ -235,7 +235,8 @@ struct ScoreOperands {
 };
 
 // Whether this call's bf16-valued products run on bf16 pairs: float32 under bf16 autocast, an even
-// head_dim and a CPU (and RELPOS_TILE_GEMM) with the pair kernels. The same bits either way.
+// head_dim and a CPU (and RELPOS_TILE_GEMM) with the pair kernels. The same bits either way, except on AMX
+// (kernels/cpu/tile_gemm.h).
 template <typename T>
 bool use_pairs(const Dims& d, const AttentionArgs& a) {
   return std::is_same_v<T, float> && a.inputs == GemmInputs::BF16 && d.dh % 2 == 0 && tile_pairs_enabled();
@@ -250,7 +251,7 @@ void rows_by_cols(const Dims& d, int64_t L, T alpha, const T* A, int64_t lda, co
   if constexpr (std::is_same_v<T, float>) {
     if (aw) {
       const int64_t np = d.dh / 2;
-      return tile_gemm_pairs(TileIsa::Avx512Bf16, TilePairs{r, c, np, alpha, aw + i0 * np, np, bw + j0, L, out, c});
+      return tile_gemm_pairs(tile_isa(), TilePairs{r, c, np, alpha, aw + i0 * np, np, bw + j0, L, out, c});
     }
   }
   tile_mm<T>(r, c, d.dh, alpha, A + i0 * lda, lda, 1, Bt + j0, L, false, out, c);
@@ -292,7 +293,7 @@ void tile_by_rows(const AttentionArgs& a, int64_t r, int64_t c, bool transposed,
       } else {
         g.a = pack_pairs_rows(x, c, r, c, xw);
       }
-      return tile_gemm_pairs(TileIsa::Avx512Bf16, g);
+      return tile_gemm_pairs(tile_isa(), g);
     }
   }
   tile_mm<T>(M, dh, K, alpha, x, transposed ? 1 : c, transposed ? c : 1, y, ldy, true, out, ldo);

@@ -10,6 +10,8 @@
 
 #include <cblas.h>
 #include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -149,6 +151,122 @@ void pairs_avx512(const TilePairs& g) {
   walk512<PairBlocks>(g);
 }
 
+// ---------------------------------------------------------------- AMX-BF16 pairs: 32 x 32 blocks
+// Tiles of 16 rows x 16 pair words (64 bytes): A's rows hold pairs along K, B's rows are pairs
+// (the layout pack_* already produce), C is 16 x 16 floats. Four accumulators (tmm0-3) over a
+// 32 x 32 block of C, A in tmm4-5, B in tmm6-7; K in steps of 16 pairs. Each tdpbf16ps sums
+// the step's even and odd products apart and adds them to the accumulator (Intel SDM): float32
+// accumulation in another order than the avx512 kernels' fma sequence (tile_gemm.h).
+struct alignas(64) AmxConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+template <int MI, int NJ>
+__attribute__((target("amx-tile,amx-bf16"))) void amx_block(const uint32_t* a, int64_t lda, const uint32_t* b,
+                                                            int64_t ldb, int64_t pairs, float* c) {
+  _tile_zero(0);
+  if constexpr (NJ > 1) _tile_zero(1);
+  if constexpr (MI > 1) _tile_zero(2);
+  if constexpr (MI > 1 && NJ > 1) _tile_zero(3);
+  for (int64_t p = 0; p < pairs; p += 16) {
+    _tile_loadd(4, a + p, lda * 4);
+    if constexpr (MI > 1) _tile_loadd(5, a + 16 * lda + p, lda * 4);
+    _tile_loadd(6, b + p * ldb, ldb * 4);
+    if constexpr (NJ > 1) _tile_loadd(7, b + p * ldb + 16, ldb * 4);
+    _tile_dpbf16ps(0, 4, 6);
+    if constexpr (NJ > 1) _tile_dpbf16ps(1, 4, 7);
+    if constexpr (MI > 1) _tile_dpbf16ps(2, 5, 6);
+    if constexpr (MI > 1 && NJ > 1) _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, c, 32 * 4);
+  if constexpr (NJ > 1) _tile_stored(1, c + 16, 32 * 4);
+  if constexpr (MI > 1) _tile_stored(2, c + 16 * 32, 32 * 4);
+  if constexpr (MI > 1 && NJ > 1) _tile_stored(3, c + 16 * 32 + 16, 32 * 4);
+}
+
+// Whether this process may use the AMX tile registers: Linux hands them out on request
+// (arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA); asked once.
+bool amx_permitted() {
+  static const bool ok = [] {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+    constexpr int kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+    return false;
+#endif
+  }();
+  return ok;
+}
+
+__attribute__((target("amx-tile,amx-bf16,avx512f"))) void pairs_amx(const TilePairs& g) {
+  const int64_t pp = (g.pairs + 15) / 16 * 16;  // K in whole steps of 16 pairs
+  // A in place where its rows are pair words and K fills whole steps, else a zero-padded copy;
+  // B in place where K and N fill whole tiles, else a zero-padded copy (+0 products: exact).
+  thread_local Scratch<uint32_t> abuf, bbuf, tail;
+  const uint32_t* a = g.a;
+  int64_t lda = g.a_rs;
+  const bool a_direct = g.a_ps == 1 && g.pairs % 16 == 0;
+  if (!a_direct) {
+    uint32_t* w = abuf.get(size_t(g.M * pp));
+    for (int64_t i = 0; i < g.M; ++i) {
+      for (int64_t p = 0; p < g.pairs; ++p) w[i * pp + p] = g.a[i * g.a_rs + p * g.a_ps];
+      std::fill(w + i * pp + g.pairs, w + (i + 1) * pp, 0u);
+    }
+    a = w, lda = pp;
+  }
+  const int64_t np = (g.N + 15) / 16 * 16;
+  const uint32_t* b = g.b;
+  int64_t ldb = g.ldb;
+  if (g.pairs % 16 != 0 || g.N % 16 != 0) {
+    uint32_t* w = bbuf.get(size_t(pp * np));
+    for (int64_t p = 0; p < pp; ++p) {
+      if (p < g.pairs) std::memcpy(w + p * np, g.b + p * g.ldb, size_t(g.N) * 4);
+      std::fill(w + p * np + (p < g.pairs ? g.N : 0), w + (p + 1) * np, 0u);
+    }
+    b = w, ldb = np;
+  }
+  AmxConfig cfg;
+  for (int t = 0; t < 8; ++t) cfg.rows[t] = 16, cfg.colsb[t] = 64;
+  _tile_loadconfig(&cfg);  // per call: oneDNN's kernels on this thread load their own
+  alignas(64) float acc[32 * 32];
+  const __m512 alpha = _mm512_set1_ps(g.alpha);
+  for (int64_t i0 = 0; i0 < g.M; i0 += 32) {
+    const int64_t mr = std::min<int64_t>(32, g.M - i0);
+    const uint32_t* ai = a + i0 * lda;
+    int64_t ldai = lda;
+    if (mr % 16 != 0) {  // a partial tile reads 16 rows: the block's rows in a zero-padded copy
+      uint32_t* w = tail.get(size_t(32 * pp));
+      std::fill(w, w + 32 * pp, 0u);
+      for (int64_t r = 0; r < mr; ++r) std::memcpy(w + r * pp, ai + r * lda, size_t(pp) * 4);
+      ai = w, ldai = pp;
+    }
+    for (int64_t j0 = 0; j0 < g.N; j0 += 32) {
+      const int64_t nc = std::min<int64_t>(32, g.N - j0);
+      const uint32_t* bj = b + j0;
+      if (mr > 16 && nc > 16)
+        amx_block<2, 2>(ai, ldai, bj, ldb, pp, acc);
+      else if (mr > 16)
+        amx_block<2, 1>(ai, ldai, bj, ldb, pp, acc);
+      else if (nc > 16)
+        amx_block<1, 2>(ai, ldai, bj, ldb, pp, acc);
+      else
+        amx_block<1, 1>(ai, ldai, bj, ldb, pp, acc);
+      const __mmask16 m0 = mask16(nc), m1 = mask16(nc - 16);
+      for (int64_t r = 0; r < mr; ++r) {  // C = fma(alpha, acc, C or 0), as the other kernels
+        float* cr = g.c + (i0 + r) * g.ldc + j0;
+        const __m512 cr0 = g.accumulate ? _mm512_maskz_loadu_ps(m0, cr) : _mm512_setzero_ps();
+        const __m512 cr1 = g.accumulate ? _mm512_maskz_loadu_ps(m1, cr + 16) : _mm512_setzero_ps();
+        _mm512_mask_storeu_ps(cr, m0, _mm512_fmadd_ps(alpha, _mm512_load_ps(acc + r * 32), cr0));
+        _mm512_mask_storeu_ps(cr + 16, m1, _mm512_fmadd_ps(alpha, _mm512_load_ps(acc + r * 32 + 16), cr1));
+      }
+    }
+  }
+  _tile_release();
+}
+
 float pair_high(uint32_t w) {
   const uint32_t u = w & 0xffff0000u;
   float x;
@@ -244,6 +362,7 @@ void tile_openblas(const TileGemm& g) {
 // slower (its vdpbf16ps does the work of two FMAs at best, and the packing is extra;
 // bench/RESULTS.md). The bits are the same either way (header), subnormals aside.
 TileIsa best_isa() {
+  if (tile_isa_supported(TileIsa::AmxBf16)) return TileIsa::AmxBf16;
   if (tile_isa_supported(TileIsa::Avx512Bf16) && !__builtin_cpu_is("intel")) return TileIsa::Avx512Bf16;
   if (tile_isa_supported(TileIsa::Avx512)) return TileIsa::Avx512;
   if (tile_isa_supported(TileIsa::Avx2)) return TileIsa::Avx2;
@@ -258,6 +377,9 @@ bool tile_isa_supported(TileIsa isa) {
   switch (isa) {
     case TileIsa::Avx512Bf16:
       return ensure_blas_core().cpu_tier >= 3 && cpu_converts_bf16();
+    case TileIsa::AmxBf16:
+      return ensure_blas_core().cpu_tier >= 3 && cpu_converts_bf16() && __builtin_cpu_supports("amx-tile") &&
+             __builtin_cpu_supports("amx-bf16") && amx_permitted();
     case TileIsa::Avx512:
       return ensure_blas_core().cpu_tier >= 3;
     case TileIsa::Avx2:
@@ -273,6 +395,8 @@ const char* tile_isa_name(TileIsa isa) {
   switch (isa) {
     case TileIsa::Avx512Bf16:
       return "avx512bf16";
+    case TileIsa::AmxBf16:
+      return "amxbf16";
     case TileIsa::Avx512:
       return "avx512";
     case TileIsa::Avx2:
@@ -299,12 +423,12 @@ TileIsa tile_isa() {
   static const TileIsa isa = [] {
     const char* e = std::getenv("RELPOS_TILE_GEMM");
     if (!e || !*e) return best_isa();
-    for (TileIsa t : {TileIsa::Avx512Bf16, TileIsa::Avx512, TileIsa::Avx2, TileIsa::OpenBLAS})
+    for (TileIsa t : {TileIsa::AmxBf16, TileIsa::Avx512Bf16, TileIsa::Avx512, TileIsa::Avx2, TileIsa::OpenBLAS})
       if (std::strcmp(e, tile_isa_name(t)) == 0) {
         RELPOS_CHECK(tile_isa_supported(t), "RELPOS_TILE_GEMM={}: this CPU does not run {} instructions", e, e);
         return t;
       }
-    ::relpos::fail("RELPOS_TILE_GEMM={}: expected 'avx512bf16', 'avx512', 'avx2' or 'openblas'", e);
+    ::relpos::fail("RELPOS_TILE_GEMM={}: expected 'amxbf16', 'avx512bf16', 'avx512', 'avx2' or 'openblas'", e);
   }();
   return isa;
 }
@@ -313,7 +437,8 @@ void tile_gemm(TileIsa isa, const TileGemm& g) {
   if (g.M <= 0 || g.N <= 0) return;
   RELPOS_CHECK(tile_isa_supported(isa), "tile_gemm: this CPU does not run {} instructions", tile_isa_name(isa));
   switch (isa) {
-    case TileIsa::Avx512Bf16:  // float32 operands: the avx512 kernels
+    case TileIsa::AmxBf16:  // float32 operands: the avx512 kernels
+    case TileIsa::Avx512Bf16:
     case TileIsa::Avx512:
       return tile_avx512(g);
     case TileIsa::Avx2:
@@ -333,9 +458,10 @@ void tile_gemm(const TileGemm& g) {
 void tile_gemm_pairs(TileIsa isa, const TilePairs& g) {
   if (g.M <= 0 || g.N <= 0) return;
   if (isa == TileIsa::Scalar) return pairs_scalar(g);
-  RELPOS_CHECK(isa == TileIsa::Avx512Bf16 && tile_isa_supported(isa),
-               "tile_gemm_pairs: needs avx512bf16 instructions (asked: {}{})", tile_isa_name(isa),
-               tile_isa_supported(TileIsa::Avx512Bf16) ? "" : ", which this CPU lacks");
+  RELPOS_CHECK((isa == TileIsa::Avx512Bf16 || isa == TileIsa::AmxBf16) && tile_isa_supported(isa),
+               "tile_gemm_pairs: needs avx512bf16 or amxbf16 instructions (asked: {}{})", tile_isa_name(isa),
+               tile_isa_supported(isa) ? "" : ", which this CPU lacks");
+  if (isa == TileIsa::AmxBf16) return pairs_amx(g);
   pairs_avx512(g);
 }
 
@@ -408,6 +534,10 @@ std::string cpu_attention_tile_path() {
   const char* forced = std::getenv("RELPOS_TILE_GEMM");
   const std::string how = forced && *forced ? " [RELPOS_TILE_GEMM]" : "";
   switch (isa) {
+    case cpu::TileIsa::AmxBf16:
+      return "avx512 micro-kernels (12 x 32 blocks); bf16 products (autocast's Q K^T, dO V^T, P V, dS K, dS^T Q, "
+             "P^T dO) on AMX tiles (tdpbf16ps)" +
+             how;
     case cpu::TileIsa::Avx512Bf16:
       return "avx512 micro-kernels (12 x 32 blocks); bf16 products (autocast's Q K^T, dO V^T, P V, dS K, dS^T Q, "
              "P^T dO) on avx512bf16 (vdpbf16ps)" +

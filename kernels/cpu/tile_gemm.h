@@ -13,15 +13,21 @@
 //
 // Each output element is one float32 sequence, acc = fma(A(i, k), B(k, j), acc) over
 // k = 0, 1, ..., K-1 from acc = 0, then C = fma(alpha, acc, C or 0): the same bits on every ISA
-// below and in the scalar reference (tests/kernels/test_tile_gemm.cpp holds them to that), and
+// below (amxbf16's bf16 products aside) and in the scalar reference (tests/kernels/test_tile_gemm.cpp
+// holds them to that), and
 // one thread per call, so the fused attention stays deterministic at any thread count.
 //
-// ISAs, chosen once at run time by what the CPU runs (RELPOS_TILE_GEMM=avx512bf16|avx512|avx2|
+// ISAs, chosen once at run time by what the CPU runs (RELPOS_TILE_GEMM=amxbf16|avx512bf16|avx512|avx2|
 // openblas forces one; an ISA the CPU lacks is a named error):
+//   amxbf16:  avx512's float32 kernels, and those bf16 pair products on AMX tiles (tdpbf16ps,
+//             AMX-BF16: Sapphire Rapids and later Xeons); the default where the CPU has it. NOT
+//             the fma sequence: each instruction adds a 32-long step's even and odd products apart,
+//             then into the accumulator (Intel SDM), so its results are float32 sums in another
+//             order (tests hold them within (K + 4) float32 roundings of float64);
 //   avx512bf16: avx512's float32 kernels, and the bf16 pair kernels below for the products whose
 //             operands are both bf16 values under autocast (AVX512-BF16: Zen 4, Cooper Lake,
-//             Sapphire Rapids); the default on such CPUs except Intel's, where the pairs measured
-//             slower than the float32 tiles (tile_gemm.cpp, best_isa);
+//             Sapphire Rapids); the default on such CPUs without AMX except Intel's, where the
+//             pairs measured slower than the float32 tiles (tile_gemm.cpp, best_isa);
 //   avx512:   12 x 32 blocks (24 zmm accumulators), masked loads/stores at the edges;
 //   avx2:     6 x 16 blocks (12 ymm accumulators);
 //   openblas: cblas_sgemm on each tile (what every CPU without AVX2 + FMA runs).
@@ -47,7 +53,7 @@
 
 namespace relpos::k::cpu {
 
-enum class TileIsa { OpenBLAS, Avx2, Avx512, Avx512Bf16, Scalar };
+enum class TileIsa { OpenBLAS, Avx2, Avx512, Avx512Bf16, AmxBf16, Scalar };
 
 struct TileGemm {
   int64_t M = 0, N = 0, K = 0;
@@ -116,9 +122,9 @@ TileIsa tile_isa();                    // the ISA tile_gemm(g) uses
 void set_tile_isa(std::optional<TileIsa> isa);
 bool tile_isa_supported(TileIsa isa);  // whether this CPU runs it
 const char* tile_isa_name(TileIsa isa);
-// Whether the process's ISA multiplies bf16 pairs (tile_isa() == Avx512Bf16).
+// Whether the process's ISA multiplies bf16 pairs (avx512bf16 or amxbf16).
 inline bool tile_pairs_enabled() {
-  return tile_isa() == TileIsa::Avx512Bf16;
+  return tile_isa() == TileIsa::Avx512Bf16 || tile_isa() == TileIsa::AmxBf16;
 }
 // The pair product on AVX512-BF16 (fails with a named error on a CPU without it), or on the
 // scalar reference (ISA Scalar: the words unpacked, plain loops with std::fma).

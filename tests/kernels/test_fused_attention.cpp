@@ -666,10 +666,22 @@ TEST_CASE("fused attention under autocast rounds q, k, v, dO, o and dq, dk, dv i
   // (kernels/cpu/tile_gemm.h: S = Q K^T and dO V^T for an even dh, the four products with P and
   // dS for any dh) while the reference (float32 tensors, probs only) runs the float32 tiles: the
   // same bits.
-  // Every tile ISA this CPU runs: the process picks one (an Intel CPU with AVX512-BF16 picks the
-  // float32 tiles), the pairs must hold wherever the CPU has them.
+  // Every tile ISA this CPU runs: the process picks one, the pairs must hold wherever the CPU has
+  // them. AMX (amxbf16) sums each product's terms in its own order (kernels/cpu/tile_gemm.h): its
+  // bf16 results within one bf16 rounding of the float32 tiles', lse and the bias gradient within
+  // float32 noise.
   using k::cpu::TileIsa;
-  for (TileIsa isa : {TileIsa::Avx512Bf16, TileIsa::Avx512, TileIsa::Avx2})
+  auto near = [](const Tensor& got, const Tensor& ref, double rel, double abs_of_max) {
+    const std::vector<float> a = got.to_vector<float>(), b = ref.to_vector<float>();
+    REQUIRE(a.size() == b.size());
+    double mx = 0;
+    for (float x : b) mx = std::max(mx, double(std::abs(x)));
+    int64_t far = 0;
+    for (size_t i = 0; i < a.size(); ++i)
+      far += !(std::abs(double(a[i]) - b[i]) <= rel * std::abs(double(b[i])) + abs_of_max * mx);
+    return far;
+  };
+  for (TileIsa isa : {TileIsa::AmxBf16, TileIsa::Avx512Bf16, TileIsa::Avx512, TileIsa::Avx2})
     for (auto [in, round] :
          {std::pair{k::GemmInputs::BF16, k::Unary::RoundBF16}, std::pair{k::GemmInputs::FP16, k::Unary::RoundFP16}})
       for (const int64_t dh : {16, 15}) {
@@ -696,6 +708,16 @@ TEST_CASE("fused attention under autocast rounds q, k, v, dO, o and dq, dk, dv i
         const k::AttentionGrads ref_g = k::attention_backward(r(go), r(q), r(kk), r(v), t, Tensor(), ref, plain);
         const k::AttentionOut got = k::attention(q, kk, v, t, Tensor(), fused);
         const k::AttentionGrads got_g = k::attention_backward(go, q, kk, v, t, Tensor(), got, fused);
+        if (isa == TileIsa::AmxBf16 && in == k::GemmInputs::BF16) {
+          CHECK(near(got.o, ref.o, 0x1p-7, 1e-6) == 0);
+          CHECK(near(got.lse, ref.lse, 1e-5, 1e-6) == 0);
+          CHECK(near(got_g.dq, r(ref_g.dq), 0x1p-7, 1e-5) == 0);
+          CHECK(near(got_g.dk, r(ref_g.dk), 0x1p-7, 1e-5) == 0);
+          CHECK(near(got_g.dv, r(ref_g.dv), 0x1p-7, 1e-5) == 0);
+          CHECK(near(got_g.dbias, ref_g.dbias, 1e-4, 1e-4) == 0);
+          CHECK(k::cpu_attention_tile_path().find("AMX tiles") != std::string::npos);
+          continue;
+        }
         CHECK(got.o.to_vector<float>() == ref.o.to_vector<float>());
         CHECK(got.lse.to_vector<float>() == ref.lse.to_vector<float>());
         CHECK(got_g.dq.to_vector<float>() == r(ref_g.dq).to_vector<float>());

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -180,7 +181,7 @@ TEST_CASE(
   CHECK(forced.out.find("[RELPOS_TILE_GEMM]") != std::string::npos);
   const auto bad = test::shell_run("RELPOS_TILE_GEMM=neon " + test::shell_quote(RELPOS_CLI_PATH) + " info");
   CHECK(bad.code != 0);
-  CHECK(bad.out.find("RELPOS_TILE_GEMM=neon: expected 'avx512bf16', 'avx512', 'avx2' or 'openblas'") !=
+  CHECK(bad.out.find("RELPOS_TILE_GEMM=neon: expected 'amxbf16', 'avx512bf16', 'avx512', 'avx2' or 'openblas'") !=
         std::string::npos);
   if (k::cpu::tile_isa_supported(TileIsa::Avx512)) {  // avx512 alone: no bf16 pair products
     const auto plain = test::shell_run("RELPOS_TILE_GEMM=avx512 " + test::shell_quote(RELPOS_CLI_PATH) + " info");
@@ -189,15 +190,45 @@ TEST_CASE(
           std::string::npos);
   }
   CHECK((k::cpu::tile_isa() == TileIsa::Avx512Bf16) == (path.find("avx512bf16 (vdpbf16ps)") != std::string::npos));
-  // The pairs by default where the CPU has them, except on Intel's (slower there: tile_gemm.cpp).
-  if (!std::getenv("RELPOS_TILE_GEMM"))
+  CHECK((k::cpu::tile_isa() == TileIsa::AmxBf16) == (path.find("AMX tiles (tdpbf16ps)") != std::string::npos));
+  // By default: AMX where the CPU has it, else the pairs where it has AVX512-BF16, except on
+  // Intel's (slower there than the float32 tiles: tile_gemm.cpp, best_isa).
+  if (!std::getenv("RELPOS_TILE_GEMM")) {
+    const bool amx = k::cpu::tile_isa_supported(TileIsa::AmxBf16);
+    CHECK((k::cpu::tile_isa() == TileIsa::AmxBf16) == amx);
     CHECK((k::cpu::tile_isa() == TileIsa::Avx512Bf16) ==
-          (k::cpu::tile_isa_supported(TileIsa::Avx512Bf16) && !__builtin_cpu_is("intel")));
+          (!amx && k::cpu::tile_isa_supported(TileIsa::Avx512Bf16) && !__builtin_cpu_is("intel")));
+  }
+}
+
+// AMX (tdpbf16ps) adds the products of each 32-long step of K in its own order (the even and odd
+// ones apart, then into the accumulator; Intel SDM), not the fma sequence: every element of C
+// within (K + 4) float32 roundings of the float64 value on the same bf16 values (exact(i, j) gives
+// it and the sum of the magnitudes it is made of), nothing outside C written (got and ref32 hold
+// the same sentinels and C0 there). C's row i is at (i + 1) ldc.
+void check_amx(const std::vector<float>& got, const std::vector<float>& ref32, int64_t M, int64_t N, int64_t K,
+               int64_t ldc, const std::function<std::pair<double, double>(int64_t, int64_t)>& exact) {
+  int64_t outside = 0, far = 0;
+  double worst = 0;
+  for (int64_t idx = 0; idx < int64_t(got.size()); ++idx) {
+    const int64_t i = idx / ldc - 1, j = idx % ldc;
+    if (i < 0 || i >= M || j >= N) {
+      outside += std::memcmp(&got[size_t(idx)], &ref32[size_t(idx)], sizeof(float)) != 0;
+      continue;
+    }
+    const auto [value, magnitude] = exact(i, j);
+    const double err = std::abs(double(got[size_t(idx)]) - value), bound = double(K + 4) * 0x1p-24 * magnitude;
+    far += !(err <= bound);
+    worst = std::max(worst, bound > 0 ? err / bound : err);
+  }
+  INFO("worst error / bound " << worst);
+  CHECK(outside == 0);
+  CHECK(far == 0);
 }
 
 TEST_CASE(
-    "tile_gemm_pairs: bf16 pairs (vdpbf16ps) give the float32 fma sequence on the same values bit for bit, at every "
-    "edge, writing nothing outside C",
+    "tile_gemm_pairs: bf16 pairs (vdpbf16ps) give the float32 fma sequence on the same values bit for bit, AMX "
+    "within (K + 4) float32 roundings of float64, at every edge, writing nothing outside C",
     "[kernels][tile_gemm][precision]") {
   using k::cpu::TilePairs;
   const bool hw = k::cpu::tile_isa_supported(TileIsa::Avx512Bf16);
@@ -243,6 +274,20 @@ TEST_CASE(
                               TilePairs{M, N, K / 2, 0.125f, aw.data(), K / 2, bw.data(), N, got.data() + ldc, ldc});
       CHECK(std::memcmp(got.data(), ref.data(), got.size() * sizeof(float)) == 0);  // sentinels included
     }
+    if (k::cpu::tile_isa_supported(TileIsa::AmxBf16)) {
+      INFO("amxbf16");
+      std::vector<float> got(ref.size(), kSentinel);
+      k::cpu::tile_gemm_pairs(TileIsa::AmxBf16,
+                              TilePairs{M, N, K / 2, 0.125f, aw.data(), K / 2, bw.data(), N, got.data() + ldc, ldc});
+      check_amx(got, ref, M, N, K, ldc, [&](int64_t i, int64_t j) {
+        double v = 0, m = 0;
+        for (int64_t kk = 0; kk < K; ++kk) {
+          const double t = double(ar[size_t(i * lda + kk)]) * double(b[size_t(kk * N + j)]);
+          v += t, m += std::abs(t);
+        }
+        return std::pair{0.125 * v, 0.125 * m};
+      });
+    }
   }
   // A NaN stays a NaN when packed (the bf16 rounding's carry must not turn it into an infinity).
   std::vector<float> x = {std::numeric_limits<float>::quiet_NaN(), 1.0f, -std::numeric_limits<float>::infinity(), 2.0f};
@@ -264,7 +309,7 @@ TEST_CASE(
 
 TEST_CASE(
     "tile_gemm_pairs: the probability products (odd K, accumulate, A read transposed from row pairs) give the float32 "
-    "fma sequence bit for bit",
+    "fma sequence bit for bit, AMX within (K + 4) float32 roundings of float64",
     "[kernels][tile_gemm][precision]") {
   // The fused attention's O += P V, dQ += s dS K (A = the tile's rows as pairs, B = rows as row
   // pairs) and dK += s dS^T Q, dV += P^T dO (A = the tile transposed, read from its row pairs):
@@ -319,6 +364,22 @@ TEST_CASE(
         pg.c = got.data() + ldc;
         k::cpu::tile_gemm_pairs(isa, pg);
         CHECK(std::memcmp(got.data(), ref.data(), got.size() * sizeof(float)) == 0);  // rows outside C untouched
+      }
+      if (k::cpu::tile_isa_supported(TileIsa::AmxBf16)) {
+        INFO("amxbf16");
+        std::vector<float> got = c0;
+        pg.c = got.data() + ldc;
+        k::cpu::tile_gemm_pairs(TileIsa::AmxBf16, pg);
+        check_amx(got, ref, M, dh, K, ldc, [&](int64_t i, int64_t j) {
+          const double prev = c0[size_t((i + 1) * ldc + j)];
+          double v = 0, m = 0;
+          for (int64_t kk = 0; kk < K; ++kk) {
+            const double xv = transposed ? xr[size_t(kk * c + i)] : xr[size_t(i * c + kk)];
+            const double t = xv * double(yr[size_t(kk * ldy + j)]);
+            v += t, m += std::abs(t);
+          }
+          return std::pair{prev + 0.375 * v, std::abs(prev) + 0.375 * m};
+        });
       }
     }
 }
