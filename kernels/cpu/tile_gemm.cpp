@@ -9,6 +9,7 @@
 #include "kernels/cpu/tile_gemm.h"
 
 #include <cblas.h>
+#include <cpuid.h>
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -185,6 +186,14 @@ __attribute__((target("amx-tile,amx-bf16"))) void amx_block(const uint32_t* a, i
   if constexpr (NJ > 1) _tile_stored(1, c + 16, 32 * 4);
   if constexpr (MI > 1) _tile_stored(2, c + 16 * 32, 32 * 4);
   if constexpr (MI > 1 && NJ > 1) _tile_stored(3, c + 16 * 32 + 16, 32 * 4);
+}
+
+// CPUID leaf 7: EDX bit 24 AMX-TILE, bit 22 AMX-BF16 (read directly: clang 14's
+// __builtin_cpu_supports knows neither name).
+bool cpu_has_amx_bf16() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  return (d >> 24 & 1u) && (d >> 22 & 1u);
 }
 
 // Whether this process may use the AMX tile registers: Linux hands them out on request
@@ -378,8 +387,7 @@ bool tile_isa_supported(TileIsa isa) {
     case TileIsa::Avx512Bf16:
       return ensure_blas_core().cpu_tier >= 3 && cpu_converts_bf16();
     case TileIsa::AmxBf16:
-      return ensure_blas_core().cpu_tier >= 3 && cpu_converts_bf16() && __builtin_cpu_supports("amx-tile") &&
-             __builtin_cpu_supports("amx-bf16") && amx_permitted();
+      return ensure_blas_core().cpu_tier >= 3 && cpu_converts_bf16() && cpu_has_amx_bf16() && amx_permitted();
     case TileIsa::Avx512:
       return ensure_blas_core().cpu_tier >= 3;
     case TileIsa::Avx2:

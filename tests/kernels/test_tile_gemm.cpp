@@ -279,10 +279,11 @@ TEST_CASE(
       std::vector<float> got(ref.size(), kSentinel);
       k::cpu::tile_gemm_pairs(TileIsa::AmxBf16,
                               TilePairs{M, N, K / 2, 0.125f, aw.data(), K / 2, bw.data(), N, got.data() + ldc, ldc});
+      const int64_t k_len = K, n_len = N;  // (clang 14 cannot capture a structured binding)
       check_amx(got, ref, M, N, K, ldc, [&](int64_t i, int64_t j) {
         double v = 0, m = 0;
-        for (int64_t kk = 0; kk < K; ++kk) {
-          const double t = double(ar[size_t(i * lda + kk)]) * double(b[size_t(kk * N + j)]);
+        for (int64_t kk = 0; kk < k_len; ++kk) {
+          const double t = double(ar[size_t(i * lda + kk)]) * double(b[size_t(kk * n_len + j)]);
           v += t, m += std::abs(t);
         }
         return std::pair{0.125 * v, 0.125 * m};
@@ -370,11 +371,12 @@ TEST_CASE(
         std::vector<float> got = c0;
         pg.c = got.data() + ldc;
         k::cpu::tile_gemm_pairs(TileIsa::AmxBf16, pg);
+        const int64_t cols = c;  // (clang 14 cannot capture a structured binding)
         check_amx(got, ref, M, dh, K, ldc, [&](int64_t i, int64_t j) {
           const double prev = c0[size_t((i + 1) * ldc + j)];
           double v = 0, m = 0;
           for (int64_t kk = 0; kk < K; ++kk) {
-            const double xv = transposed ? xr[size_t(kk * c + i)] : xr[size_t(i * c + kk)];
+            const double xv = transposed ? xr[size_t(kk * cols + i)] : xr[size_t(i * cols + kk)];
             const double t = xv * double(yr[size_t(kk * ldy + j)]);
             v += t, m += std::abs(t);
           }
