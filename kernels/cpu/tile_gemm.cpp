@@ -366,16 +366,27 @@ void tile_openblas(const TileGemm& g) {
               int(std::max<int64_t>({g.ldc, g.N, 1})));
 }
 
-// The pair kernels where they are faster: on AMD Zen 4 the bf16 attention ran 13-27% faster on
-// them than on the float32 tiles (T = 2048, 1 thread), on a 2-core Intel Xeon with AMX 8-16%
-// slower (its vdpbf16ps does the work of two FMAs at best, and the packing is extra;
-// bench/RESULTS.md). The bits are the same either way (header), subnormals aside.
-TileIsa best_isa() {
-  if (tile_isa_supported(TileIsa::AmxBf16)) return TileIsa::AmxBf16;
-  if (tile_isa_supported(TileIsa::Avx512Bf16) && !__builtin_cpu_is("intel")) return TileIsa::Avx512Bf16;
-  if (tile_isa_supported(TileIsa::Avx512)) return TileIsa::Avx512;
-  if (tile_isa_supported(TileIsa::Avx2)) return TileIsa::Avx2;
+}  // namespace
+
+// AMX where the CPU has it (the attention's bf16 products 5-12x faster than on vdpbf16ps, a
+// T = 2048 bf16 step 23% faster; bench/RESULTS.md). The pair kernels where they are faster: on
+// AMD Zen 4 the bf16 attention ran 13-27% faster on them than on the float32 tiles (T = 2048,
+// 1 thread), on a 2-core Intel Xeon 8-16% slower (its vdpbf16ps does the work of two FMAs at
+// best, and the packing is extra). The bits are the same either way (header), subnormals aside.
+TileIsa default_tile_isa(const TileCpu& cpu) {
+  if (cpu.amx_bf16) return TileIsa::AmxBf16;
+  if (cpu.avx512_bf16 && !cpu.intel) return TileIsa::Avx512Bf16;
+  if (cpu.avx512) return TileIsa::Avx512;
+  if (cpu.avx2) return TileIsa::Avx2;
   return TileIsa::OpenBLAS;
+}
+
+namespace {
+
+TileIsa best_isa() {
+  return default_tile_isa({tile_isa_supported(TileIsa::AmxBf16), tile_isa_supported(TileIsa::Avx512Bf16),
+                           tile_isa_supported(TileIsa::Avx512), tile_isa_supported(TileIsa::Avx2),
+                           bool(__builtin_cpu_is("intel"))});
 }
 
 }  // namespace

@@ -116,6 +116,11 @@ void tile_gemm(const TileGemm& g);
 // On a given ISA (tests, benchmarks); fails with a named error if this CPU cannot run it.
 // Scalar is the reference: plain loops with std::fma, slow.
 void tile_gemm(TileIsa isa, const TileGemm& g);
+// What the CPU runs, and the ISA a process picks from it (tile_isa() without RELPOS_TILE_GEMM).
+struct TileCpu {
+  bool amx_bf16 = false, avx512_bf16 = false, avx512 = false, avx2 = false, intel = false;
+};
+TileIsa default_tile_isa(const TileCpu& cpu);
 TileIsa tile_isa();                    // the ISA tile_gemm(g) uses
 // Tests: run this ISA from now on instead of the process's choice (a named error if this CPU
 // cannot run it); std::nullopt goes back to the process's choice.

@@ -201,6 +201,18 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("tile_gemm: the default tile ISA for each kind of CPU", "[kernels][tile_gemm]") {
+  using k::cpu::default_tile_isa;
+  using k::cpu::TileCpu;
+  // AMX first; the vdpbf16ps pairs only off Intel (slower than the float32 tiles on a Xeon)
+  CHECK(default_tile_isa({true, true, true, true, true}) == TileIsa::AmxBf16);
+  CHECK(default_tile_isa({false, true, true, true, true}) == TileIsa::Avx512);
+  CHECK(default_tile_isa({false, true, true, true, false}) == TileIsa::Avx512Bf16);
+  CHECK(default_tile_isa({false, false, true, true, false}) == TileIsa::Avx512);
+  CHECK(default_tile_isa({false, false, false, true, true}) == TileIsa::Avx2);
+  CHECK(default_tile_isa({false, false, false, false, false}) == TileIsa::OpenBLAS);
+}
+
 // AMX (tdpbf16ps) adds the products of each 32-long step of K in its own order (the even and odd
 // ones apart, then into the accumulator; Intel SDM), not the fma sequence: every element of C
 // within (K + 4) float32 roundings of the float64 value on the same bf16 values (exact(i, j) gives
