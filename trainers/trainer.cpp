@@ -531,9 +531,10 @@ void Trainer::announce() const {
                   cfg_.model.position, model_->num_parameters(),
                   find_data_task(cfg_.data.task).text ? cfg_.data.path : cfg_.data.task, data_->vocab_size(),
                   cfg_.train.steps));
-  if (cfg_.train.precision != Precision::FP32) {  // which GEMM the 16-bit matmuls run on (relpos info lists all)
+  if (cfg_.train.precision != Precision::FP32) {  // which kernels the 16-bit products run on (relpos info lists all)
     const std::string path = cfg_.train.device == Device::CPU
-                                 ? "CPU GEMM: " + k::cpu_gemm_path(gemm_inputs(cfg_.train.precision))
+                                 ? "CPU GEMM: " + k::cpu_gemm_path(gemm_inputs(cfg_.train.precision)) +
+                                       "; CPU attention tiles: " + k::cpu_attention_tile_path()
                                  : "CUDA: cuBLAS 16-bit GEMM (GemmEx), float32 accumulation";
     say(fmt::format("precision: {} ({})", cfg_.train.precision, path));
   }

@@ -172,7 +172,8 @@ TEST_CASE("gemm: the path names the bf16 units where the CPU has them, and relpo
                                  test::shell_quote(dir));
   std::filesystem::remove_all(dir);
   CHECK(run.code == 0);
-  CHECK(run.out.find("precision: bf16 (CPU GEMM: " + bf16 + ")") != std::string::npos);
+  CHECK(run.out.find("precision: bf16 (CPU GEMM: " + bf16 + "; CPU attention tiles: " + k::cpu_attention_tile_path() +
+                     ")") != std::string::npos);
 }
 
 TEST_CASE("gemm: RELPOS_GEMM_PROFILE=1 prints every GEMM of a run as one table at exit", "[kernels][gemm][profile]") {
