@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <string>
 
 #include "core/error.h"
 #include "core/float16.h"
@@ -46,6 +47,17 @@ void tile_scalar(const TileGemm& g) {
 // ---------------------------------------------------------------- AVX-512: MR x 32
 constexpr int kMr512 = 12;
 
+// Row cr's 32 columns under the masks: C = fma(alpha, acc, C or 0), the last step of every
+// AVX-512 kernel (float32, bf16 pairs, AMX).
+__attribute__((target("avx512f"), always_inline)) inline void store_row512(float* cr, __mmask16 m0, __mmask16 m1,
+                                                                           __m512 alpha, __m512 acc0, __m512 acc1,
+                                                                           bool accumulate) {
+  const __m512 c0 = accumulate ? _mm512_maskz_loadu_ps(m0, cr) : _mm512_setzero_ps();
+  const __m512 c1 = accumulate ? _mm512_maskz_loadu_ps(m1, cr + 16) : _mm512_setzero_ps();
+  _mm512_mask_storeu_ps(cr, m0, _mm512_fmadd_ps(alpha, acc0, c0));
+  _mm512_mask_storeu_ps(cr + 16, m1, _mm512_fmadd_ps(alpha, acc1, c1));
+}
+
 template <int MR>
 __attribute__((target("avx512f,fma"))) void block512(const TileGemm& g, int64_t i0, int64_t j0, __mmask16 m0,
                                                      __mmask16 m1) {
@@ -65,13 +77,8 @@ __attribute__((target("avx512f,fma"))) void block512(const TileGemm& g, int64_t 
     }
   }
   const __m512 alpha = _mm512_set1_ps(g.alpha);
-  RELPOS_UNROLL for (int r = 0; r < MR; ++r) {
-    float* cr = g.c + (i0 + r) * g.ldc + j0;
-    const __m512 c0 = g.accumulate ? _mm512_maskz_loadu_ps(m0, cr) : _mm512_setzero_ps();
-    const __m512 c1 = g.accumulate ? _mm512_maskz_loadu_ps(m1, cr + 16) : _mm512_setzero_ps();
-    _mm512_mask_storeu_ps(cr, m0, _mm512_fmadd_ps(alpha, acc0[r], c0));
-    _mm512_mask_storeu_ps(cr + 16, m1, _mm512_fmadd_ps(alpha, acc1[r], c1));
-  }
+  RELPOS_UNROLL for (int r = 0; r < MR; ++r)
+      store_row512(g.c + (i0 + r) * g.ldc + j0, m0, m1, alpha, acc0[r], acc1[r], g.accumulate);
 }
 
 // The AVX-512 kernels' walk over C (float32 and bf16 pairs alike): blocks of 32 columns (the
@@ -132,13 +139,8 @@ __attribute__((target("avx512f,avx512bf16"))) void pairs512(const TilePairs& g, 
     }
   }
   const __m512 alpha = _mm512_set1_ps(g.alpha);
-  RELPOS_UNROLL for (int r = 0; r < MR; ++r) {  // C = fma(alpha, acc, C or 0), as the float32 kernels
-    float* cr = g.c + (i0 + r) * g.ldc + j0;
-    const __m512 prev0 = g.accumulate ? _mm512_maskz_loadu_ps(m0, cr) : _mm512_setzero_ps();
-    const __m512 prev1 = g.accumulate ? _mm512_maskz_loadu_ps(m1, cr + 16) : _mm512_setzero_ps();
-    _mm512_mask_storeu_ps(cr, m0, _mm512_fmadd_ps(alpha, acc0[r], prev0));
-    _mm512_mask_storeu_ps(cr + 16, m1, _mm512_fmadd_ps(alpha, acc1[r], prev1));
-  }
+  RELPOS_UNROLL for (int r = 0; r < MR; ++r)
+      store_row512(g.c + (i0 + r) * g.ldc + j0, m0, m1, alpha, acc0[r], acc1[r], g.accumulate);
 }
 
 struct PairBlocks {
@@ -264,13 +266,9 @@ __attribute__((target("amx-tile,amx-bf16,avx512f"))) void pairs_amx(const TilePa
       else
         amx_block<1, 1>(ai, ldai, bj, ldb, pp, acc);
       const __mmask16 m0 = mask16(nc), m1 = mask16(nc - 16);
-      for (int64_t r = 0; r < mr; ++r) {  // C = fma(alpha, acc, C or 0), as the other kernels
-        float* cr = g.c + (i0 + r) * g.ldc + j0;
-        const __m512 cr0 = g.accumulate ? _mm512_maskz_loadu_ps(m0, cr) : _mm512_setzero_ps();
-        const __m512 cr1 = g.accumulate ? _mm512_maskz_loadu_ps(m1, cr + 16) : _mm512_setzero_ps();
-        _mm512_mask_storeu_ps(cr, m0, _mm512_fmadd_ps(alpha, _mm512_load_ps(acc + r * 32), cr0));
-        _mm512_mask_storeu_ps(cr + 16, m1, _mm512_fmadd_ps(alpha, _mm512_load_ps(acc + r * 32 + 16), cr1));
-      }
+      for (int64_t r = 0; r < mr; ++r)
+        store_row512(g.c + (i0 + r) * g.ldc + j0, m0, m1, alpha, _mm512_load_ps(acc + r * 32),
+                     _mm512_load_ps(acc + r * 32 + 16), g.accumulate);
     }
   }
   _tile_release();
@@ -442,12 +440,20 @@ TileIsa tile_isa() {
   static const TileIsa isa = [] {
     const char* e = std::getenv("RELPOS_TILE_GEMM");
     if (!e || !*e) return best_isa();
-    for (TileIsa t : {TileIsa::AmxBf16, TileIsa::Avx512Bf16, TileIsa::Avx512, TileIsa::Avx2, TileIsa::OpenBLAS})
+    constexpr TileIsa kForcible[] = {TileIsa::AmxBf16, TileIsa::Avx512Bf16, TileIsa::Avx512, TileIsa::Avx2,
+                                     TileIsa::OpenBLAS};
+    std::string expected;  // 'a', 'b', ... or 'z'
+    for (TileIsa t : kForcible) {
       if (std::strcmp(e, tile_isa_name(t)) == 0) {
         RELPOS_CHECK(tile_isa_supported(t), "RELPOS_TILE_GEMM={}: this CPU does not run {} instructions", e, e);
         return t;
       }
-    ::relpos::fail("RELPOS_TILE_GEMM={}: expected 'amxbf16', 'avx512bf16', 'avx512', 'avx2' or 'openblas'", e);
+      expected += (expected.empty()         ? "'"
+                   : t == TileIsa::OpenBLAS ? " or '"
+                                            : ", '") +
+                  std::string(tile_isa_name(t)) + "'";
+    }
+    ::relpos::fail("RELPOS_TILE_GEMM={}: expected {}", e, expected);
   }();
   return isa;
 }
@@ -549,18 +555,17 @@ const uint32_t* pack_pairs_cols(const float* x, int64_t ld, int64_t rows, int64_
 namespace relpos::k {
 
 std::string cpu_attention_tile_path() {
+  constexpr const char* kBf16Products =
+      "avx512 micro-kernels (12 x 32 blocks); bf16 products (autocast's Q K^T, dO V^T, P V, dS K, dS^T Q, P^T dO) "
+      "on ";
   const cpu::TileIsa isa = cpu::tile_isa();
   const char* forced = std::getenv("RELPOS_TILE_GEMM");
   const std::string how = forced && *forced ? " [RELPOS_TILE_GEMM]" : "";
   switch (isa) {
     case cpu::TileIsa::AmxBf16:
-      return "avx512 micro-kernels (12 x 32 blocks); bf16 products (autocast's Q K^T, dO V^T, P V, dS K, dS^T Q, "
-             "P^T dO) on AMX tiles (tdpbf16ps)" +
-             how;
+      return std::string(kBf16Products) + "AMX tiles (tdpbf16ps)" + how;
     case cpu::TileIsa::Avx512Bf16:
-      return "avx512 micro-kernels (12 x 32 blocks); bf16 products (autocast's Q K^T, dO V^T, P V, dS K, dS^T Q, "
-             "P^T dO) on avx512bf16 (vdpbf16ps)" +
-             how;
+      return std::string(kBf16Products) + "avx512bf16 (vdpbf16ps)" + how;
     case cpu::TileIsa::Avx512:
       return "avx512 micro-kernels (12 x 32 blocks)" + how;
     case cpu::TileIsa::Avx2:
