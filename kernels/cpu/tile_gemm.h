@@ -54,6 +54,7 @@
 namespace relpos::k::cpu {
 
 enum class TileIsa { OpenBLAS, Avx2, Avx512, Avx512Bf16, AmxBf16, Scalar };
+inline constexpr int kTileIsaCount = int(TileIsa::Scalar) + 1;
 
 struct TileGemm {
   int64_t M = 0, N = 0, K = 0;
@@ -125,7 +126,8 @@ TileIsa tile_isa();                    // the ISA tile_gemm(g) uses
 // Tests: run this ISA from now on instead of the process's choice (a named error if this CPU
 // cannot run it); std::nullopt goes back to the process's choice.
 void set_tile_isa(std::optional<TileIsa> isa);
-bool tile_isa_supported(TileIsa isa);  // whether this CPU runs it
+bool tile_isa_supported(TileIsa isa);  // whether this CPU runs it (the CPU is asked once per process)
+int64_t tile_isa_probes();             // tests: how often the CPU was asked so far
 const char* tile_isa_name(TileIsa isa);
 // Whether the process's ISA multiplies bf16 pairs (avx512bf16 or amxbf16).
 inline bool tile_pairs_enabled() {
