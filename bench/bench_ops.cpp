@@ -137,6 +137,19 @@ int main(int argc, char** argv) {
     cases.push_back({"matmul_bf16", size, 2.0 * M * N * K, 2.0 * (M * K + K * N) + 4.0 * M * N,
                      [ab, bb] { return k::matmul(ab, bb, k::GemmInputs::BF16); }});
   }
+  // fc1 with its epilogue (k::matmul_act: bias, erf-GELU and GELU' saved for the backward) at the
+  // small and tiny models' shapes, float32 and bf16 operands: against "matmul" of the same size,
+  // what the epilogue costs. (No PyTorch case: its forward does not compute GELU'.)
+  for (auto [M, K, N] : {std::array<int64_t, 3>{2048, 256, 1024}, {2048, 128, 512}}) {
+    const std::string size = std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N);
+    Tensor a = k::unary(k::Unary::RoundBF16, randn({M, K})), b = k::unary(k::Unary::RoundBF16, randn({K, N}));
+    Tensor bias = randn({N});
+    for (auto inputs : {k::GemmInputs::F32, k::GemmInputs::BF16})
+      cases.push_back({inputs == k::GemmInputs::F32 ? "linear_gelu" : "linear_gelu_bf16", size, 2.0 * M * N * K,
+                       2.0 * (M * K + K * N) + 8.0 * M * N, [a, b, bias, inputs] {
+                         return k::matmul_act(a, b, inputs, false, bias, k::Unary::GeluErf, true).y;
+                       }});
+  }
   // The fused causal attention, forward + backward (q, k, v [B, H, L, dh]; the tiny and long
   // models' shapes); flops: the forward's two products 4 B H L^2 dh and the backward's
   // recomputed scores and four products 10 B H L^2 dh, halved by the causal mask. PyTorch:
