@@ -29,3 +29,25 @@ TEST_CASE("allocator: blocks are 64-byte aligned and a freed block serves the ne
     cpu_allocator::release(q, 8000);
   }
 }
+
+TEST_CASE("allocator: blocks from 2 MiB on are 2 MiB-aligned whole huge pages, and their size class is 2 MiB",
+          "[core][allocator]") {
+  // Transparent huge pages need 2 MiB-aligned regions; the size class rounds to whole 2 MiB so
+  // that a cached block serves any request of its class.
+  constexpr size_t kMiB = size_t(1) << 20;
+  for (size_t n : {2 * kMiB, 3 * kMiB, 8 * kMiB + 1}) {
+    void* p = cpu_allocator::allocate(n);
+    REQUIRE(p != nullptr);
+    CHECK(reinterpret_cast<uintptr_t>(p) % (2 * kMiB) == 0);
+    std::memset(p, 0x5a, n);
+    const size_t cached = cpu_allocator::cached_bytes();
+    cpu_allocator::release(p, n);
+    if (cpu_allocator::cached_bytes() > cached)
+      CHECK(cpu_allocator::cached_bytes() - cached == (n + 2 * kMiB - 1) / (2 * kMiB) * (2 * kMiB));
+  }
+  // Just below 2 MiB: the 4 KiB classes as before.
+  void* p = cpu_allocator::allocate(2 * kMiB - 4096 - 1);
+  const size_t cached = cpu_allocator::cached_bytes();
+  cpu_allocator::release(p, 2 * kMiB - 4096 - 1);
+  if (cpu_allocator::cached_bytes() > cached) CHECK(cpu_allocator::cached_bytes() - cached == 2 * kMiB - 4096);
+}
