@@ -29,11 +29,16 @@ inline T unary_value(T x, [[maybe_unused]] T p, [[maybe_unused]] T q) {
   if constexpr (op == Unary::Sign) return T((x > 0) - (x < 0));
   if constexpr (op == Unary::Floor) return std::floor(x);
   if constexpr (op == Unary::Ceil) return std::ceil(x);
-  if constexpr (op == Unary::Tanh) return std::tanh(x);
+  if constexpr (op == Unary::Tanh) {
+    if constexpr (std::is_same_v<T, float>)
+      return fast::tanh_f32(x);  // vectorisable; float64 keeps libm
+    else
+      return std::tanh(x);
+  }
   if constexpr (op == Unary::Sigmoid) return T(1) / (T(1) + std::exp(-x));
   if constexpr (op == Unary::Relu) return x > 0 ? x : T(0);
   if constexpr (op == Unary::GeluTanh) {
-    T t = std::tanh(kSqrt2OverPi * (x + kC * x * x * x));
+    T t = unary_value<Unary::Tanh>(kSqrt2OverPi * (x + kC * x * x * x), T(0), T(0));
     return T(0.5) * x * (T(1) + t);
   }
   if constexpr (op == Unary::GeluErf) {
@@ -45,7 +50,7 @@ inline T unary_value(T x, [[maybe_unused]] T p, [[maybe_unused]] T q) {
   if constexpr (op == Unary::Silu) return x / (T(1) + std::exp(-x));
   if constexpr (op == Unary::ReluGrad) return x > 0 ? T(1) : T(0);
   if constexpr (op == Unary::GeluTanhGrad) {
-    T t = std::tanh(kSqrt2OverPi * (x + kC * x * x * x));
+    T t = unary_value<Unary::Tanh>(kSqrt2OverPi * (x + kC * x * x * x), T(0), T(0));
     return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * kSqrt2OverPi * (T(1) + T(3) * kC * x * x);
   }
   if constexpr (op == Unary::GeluErfGrad) {

@@ -1,4 +1,4 @@
-// The vectorisable float32 exp (softmax, attention) and GELU (erf form), against libm in float64.
+// The vectorisable float32 exp (softmax, attention), GELU (erf form) and tanh, against libm in float64.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
@@ -48,6 +48,28 @@ TEST_CASE("fast gelu_erf_f32 and its derivative are within 1e-6 of the float64 f
   CHECK(relpos::k::fast::gelu_erf_f32(std::numeric_limits<float>::infinity()) == std::numeric_limits<float>::infinity());
   CHECK(relpos::k::fast::gelu_erf_f32(-30.0f) == 0.0f);
   CHECK(relpos::k::fast::gelu_erf_grad_f32(30.0f) == 1.0f);
+}
+
+TEST_CASE("fast tanh_f32 is within 4e-7 relative of std::tanh, odd, +-1 in the tails, NaN for NaN", "[kernels]") {
+  // Both branches (|x| < 0.625: the polynomial; else through exp_f32) and the switch between them,
+  // down to values where tanh(x) = x in float32.
+  double worst = 0;
+  const auto check = [&](float xf) {
+    const double want = std::tanh(double(xf)), got = relpos::k::fast::tanh_f32(xf);
+    worst = std::max(worst, std::abs(got - want) / std::abs(want));
+  };
+  for (double x = 1e-6; x <= 20.0; x *= 1.0001) {
+    check(float(x));
+    check(float(-x));
+  }
+  for (float x = 0.62f; x <= 0.63f; x = std::nextafter(x, 1.0f)) check(x);
+  INFO("worst relative error " << worst);
+  CHECK(worst < 4e-7);
+  CHECK(relpos::k::fast::tanh_f32(0.0f) == 0.0f);
+  CHECK(relpos::k::fast::tanh_f32(1e-30f) == 1e-30f);
+  CHECK(relpos::k::fast::tanh_f32(100.0f) == 1.0f);
+  CHECK(relpos::k::fast::tanh_f32(-std::numeric_limits<float>::infinity()) == -1.0f);
+  CHECK(std::isnan(relpos::k::fast::tanh_f32(std::numeric_limits<float>::quiet_NaN())));
 }
 
 TEST_CASE("fast exp_f64 is within 3e-16 relative of std::exp, exact 0 below the range, inf above", "[kernels]") {
