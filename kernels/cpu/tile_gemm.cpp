@@ -392,10 +392,10 @@ TileIsa best_isa() {
 
 namespace {
 
-// The CPU's vector tier as kernels/cpu/blas_core.cpp reads it: 3 = AVX-512 (F, BW, VL, DQ; every
-// such CPU has FMA), 2 = AVX2 + FMA.
-std::atomic<int64_t> g_probes{0};
+std::atomic<int64_t> g_probes{0};  // tile_isa_probes()
 
+// Whether the CPU runs isa, asked anew. The CPU's vector tier as kernels/cpu/blas_core.cpp reads
+// it: 3 = AVX-512 (F, BW, VL, DQ; every such CPU has FMA), 2 = AVX2 + FMA.
 bool probe_tile_isa(TileIsa isa) {
   g_probes.fetch_add(1, std::memory_order_relaxed);
   switch (isa) {
@@ -417,8 +417,9 @@ bool probe_tile_isa(TileIsa isa) {
 }  // namespace
 
 bool tile_isa_supported(TileIsa isa) {
-  // Probed once: every tile product asks, and CPUID is a VM exit under a hypervisor (~10 us on
-  // the KVM Xeon of the eighteenth session; asked per tile it was 44% of a T = 2048 step).
+  // Probed once: every tile product asks, and CPUID is a VM exit under a hypervisor (12.6 us a
+  // __get_cpuid_count on the KVM Xeon of the eighteenth session; asked per product it was 44% of
+  // a T = 2048 step).
   static const auto supported = [] {
     std::array<bool, kTileIsaCount> s{};
     for (int i = 0; i < kTileIsaCount; ++i) s[size_t(i)] = probe_tile_isa(TileIsa(i));
