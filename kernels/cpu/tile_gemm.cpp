@@ -200,17 +200,14 @@ bool cpu_has_amx_bf16() {
 }
 
 // Whether this process may use the AMX tile registers: Linux hands them out on request
-// (arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA); asked once.
+// (arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA); asked once, by tile_isa_supported's probe.
 bool amx_permitted() {
-  static const bool ok = [] {
 #if defined(__linux__) && defined(SYS_arch_prctl)
-    constexpr int kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-    return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+  constexpr int kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
 #else
-    return false;
+  return false;
 #endif
-  }();
-  return ok;
 }
 
 __attribute__((target("amx-tile,amx-bf16,avx512f"))) void pairs_amx(const TilePairs& g) {
@@ -387,10 +384,6 @@ TileIsa best_isa() {
                            tile_isa_supported(TileIsa::Avx512), tile_isa_supported(TileIsa::Avx2),
                            bool(__builtin_cpu_is("intel"))});
 }
-
-}  // namespace
-
-namespace {
 
 std::atomic<int64_t> g_probes{0};  // tile_isa_probes()
 

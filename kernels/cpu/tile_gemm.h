@@ -131,10 +131,12 @@ int64_t tile_isa_probes();             // tests: how often the CPU was asked so 
 const char* tile_isa_name(TileIsa isa);
 // Whether the process's ISA multiplies bf16 pairs (avx512bf16 or amxbf16).
 inline bool tile_pairs_enabled() {
-  return tile_isa() == TileIsa::Avx512Bf16 || tile_isa() == TileIsa::AmxBf16;
+  const TileIsa isa = tile_isa();
+  return isa == TileIsa::Avx512Bf16 || isa == TileIsa::AmxBf16;
 }
-// The pair product on AVX512-BF16 (fails with a named error on a CPU without it), or on the
-// scalar reference (ISA Scalar: the words unpacked, plain loops with std::fma).
+// The pair product on AVX512-BF16 or AMX-BF16 (fails with a named error on a CPU without the
+// one asked for), or on the scalar reference (ISA Scalar: the words unpacked, plain loops with
+// std::fma).
 void tile_gemm_pairs(TileIsa isa, const TilePairs& g);
 
 }  // namespace relpos::k::cpu
