@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -66,6 +67,8 @@ Cache& cache() {
 }  // namespace
 
 void* allocate(size_t nbytes) {
+  // No size class can hold more (the rounding in bucket() would wrap around size_t).
+  RELPOS_CHECK(nbytes <= SIZE_MAX - kHugePage, "out of memory allocating {} bytes", nbytes);
   const size_t sz = bucket(nbytes == 0 ? 1 : nbytes);
   if (kCache) {
     Cache& c = cache();

@@ -51,3 +51,10 @@ TEST_CASE("allocator: blocks from 2 MiB on are 2 MiB-aligned whole huge pages, a
   cpu_allocator::release(p, 2 * kMiB - 4096 - 1);
   if (cpu_allocator::cached_bytes() > cached) CHECK(cpu_allocator::cached_bytes() - cached == 2 * kMiB - 4096);
 }
+
+TEST_CASE("allocator: a request too large for any size class is a named error, not a wrapped small block",
+          "[core][allocator]") {
+  // Rounding up to the 2 MiB (or 4 KiB) class must not wrap around size_t.
+  for (size_t n : {SIZE_MAX, SIZE_MAX - 100, SIZE_MAX - (size_t(1) << 20)})
+    CHECK_THROWS_WITH(cpu_allocator::allocate(n), Catch::Contains("out of memory") && Catch::Contains("bytes"));
+}
