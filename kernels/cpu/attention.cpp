@@ -81,17 +81,26 @@ T round16(GemmInputs in, T x) {
   return x;
 }
 
+// Row stride of a transposed operand [dh, L]: L padded by one cache line. With L a multiple of
+// 1024 floats (T = 2048), rows L apart fall into the same L1 set, and a micro-kernel block's 32
+// rows of B^T evicted each other (a 12-way L1).
+template <typename T>
+int64_t transposed_ld(int64_t L) {
+  return L + 64 / int64_t(sizeof(T));
+}
+
 // xt[e, j] = x[j, e] for the L rows of one head (row stride ld), rounded by round16: a B^T
-// operand with contiguous rows for tile_mm ([dh, L], row stride L).
+// operand with contiguous rows for tile_mm ([dh, L], row stride transposed_ld(L)).
 template <typename T>
 void transpose_rows(const T* x, int64_t ld, int64_t L, int64_t dh, GemmInputs in, std::vector<T>& xt) {
-  xt.resize(size_t(dh * L));
+  const int64_t ldt = transposed_ld<T>(L);
+  xt.resize(size_t(dh * ldt));
   T* out = xt.data();
   constexpr int64_t kJ = 16;  // 16 rows at a time: contiguous runs of 16 writes per e, reads from L1
   for (int64_t j0 = 0; j0 < L; j0 += kJ) {
     const int64_t nj = std::min(kJ, L - j0);
     for (int64_t e = 0; e < dh; ++e) {
-      T* o = out + e * L + j0;
+      T* o = out + e * ldt + j0;
       const T* xe = x + j0 * ld + e;
       for (int64_t jj = 0; jj < nj; ++jj) o[jj] = round16(in, xe[jj * ld]);
     }
@@ -243,7 +252,7 @@ bool use_pairs(const Dims& d, const AttentionArgs& a) {
 }
 
 // C[r, c] = alpha A B for a block of rows i0.. of A (row-major, stride lda) and columns j0.. of B^T
-// ([dh, L], row stride L): the float32 / float64 product, or the pair product on the same values
+// ([dh, L], row stride transposed_ld(L)): the float32 / float64 product, or the pair product on the same values
 // packed as words (aw [., dh / 2], bw [dh / 2, L]).
 template <typename T>
 void rows_by_cols(const Dims& d, int64_t L, T alpha, const T* A, int64_t lda, const T* Bt, const uint32_t* aw,
@@ -254,7 +263,7 @@ void rows_by_cols(const Dims& d, int64_t L, T alpha, const T* A, int64_t lda, co
       return tile_gemm_pairs(tile_isa(), TilePairs{r, c, np, alpha, aw + i0 * np, np, bw + j0, L, out, c});
     }
   }
-  tile_mm<T>(r, c, d.dh, alpha, A + i0 * lda, lda, 1, Bt + j0, L, false, out, c);
+  tile_mm<T>(r, c, d.dh, alpha, A + i0 * lda, lda, 1, Bt + j0, transposed_ld<T>(L), false, out, c);
 }
 
 // Whether P and dS enter their products as bf16 pairs (AttentionArgs::probs): bf16 probabilities

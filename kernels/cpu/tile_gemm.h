@@ -7,7 +7,7 @@
 //
 //   C[M, N] = alpha A B          (accumulate = false)
 //   C[M, N] = C + alpha A B      (accumulate = true)
-//   A(i, k) = a[i a_rs + k a_cs]  (any strides: A or A^T of a row-major matrix)
+//   A(i, k) = a[i a_rs + k a_cs]  (a_cs = 1 or a_rs = 1: A or A^T of a row-major matrix)
 //   B(k, j) = b[k ldb + j]        (rows contiguous; a B^T operand is packed first)
 //   C(i, j) = c[i ldc + j]
 //

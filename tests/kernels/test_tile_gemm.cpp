@@ -152,6 +152,17 @@ TEST_CASE(
 #endif
 }
 
+TEST_CASE("tile_gemm: an A with neither stride 1 is a named error on every ISA, not a wrong product",
+          "[kernels][tile_gemm]") {
+  std::vector<float> a(64, 1.0f), b(64, 1.0f), c(64, 0.0f);
+  TileGemm g;
+  g.M = 2, g.N = 2, g.K = 2, g.a = a.data(), g.a_rs = 8, g.a_cs = 2, g.b = b.data(), g.ldb = 2, g.c = c.data(),
+  g.ldc = 2;
+  for (TileIsa isa : {TileIsa::Scalar, TileIsa::Avx512, TileIsa::Avx2, TileIsa::OpenBLAS})
+    if (k::cpu::tile_isa_supported(isa))
+      CHECK_THROWS_WITH(k::cpu::tile_gemm(isa, g), Catch::Contains("must have one of them 1"));
+}
+
 TEST_CASE("tile_gemm: a NaN or inf in A or B reaches C as IEEE arithmetic says, on every ISA", "[kernels][tile_gemm]") {
   for (TileIsa isa : {TileIsa::Avx512, TileIsa::Avx2, TileIsa::OpenBLAS}) {
     if (!k::cpu::tile_isa_supported(isa)) continue;
