@@ -154,13 +154,20 @@ int main(int argc, char** argv) {
   // models' shapes); flops: the forward's two products 4 B H L^2 dh and the backward's
   // recomputed scores and four products 10 B H L^2 dh, halved by the causal mask. PyTorch:
   // scaled_dot_product_attention(is_causal=True) and torch.autograd.grad.
-  for (auto [B, H, L, dh] : {std::array<int64_t, 4>{16, 4, 128, 32}, {1, 4, 2048, 32}}) {
-    Tensor q = randn({B, H, L, dh}), kk = randn({B, H, L, dh}), v = randn({B, H, L, dh}), go = randn({B, H, L, dh});
+  // "heads view": q, k, v and the gradient as the model hands them over, [B, L, H, dh] tensors
+  // viewed as [B, H, L, dh] (row stride H dh), not dense per head.
+  for (auto [B, H, L, dh, view] : {std::tuple<int64_t, int64_t, int64_t, int64_t, bool>{16, 4, 128, 32, false},
+                                   {1, 4, 2048, 32, false},
+                                   {1, 4, 2048, 32, true}}) {
+    auto heads = [&, B = B, H = H, L = L, dh = dh, view = view] {
+      return view ? randn({B, L, H, dh}).transpose(1, 2) : randn({B, H, L, dh});
+    };
+    Tensor q = heads(), kk = heads(), v = heads(), go = heads();
     k::AttentionArgs args;
     args.scale = 1.0 / std::sqrt(double(dh));
     args.causal = true;
     const std::string size = "[" + std::to_string(B) + "," + std::to_string(H) + "," + std::to_string(L) + "," +
-                             std::to_string(dh) + "] causal fwd+bwd";
+                             std::to_string(dh) + "] causal fwd+bwd" + (view ? " heads view" : "");
     cases.push_back({"attention", size, 0.5 * 14.0 * double(B * H * L * L * dh), 4.0 * 8 * double(B * H * L * dh),
                      [q, kk, v, go, args] {
                        const k::AttentionOut f = k::attention(q, kk, v, Tensor(), Tensor(), args);
