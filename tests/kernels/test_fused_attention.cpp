@@ -773,3 +773,48 @@ TEST_CASE("fused attention with 16-bit probabilities multiplies P and dS rounded
     CHECK(dq[0] == 0.0f);
   }
 }
+
+// float32 runs the CPU's vector exp and row reductions (kernels/cpu/attention.cpp).
+TEST_CASE("fused attention float32 vs float64: o, lse, all gradients over key tiles, row tails and hidden rows") {
+  const Case cases[] = {
+      {1, 2, 300, 300, 8, true, true, false, 0, 0},   // two key tiles, the second 44 keys wide
+      {2, 1, 37, 37, 4, false, true, true, 0, 0},     // one tile of 37: a 5-key tail per row
+      {1, 2, 3, 700, 4, true, false, false, 697, 0},  // decode rows against three tiles
+      {1, 1, 5, 9, 4, true, true, false, 0, 3},       // rows 0-2 see no key (keys start at 3)
+  };
+  uint64_t seed = 100;
+  for (const Case& c : cases) {
+    INFO("B " << c.B << " H " << c.H << " Lq " << c.Lq << " Lk " << c.Lk << " causal " << c.causal);
+    Generator gen(seed++);
+    auto randn = [&](const Shape& s) { return Tensor::randn(s, gen, DType::F64); };
+    Tensor q = randn({c.B, c.H, c.Lq, c.dh}), kk = randn({c.B, c.H, c.Lk, c.dh}), v = randn({c.B, c.H, c.Lk, c.dh});
+    Tensor bias = c.bias ? randn({c.H, c.Lq + c.Lk - 1}) : Tensor();
+    Tensor kp;
+    if (c.padding) {
+      std::vector<int64_t> pad(size_t(c.B * c.Lk), 0);
+      for (int64_t b = 0; b < c.B; ++b) pad[size_t(b * c.Lk + 2 + b)] = 1;
+      kp = Tensor::from_vector(pad, {c.B, c.Lk});
+    }
+    Tensor go = randn({c.B, c.H, c.Lq, c.dh});
+    const k::AttentionArgs a{1.0, c.causal, c.q_off, c.k_off};  // scores of sd ~ sqrt(dh)
+    auto f32 = [](const Tensor& t) { return t.defined() ? t.to(DType::F32) : Tensor(); };
+    const k::AttentionOut o64 = k::attention(q, kk, v, bias, kp, a);
+    const k::AttentionOut o32 = k::attention(f32(q), f32(kk), f32(v), f32(bias), kp, a);
+    const k::AttentionGrads g64 = k::attention_backward(go, q, kk, v, bias, kp, o64, a);
+    const k::AttentionGrads g32 = k::attention_backward(f32(go), f32(q), f32(kk), f32(v), f32(bias), kp, o32, a);
+    CHECK(test::allclose(o32.o.to(DType::F64), o64.o, 2e-5, 2e-6));
+    // lse: -inf where a row sees no key, equal as values elsewhere
+    const std::vector<double> l64 = o64.lse.to_vector<double>(), l32 = o32.lse.to(DType::F64).to_vector<double>();
+    for (size_t i = 0; i < l64.size(); ++i) {
+      INFO("lse " << i);
+      if (std::isinf(l64[i]))
+        CHECK(l32[i] == l64[i]);
+      else
+        CHECK(std::abs(l32[i] - l64[i]) <= 2e-6 * (1 + std::abs(l64[i])));
+    }
+    CHECK(test::allclose(g32.dq.to(DType::F64), g64.dq, 1e-4, 1e-5));
+    CHECK(test::allclose(g32.dk.to(DType::F64), g64.dk, 1e-4, 1e-5));
+    CHECK(test::allclose(g32.dv.to(DType::F64), g64.dv, 1e-4, 1e-5));
+    if (c.bias) CHECK(test::allclose(g32.dbias.to(DType::F64), g64.dbias, 1e-4, 1e-5));
+  }
+}
