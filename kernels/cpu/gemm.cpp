@@ -318,9 +318,15 @@ std::string describe_epilogue(bool round_output, const cpu::GemmEpilogue<T>& ep)
   return s.empty() ? "-" : s;
 }
 
-// The block of C given its epilogue (rounding, bias, activation) while in cache: about this many bytes (half of a 2 MiB
-// L2, or two cores' 1 MiB each).
+// The block of C given its epilogue (rounding, bias, activation) while in cache: about this many
+// bytes for float32 products (half of a 2 MiB L2, or two cores' 1 MiB each). bf16 products take
+// blocks of up to 16 MiB (the small and tiny models' every C in one call): oneDNN's AMX kernels
+// copy B into their own layout in every call, and that copy is a large part of a product that
+// runs 4x faster than float32. Measured (bench/RESULTS.md, five alternating runs, 2 threads): the
+// small model's bf16 step 104.3 -> 101.6 (4 MiB) -> 100.3 ms (16 MiB); tiny and T = 2048
+// unchanged; float32 blocks of 16 MiB or more: no change.
 constexpr int64_t kEpilogueBlockBytes = int64_t(1) << 20;
+constexpr int64_t kEpilogueBlockBytesBf16 = int64_t(1) << 24;
 
 }  // namespace
 
@@ -337,7 +343,9 @@ void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_
   // transposed), each block rounded and given its bias right after its product while it is in
   // cache (the epilogue).
   const bool epilogue = round_output || ep.bias != nullptr || ep.has_act;
-  const int64_t block = epilogue ? std::min(M, std::max<int64_t>(64, kEpilogueBlockBytes / (4 * N))) : M;
+  const auto block_rows = [&](int64_t bytes) {
+    return epilogue ? std::min(M, std::max<int64_t>(64, bytes / (4 * N))) : M;
+  };
   const auto a_rows = [ta](const auto* p, int64_t i0, int64_t ld) { return ta ? p + i0 : p + i0 * ld; };
   const auto finish = [&](int64_t i0, int64_t rows) {
     finish_rows(inputs, round_output, c + i0 * ldc, rows, N, ldc, ep, ep.act_grad ? ep.act_grad + i0 * ep.ldg : nullptr,
@@ -351,6 +359,7 @@ void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_
     const uint16_t* a16 = pack_bf16(a, ta ? K : M, ta ? M : K, lda, pa);
     const uint16_t* b16 = pack_bf16(b, tb ? N : K, tb ? K : N, ldb, pb);
     const int64_t plda = ta ? M : K, pldb = tb ? K : N;
+    const int64_t block = block_rows(kEpilogueBlockBytesBf16);
     for (int64_t i0 = 0; i0 < M; i0 += block) {
       const int64_t rows = std::min(block, M - i0);
       onednn_gemm(true, ta, tb, rows, N, K, a_rows(a16, i0, plda), plda, b16, pldb, c + i0 * ldc, ldc);
@@ -367,6 +376,7 @@ void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_
     b = round_copy(inputs, b, tb ? N : K, tb ? K : N, ldb, rb), ldb = tb ? K : N;
   }
   (void)onednn_path;
+  const int64_t block = block_rows(kEpilogueBlockBytes);
   for (int64_t i0 = 0; i0 < M; i0 += block) {
     const int64_t rows = std::min(block, M - i0);
 #if RELPOS_WITH_DNNL

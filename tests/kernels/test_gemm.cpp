@@ -347,8 +347,10 @@ TEST_CASE(
 
 TEST_CASE("gemm: the bias epilogue adds the bias to every row of every block, after the 16-bit rounding",
           "[kernels][gemm][precision]") {
-  // N = 2048: with a bias the rows go in blocks of 128 (1 MiB / (4 N)), so M = 300 is three
-  // blocks; a bias missing from any block, or added before the rounding, shows here.
+  // N = 2048: with a bias the rows of a float32 product go in blocks of 128 (1 MiB / (4 N)), so
+  // M = 300 is three blocks, and those of a bf16 product on bf16 units in blocks of 2048
+  // (16 MiB / (4 N)), so M = 2100 is two; a bias missing from any block, or added before the
+  // rounding, shows here.
   Generator gb(43);
   const Tensor bias = Tensor::randn({2048}, gb);
   for (bool ta : {false, true})
@@ -376,6 +378,14 @@ TEST_CASE("gemm: the bias epilogue adds the bias to every row of every block, af
         CHECK(!bitwise_equal(c, k::matmul(a, b, in, true)));
       }
     }
+  {  // bf16 in two blocks (2048 + 52 rows where the CPU multiplies bf16 natively)
+    Tensor a = operand({2100, 64}, false, 51, false), b = operand({64, 2048}, true, 52, false);
+    const Tensor c = k::matmul(a, b, k::GemmInputs::BF16, true, bias);
+    CHECK(bitwise_equal(c, k::add(k::matmul(a, b, k::GemmInputs::BF16, true), bias)));
+    const k::MatmulActOut out = k::matmul_act(a, b, k::GemmInputs::BF16, true, bias, k::Unary::GeluErf, true);
+    CHECK(bitwise_equal(out.y, k::unary(k::Unary::GeluErf, c)));
+    CHECK(bitwise_equal(out.act_grad, k::unary(k::Unary::GeluErfGrad, c)));
+  }
   // Batched operands (one GEMM per batch, the bias in each) and float64.
   Generator g(46);
   const Tensor a3 = Tensor::randn({3, 5, 7}, g), b3 = Tensor::randn({3, 7, 4}, g), bias4 = Tensor::randn({4}, g);
