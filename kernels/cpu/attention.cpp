@@ -149,22 +149,18 @@ T exp_flushed(T z) {
 // (every element through the same code), the sum and max in 16 lanes reduced once per row. The
 // compiler's vectorisation of exp_flushed spent ~25 instructions a vector on exp_f32's clamps and
 // selects and ended each row in a serial 16-add (and 16-max) epilogue: ~70% of the backward's
-// non-product time at T = 2048. Within exp_f32's 3e-7 of std::exp (tests/kernels/test_attention.cpp).
+// non-product time at T = 2048. tests/kernels/test_fused_attention.cpp holds float32 o, lse and
+// every gradient to float64.
 #if defined(__AVX512F__)
 inline __m512 exp_flushed16(__m512 z) {
   // n = floor(z log2 e + 1/2) (the masked form: GCC 12's unmasked one reads an undefined vector)
-  const __m512 n =
-      _mm512_mask_roundscale_ps(_mm512_setzero_ps(), __mmask16(0xFFFF),
-                                _mm512_fmadd_ps(z, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
-                                _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), z);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 n = _mm512_mask_roundscale_ps(_mm512_setzero_ps(), __mmask16(0xFFFF),
+                                             _mm512_fmadd_ps(z, _mm512_set1_ps(fast::kExpLog2e), _mm512_set1_ps(0.5f)),
+                                             _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(fast::kExpLn2Hi), z);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(fast::kExpLn2Lo), r);
+  __m512 p = _mm512_set1_ps(fast::kExpPoly[0]);
+  for (int i = 1; i < 6; ++i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(fast::kExpPoly[i]));
   const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
   const __mmask16 flush = _mm512_cmp_ps_mask(z, _mm512_set1_ps(-44.0f), _CMP_LT_OQ);  // (-inf: masked keys)
   return _mm512_maskz_scalef_ps(_mm512_knot(flush), y, n);

@@ -24,18 +24,25 @@ inline T simd_max_fixup(T m, const T* a, int64_t n) {
   return -std::numeric_limits<T>::infinity();
 }
 
+// exp_f32's constants, also used by the fused attention's 16-lane exp (kernels/cpu/attention.cpp):
+// log2 e, ln 2 in two parts (the high one exact in a few bits) and the polynomial of exp(r),
+// highest coefficient first.
+inline constexpr float kExpLog2e = 1.44269504088896341f, kExpLn2Hi = 0.693359375f, kExpLn2Lo = -2.12194440e-4f;
+inline constexpr float kExpPoly[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                      4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+
 inline float exp_f32(float x) {
   const bool underflow = x < -87.3f;
   x = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
-  const float n = __builtin_floorf(x * 1.44269504088896341f + 0.5f);
-  float r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
+  const float n = __builtin_floorf(x * kExpLog2e + 0.5f);
+  float r = x - n * kExpLn2Hi;
+  r = r - n * kExpLn2Lo;
+  float p = kExpPoly[0];
+  p = p * r + kExpPoly[1];
+  p = p * r + kExpPoly[2];
+  p = p * r + kExpPoly[3];
+  p = p * r + kExpPoly[4];
+  p = p * r + kExpPoly[5];
   const float y = p * r * r + r + 1.0f;  // NaN for a NaN x
   // The exponent bits from a finite n: converting NaN to an integer is undefined behaviour
   // (clang's UBSan reports it); y carries the NaN.

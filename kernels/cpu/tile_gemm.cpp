@@ -60,9 +60,9 @@ __attribute__((target("avx512f"), always_inline)) inline void store_row512(float
 }
 
 // One MR x 32 block of C. AMode: how A(i, k) is addressed (A row-major, or A^T of a row-major
-// matrix: tile_gemm.h), Full: all 32 columns inside N (no masks). The operand fields are read into locals once (inside
-// the k loop the compiler reloaded them from g and chained the row addresses through one register), which with the
-// unmasked path measured 13% faster on the attention's tile shapes (hot, 1 thread).
+// matrix: tile_gemm.h), Full: all 32 columns inside N (B's rows loaded without masks). The operand fields are read into
+// locals once (inside the k loop the compiler reloaded them from g and chained the row addresses through one register),
+// which with the unmasked path measured 13% faster on the attention's tile shapes (hot, 1 thread).
 enum class AMode { Rows, Cols };  // a_cs == 1 / a_rs == 1
 
 template <int MR, AMode Mode, bool Full>
@@ -106,16 +106,8 @@ __attribute__((target("avx512f,fma"))) void block512(const TileGemm& g, int64_t 
   float* cr = g.c + i0 * g.ldc + j0;
   const int64_t ldc = g.ldc;
   const bool accumulate = g.accumulate;
-  RELPOS_UNROLL for (int r = 0; r < MR; ++r, cr += ldc) {
-    if constexpr (Full) {
-      const __m512 c0 = accumulate ? _mm512_loadu_ps(cr) : _mm512_setzero_ps();
-      const __m512 c1 = accumulate ? _mm512_loadu_ps(cr + 16) : _mm512_setzero_ps();
-      _mm512_storeu_ps(cr, _mm512_fmadd_ps(alpha, acc0[r], c0));
-      _mm512_storeu_ps(cr + 16, _mm512_fmadd_ps(alpha, acc1[r], c1));
-    } else {
-      store_row512(cr, m0, m1, alpha, acc0[r], acc1[r], accumulate);
-    }
-  }
+  RELPOS_UNROLL for (int r = 0; r < MR; ++r, cr += ldc)
+      store_row512(cr, m0, m1, alpha, acc0[r], acc1[r], accumulate);  // (masks all-ones when Full)
 }
 
 // The AVX-512 kernels' walk over C (float32 and bf16 pairs alike): blocks of 32 columns (the
