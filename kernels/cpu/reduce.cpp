@@ -47,7 +47,10 @@ Tensor reduce(Reduce op, const Tensor& x, std::vector<int64_t> dims, bool keepdi
       const T* px = x.data<T>();
       T* po = out.data<T>();
       const int64_t C = rows;  // kept (trailing) elements per reduced index
-      constexpr int64_t kBlock = 256;
+      // Column blocks of 64 (8 vectors of double accumulators): the bias gradients of a d_model of
+      // 128 or 256 split across threads too (blocks of 256 left them to one thread). Each column
+      // still adds its rows in order, so the result does not depend on the block or thread count.
+      constexpr int64_t kBlock = 64;
 #pragma omp parallel for schedule(static) if (R * C >= 65536 && C >= 2 * kBlock)
       for (int64_t c0 = 0; c0 < C; c0 += kBlock) {
         const int64_t c1 = std::min(C, c0 + kBlock);

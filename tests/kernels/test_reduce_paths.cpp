@@ -7,7 +7,7 @@ using namespace relpos;
 
 TEST_CASE("reduce: sum/mean over leading dims (column sums) match a direct loop", "[kernels]") {
   Generator g(3);
-  Tensor x = Tensor::randn({5, 7, 600}, g, DType::F64);  // C = 600 > one 256-column block
+  Tensor x = Tensor::randn({5, 7, 600}, g, DType::F64);  // C = 600: nine 64-column blocks and a part
   auto v = x.to_vector<double>();
   Tensor s = k::reduce(k::Reduce::Sum, x, {0, 1}, false);
   Tensor m = k::reduce(k::Reduce::Mean, x, {0}, true);
