@@ -105,7 +105,7 @@ inline void square_f32(float x, float& hi, float& lo) {
 inline float two_phi_f32(float x, float* phi = nullptr) {
   // The clamp as two selects and |x| as a cleared sign bit: the vectoriser turns them into a max, a
   // min and an and (a nested select and (x < 0 ? -x : x) made GCC 12 evaluate the polynomial for
-  // both signs and blend, 0.97 ns a value instead of 0.5).
+  // both signs and blend: 0.97 ns a value instead of 0.69, hot, one thread).
   x = x < -16.0f ? -16.0f : x;  // erfc(16 / sqrt 2) underflows; keeps inf out of Dekker
   x = x > 16.0f ? 16.0f : x;
   float hi, lo;

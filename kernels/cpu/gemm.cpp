@@ -38,6 +38,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "core/float16.h"
@@ -87,9 +88,9 @@ constexpr int64_t kMaxK = 1024;
 constexpr int64_t kMaxKBf16 = 512;
 constexpr size_t kMaxCached = 4096;
 
-// (bf16, ta, tb, M, N, K, lda, ldb, ldc, accumulate, threads): a primitive keeps the thread count
-// it was created for (its blocking and its parallel loop), so a new count needs a new one.
-using Key = std::tuple<bool, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, int>;
+// (bf16, ta, tb, M, N, K, lda, ldb, ldc, accumulate, bias, threads): a primitive keeps the thread
+// count it was created for (its blocking and its parallel loop), so a new count needs a new one.
+using Key = std::tuple<bool, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool, int>;
 
 struct Primitive {
   dnnl::matmul matmul;
@@ -140,7 +141,7 @@ Primitive primitive(const Key& key) {
     auto it = d.cache.find(key);
     if (it != d.cache.end()) return it->second;
   }
-  const auto [bf16, ta, tb, M, N, K, lda, ldb, ldc, accumulate, threads] = key;
+  const auto [bf16, ta, tb, M, N, K, lda, ldb, ldc, accumulate, bias, threads] = key;
   (void)threads;
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -151,7 +152,9 @@ Primitive primitive(const Key& key) {
   }
   const auto a = matrix_desc(bf16, ta, M, K, lda), b = matrix_desc(bf16, tb, K, N, ldb);
   const auto c = matrix_desc(false, false, M, N, ldc);
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, d.engine);
+  const dnnl::matmul::primitive_desc pd(
+      bias ? dnnl::matmul::desc(a, b, matrix_desc(false, false, 1, N, N), c) : dnnl::matmul::desc(a, b, c), attr,
+      d.engine);
   Primitive p{dnnl::matmul(pd), pd.impl_info_str(), pd.scratchpad_desc()};
   std::lock_guard lock(d.mu);
   if (d.cache.size() >= kMaxCached) d.cache.clear();
@@ -160,8 +163,12 @@ Primitive primitive(const Key& key) {
 }
 
 // C = op(A) op(B) with K cut into chunks of at most kMaxK (kMaxKBf16), in order; elem = 4 (f32) or 2 (bf16).
+// bias ([N] float32, or nullptr): added by oneDNN's kernel to each row of a single-chunk product
+// (K <= kMaxK) while the row is in its registers, after the sum: C = AB + bias, as the epilogue
+// would add it.
 void onednn_gemm(bool bf16, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void* a, int64_t lda,
-                 const void* b, int64_t ldb, float* c, int64_t ldc) {
+                 const void* b, int64_t ldb, float* c, int64_t ldc, const float* bias = nullptr) {
+  RELPOS_CHECK(!bias || K <= (bf16 ? kMaxKBf16 : kMaxK), "onednn_gemm: a bias needs a single K chunk, K = {}", K);
   const int64_t elem = bf16 ? 2 : 4, max_k = bf16 ? kMaxKBf16 : kMaxK;
   dnnl::stream& s = thread_stream();
   for (int64_t k0 = 0; k0 < K; k0 += max_k) {
@@ -169,14 +176,16 @@ void onednn_gemm(bool bf16, bool ta, bool tb, int64_t M, int64_t N, int64_t K, c
     // The chunk's first element: column k0 of A ([M, K]; row k0 when stored [K, M]), row k0 of B.
     const auto* ac = static_cast<const char*>(a) + (ta ? k0 * lda : k0) * elem;
     const auto* bc = static_cast<const char*>(b) + (tb ? k0 : k0 * ldb) * elem;
-    const Primitive p = primitive({bf16, ta, tb, M, N, kc, lda, ldb, ldc, k0 > 0, omp_get_max_threads()});
+    const Primitive p = primitive({bf16, ta, tb, M, N, kc, lda, ldb, ldc, k0 > 0, bias != nullptr, omp_get_max_threads()});
     const dnnl::engine& e = onednn().engine;
     dnnl::memory ma(matrix_desc(bf16, ta, M, kc, lda), e, const_cast<char*>(ac));
     dnnl::memory mb(matrix_desc(bf16, tb, kc, N, ldb), e, const_cast<char*>(bc));
     dnnl::memory mc(matrix_desc(false, false, M, N, ldc), e, c);
     dnnl::memory scratch(p.scratch, e, thread_scratch(p.scratch.get_size()));
-    p.matmul.execute(s,
-                     {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}, {DNNL_ARG_SCRATCHPAD, scratch}});
+    std::unordered_map<int, dnnl::memory> args{
+        {DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}, {DNNL_ARG_SCRATCHPAD, scratch}};
+    if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(matrix_desc(false, false, 1, N, N), e, const_cast<float*>(bias)));
+    p.matmul.execute(s, args);
   }
   s.wait();
 }
@@ -376,6 +385,14 @@ void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_
     b = round_copy(inputs, b, tb ? N : K, tb ? K : N, ldb, rb), ldb = tb ? K : N;
   }
   (void)onednn_path;
+#if RELPOS_WITH_DNNL
+  // A float32 product whose epilogue is only its bias: oneDNN adds it in its kernel, one call for
+  // all of C (no blocks, no second pass; the same values).
+  if (onednn_path && inputs == GemmInputs::F32 && !round_output && !ep.has_act && ep.bias && K <= kMaxK) {
+    onednn_gemm(false, ta, tb, M, N, K, a, lda, b, ldb, c, ldc, ep.bias);
+    return;
+  }
+#endif
   const int64_t block = block_rows(kEpilogueBlockBytes);
   for (int64_t i0 = 0; i0 < M; i0 += block) {
     const int64_t rows = std::min(block, M - i0);
@@ -438,7 +455,8 @@ std::string cpu_gemm_path(GemmInputs inputs) {
   const std::string lib = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
                           std::to_string(v->patch);
   const bool bf16 = inputs == GemmInputs::BF16 && onednn().bf16_units;
-  const Primitive probe = primitive({bf16, false, false, 256, 256, 256, 256, 256, 256, false, omp_get_max_threads()});
+  const Primitive probe =
+      primitive({bf16, false, false, 256, 256, 256, 256, 256, 256, false, false, omp_get_max_threads()});
   std::string path = lib + " matmul " + probe.impl + (bf16 ? " (bf16 x bf16 -> float32)" : "");
   if (inputs == GemmInputs::BF16 && !bf16) path += ", on the bf16 values in float32: this CPU has no bf16 units";
   if (inputs == GemmInputs::FP16) path += ", on the float16 values in float32: oneDNN 2.6 has no CPU float16 matmul";

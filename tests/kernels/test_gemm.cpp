@@ -371,6 +371,8 @@ TEST_CASE("gemm: the bias epilogue adds the bias to every row of every block, af
         worst = std::max(worst, std::abs(double(got[i]) - want) / bound);
       }
       CHECK(worst <= 1.0);
+      // The same bits as the product and a separate add (oneDNN adds this bias in its kernel).
+      CHECK(bitwise_equal(k::matmul(a, b, k::GemmInputs::F32, false, bias), k::add(k::matmul(a, b), bias)));
       // 16-bit: the rounded product, then the bias, bit for bit (the same blocks either way).
       for (auto in : {k::GemmInputs::BF16, k::GemmInputs::FP16}) {
         const Tensor c = k::matmul(a, b, in, true, bias);
