@@ -113,6 +113,22 @@ TEST_CASE("gemm: the same bits at 1, 2 and 3 threads, weight-gradient shapes wit
       CHECK(bitwise_equal(c1, c2));
       CHECK(bitwise_equal(c1, c3));
     }
+  // With a bias and an activation (fc1): float32 blocks of rows go to the threads whole, each
+  // multiplied by one thread; 2048 x 1024 is eight blocks, 1100 x 512 two and a part.
+  Generator g(5);
+  for (auto [M, N, K] : {std::array<int64_t, 3>{2048, 1024, 256}, {1100, 512, 128}}) {
+    const Tensor a = Tensor::randn({M, K}, g), w = Tensor::randn({N, K}, g), bias = Tensor::randn({N}, g);
+    std::vector<k::MatmulActOut> outs;
+    for (int threads : {1, 2, 3}) {
+      k::set_num_threads(threads);
+      outs.push_back(k::matmul_act(a, w.transpose(0, 1), k::GemmInputs::F32, false, bias, k::Unary::GeluErf, true));
+    }
+    INFO("M=" << M << " N=" << N << " K=" << K << " with bias and GELU");
+    for (size_t i = 1; i < outs.size(); ++i) {
+      CHECK(bitwise_equal(outs[0].y, outs[i].y));
+      CHECK(bitwise_equal(outs[0].act_grad, outs[i].act_grad));
+    }
+  }
   k::set_num_threads(before);
 }
 
