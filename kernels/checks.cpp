@@ -73,6 +73,19 @@ void matmul_act(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_
   floating(a.dtype(), "matmul_act");
 }
 
+void matmul_mul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& m) {
+  check::matmul(a, b, inputs, round_output, Tensor());
+  floating(a.dtype(), "matmul_mul");
+  RELPOS_CHECK(m.defined(), "matmul_mul: the multiplier is undefined");
+  check_same_dtype_device(a, m, "matmul_mul (multiplier)");
+  Shape ab(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+  Shape out = broadcast_shapes(ab, bb, "matmul_mul (batch dims)");
+  out.push_back(a.size(-2));
+  out.push_back(b.size(-1));
+  RELPOS_CHECK(m.shape() == out, "matmul_mul: the multiplier must be {} (the product's shape), got {}", shape_str(out),
+               shape_str(m.shape()));
+}
+
 void softmax(const Tensor& x, int64_t dim) {
   rowwise(x, nullptr, dim, "softmax");
 }

@@ -139,6 +139,12 @@ struct MatmulActOut {
 // GELU_AUX epilogue keeps pre instead; keeping act' makes the backward one multiply).
 MatmulActOut matmul_act(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& bias,
                         Unary act, bool want_grad);
+// matmul(a, b, inputs, round_output) multiplied elementwise by m (the result's shape and dtype)
+// after the rounding: the values of k::mul(matmul(a, b, inputs, round_output), m) without the
+// pass over memory (the CPU multiplies each block of rows while it is in cache). The backward of
+// a linear layer through the activation of the layer before it: g_pre = (g W) act'(pre)
+// (autograd's mlp).
+Tensor matmul_mul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& m);
 
 // ---------------------------------------------------------------- softmax family
 Tensor softmax(const Tensor& x, int64_t dim);

@@ -49,6 +49,10 @@ MLP::MLP(int64_t d_model, int64_t d_ff, double dropout, Generator& gen, DType dt
 }
 
 Variable MLP::forward(const Variable& x, Generator* gen) const {
+  // No dropout between the layers (apply_dropout's condition): one node (autograd mlp), whose
+  // backward multiplies by gelu' in a GEMM's epilogue.
+  if (!is_training() || dropout_ == 0.0 || gen == nullptr)
+    return mlp(x, fc1_->weight(), fc1_->bias(), fc2_->weight(), fc2_->bias(), k::Unary::GeluErf);
   Variable h = fc1_->forward(x, k::Unary::GeluErf);  // gelu in fc1's GEMM epilogue
   return fc2_->forward(apply_dropout(h, dropout_, is_training(), gen));
 }

@@ -107,6 +107,47 @@ Variable linear(const Variable& x, const Variable& w, const Variable& b) {
   return linear_impl(x, w, b, std::nullopt);
 }
 
+// y = act(x W1^T + b1) W2^T + b2, h = act(pre). Backward (g: [..., D'], rows [M, D'], h [M, F]):
+//   db2 = sum_rows(g);  dW2 = g^T h                  [D', M] @ [M, F]
+//   g_pre = (g W2) act'(pre)                         [M, D'] @ [D', F], act' (saved by the forward's
+//                                                    epilogue) in this GEMM's epilogue
+//   db1 = sum_rows(g_pre);  dW1 = g_pre^T x;  dx = g_pre W1
+// Under autocast, g W2 is rounded before the multiply, as linear's dx was (the same values as
+// the two nodes: the multiply moved into the epilogue, nothing else).
+Variable mlp(const Variable& x, const Variable& w1, const Variable& b1, const Variable& w2, const Variable& b2,
+             k::Unary act) {
+  RELPOS_CHECK(k::is_activation(act), "mlp: op {} is not an activation (expected relu, gelu, gelu_tanh or silu)",
+               int(act));
+  RELPOS_CHECK(w1.dim() == 2 && w2.dim() == 2 && w2.size(1) == w1.size(0),
+               "mlp: weights {} and {} do not chain (expected [F, D] and [D', F])", shape_str(w1.shape()),
+               shape_str(w2.shape()));
+  RELPOS_CHECK(x.dim() >= 1 && x.size(-1) == w1.size(1), "mlp: input {} has last dim {}, expected {} (weight {})",
+               shape_str(x.shape()), x.dim() >= 1 ? x.size(-1) : 0, w1.size(1), shape_str(w1.shape()));
+  const k::GemmInputs in = x.dtype() == DType::F32 ? gemm_inputs(autocast_precision()) : k::GemmInputs::F32;
+  const bool r16 = in != k::GemmInputs::F32;
+  const bool gx = wants_grad(x), gw1 = wants_grad(w1), gb1 = wants_grad(b1), gw2 = wants_grad(w2), gb2 = wants_grad(b2);
+  const bool g_pre = gx || gw1 || gb1;  // the backward goes through the activation
+  const k::MatmulActOut h = k::matmul_act(x.data(), w1.data().transpose(0, 1), in, r16,
+                                          b1.defined() ? b1.data() : Tensor(), act, GradMode::is_enabled() && g_pre);
+  Tensor y = k::matmul(h.y, w2.data().transpose(0, 1), in, r16, b2.defined() ? b2.data() : Tensor());
+  SavedTensor sx(x.data(), "mlp"), sw1(w1.data(), "mlp"), sw2(w2.data(), "mlp"), sh(h.y, "mlp"), sd(h.act_grad, "mlp");
+  return make_result(std::move(y), "mlp", {x, w1, b1, w2, b2},
+                     [sx, sw1, sw2, sh, sd, gx, gw1, gb1, gw2, gb2, g_pre, in, r16](const Tensor& g) {
+                       const Tensor &tx = sx.get(), &tw1 = sw1.get(), &tw2 = sw2.get(), &th = sh.get();
+                       const int64_t D2 = tw2.size(0), F = tw2.size(1), D = tw1.size(1);
+                       Tensor dx, dw1, db1, dw2, db2;
+                       if (gw2) dw2 = k::matmul(g.reshape({-1, D2}).transpose(0, 1), th.reshape({-1, F}), in, r16);
+                       if (gb2) db2 = k::sum_to(g, {D2});
+                       if (g_pre) {
+                         const Tensor gp = k::matmul_mul(g, tw2, in, r16, sd.get());
+                         if (gx) dx = k::matmul(gp, tw1, in, r16);
+                         if (gw1) dw1 = k::matmul(gp.reshape({-1, F}).transpose(0, 1), tx.reshape({-1, D}), in, r16);
+                         if (gb1) db1 = k::sum_to(gp, {F});
+                       }
+                       return std::vector<Tensor>{dx, dw1, db1, dw2, db2};
+                     });
+}
+
 Variable linear(const Variable& x, const Variable& w, const Variable& b, k::Unary act) {
   RELPOS_CHECK(k::is_activation(act), "linear: op {} is not an activation (expected relu, gelu, gelu_tanh or silu)",
                int(act));

@@ -223,12 +223,12 @@ const float* round_copy(GemmInputs inputs, const float* src, int64_t rows, int64
 // row goes through every step while it is in L1; three passes, each its own parallel region, took
 // 1.9 ms a call on the small model's bf16 fc1, 2048 x 1024): rounded to bf16 / fp16 when
 // round_output, then bias added, then the activation, act' first into g (leading dim ldg) when g
-// is set — the same per-element functions, in the same order, as k::unary and k::add
-// (kernels/cpu/unary_value.h).
+// is set, then the product with m (leading dim ldg) when set — the same per-element functions, in
+// the same order, as k::unary, k::add and k::mul (kernels/cpu/unary_value.h).
 template <typename T>
 void finish_rows(GemmInputs inputs, bool round_output, T* c, int64_t rows, int64_t cols, int64_t ld,
-                 const cpu::GemmEpilogue<T>& ep, T* g, int64_t ldg) {
-  const auto row_epilogue = [&]<bool Act, Unary A>(T* cr, T* gr) {
+                 const cpu::GemmEpilogue<T>& ep, T* g, int64_t ldg, const T* m) {
+  const auto row_epilogue = [&]<bool Act, Unary A>(T* cr, T* gr, const T* mr) {
     if constexpr (std::is_same_v<T, float>)
       if (round_output) round_block(inputs == GemmInputs::BF16, cr, ld, cr, ld, 1, cols);
     if (const T* bias = ep.bias) {
@@ -244,10 +244,15 @@ void finish_rows(GemmInputs inputs, bool round_output, T* c, int64_t rows, int64
 #pragma omp simd
       for (int64_t j = 0; j < cols; ++j) cr[j] = cpu::unary_value<A>(cr[j], T(0), T(0));
     }
+    if (mr) {
+#pragma omp simd
+      for (int64_t j = 0; j < cols; ++j) cr[j] *= mr[j];
+    }
   };
   const auto run = [&]<bool Act, Unary A>() {
 #pragma omp parallel for schedule(static) if (rows * cols >= (int64_t(1) << 14))
-    for (int64_t r = 0; r < rows; ++r) row_epilogue.template operator()<Act, A>(c + r * ld, g ? g + r * ldg : nullptr);
+    for (int64_t r = 0; r < rows; ++r)
+      row_epilogue.template operator()<Act, A>(c + r * ld, g ? g + r * ldg : nullptr, m ? m + r * ldg : nullptr);
   };
   if (!ep.has_act) return run.template operator()<false, Unary::Neg>();  // (A unused)
   cpu::visit_unary(ep.act, [&]<Unary A>() {
@@ -324,6 +329,7 @@ std::string describe_epilogue(bool round_output, const cpu::GemmEpilogue<T>& ep)
   const auto add = [&s](const char* part) { s += s.empty() ? part : std::string("+") + part; };
   if (ep.bias) add("bias");
   if (ep.has_act) add(ep.act_grad ? "act+grad" : "act");
+  if (ep.mul) add("mul");
   return s.empty() ? "-" : s;
 }
 
@@ -351,14 +357,14 @@ void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_
   // C in blocks of rows (A's rows i0 .. i0+rows-1: row i0 of A, or column i0 when A is stored
   // transposed), each block rounded and given its bias right after its product while it is in
   // cache (the epilogue).
-  const bool epilogue = round_output || ep.bias != nullptr || ep.has_act;
+  const bool epilogue = round_output || ep.bias != nullptr || ep.has_act || ep.mul != nullptr;
   const auto block_rows = [&](int64_t bytes) {
     return epilogue ? std::min(M, std::max<int64_t>(64, bytes / (4 * N))) : M;
   };
   const auto a_rows = [ta](const auto* p, int64_t i0, int64_t ld) { return ta ? p + i0 : p + i0 * ld; };
   const auto finish = [&](int64_t i0, int64_t rows) {
     finish_rows(inputs, round_output, c + i0 * ldc, rows, N, ldc, ep, ep.act_grad ? ep.act_grad + i0 * ep.ldg : nullptr,
-                ep.ldg);
+                ep.ldg, ep.mul ? ep.mul + i0 * ep.ldg : nullptr);
   };
 #if RELPOS_WITH_DNNL
   const bool onednn_path = requested_provider() == Provider::OneDNN && K > 0;
@@ -388,19 +394,19 @@ void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_
 #if RELPOS_WITH_DNNL
   // A float32 product whose epilogue is only its bias: oneDNN adds it in its kernel, one call for
   // all of C (no blocks, no second pass; the same values).
-  if (onednn_path && inputs == GemmInputs::F32 && !round_output && !ep.has_act && ep.bias && K <= kMaxK) {
+  if (onednn_path && inputs == GemmInputs::F32 && !round_output && !ep.has_act && !ep.mul && ep.bias && K <= kMaxK) {
     onednn_gemm(false, ta, tb, M, N, K, a, lda, b, ldb, c, ldc, ep.bias);
     return;
   }
 #endif
   const int64_t block = block_rows(kEpilogueBlockBytes);
 #if RELPOS_WITH_DNNL
-  // A float32 product with an activation (fc1): each thread takes whole blocks, multiplies each
-  // on its own (oneDNN runs single-threaded inside a parallel region) and finishes it in its own
-  // L2 right away: no barrier between a block's product and its epilogue. The blocks are the same
-  // at every thread count, and so are the bits (tests/kernels/test_gemm.cpp). Measured on the
-  // small model's fc1, 2048 x 1024 x 256, 2 threads: 4.05 -> 3.55 ms a call.
-  if (onednn_path && inputs == GemmInputs::F32 && !round_output && ep.has_act && K <= kMaxK && M > block &&
+  // A float32 product with an activation (fc1) or a multiplier (its backward): each thread takes whole blocks,
+  // multiplies each on its own (oneDNN runs single-threaded inside a parallel region) and finishes it in its own L2
+  // right away: no barrier between a block's product and its epilogue. The blocks are the same at every thread count,
+  // and so are the bits (tests/kernels/test_gemm.cpp). Measured on the small model's fc1, 2048 x 1024 x 256, 2
+  // threads: 4.05 -> 3.55 ms a call.
+  if (onednn_path && inputs == GemmInputs::F32 && !round_output && (ep.has_act || ep.mul) && K <= kMaxK && M > block &&
       !omp_in_parallel()) {
 #pragma omp parallel for schedule(static)
     for (int64_t i0 = 0; i0 < M; i0 += block) {
@@ -430,7 +436,8 @@ void gemm_f64_run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const doubl
   ensure_blas_core();
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
               1.0, a, int(lda), b, int(ldb), 0.0, c, int(ldc));
-  if (ep.bias || ep.has_act) finish_rows(GemmInputs::F32, false, c, M, N, ldc, ep, ep.act_grad, ep.ldg);
+  if (ep.bias || ep.has_act || ep.mul)
+    finish_rows(GemmInputs::F32, false, c, M, N, ldc, ep, ep.act_grad, ep.ldg, ep.mul);
 }
 
 }  // namespace

@@ -20,6 +20,8 @@
 //                          C = act(pre), pre = round(A B) + bias; with epilogue.act_grad set,
 //                          act'(pre) is written there first ([M, N], leading dim ldg) — the
 //                          values of k::unary / k::unary(derivative_of(act)) on pre.
+//   epilogue.mul ([M, N], leading dim ldg; nullptr = none): C is multiplied by it elementwise,
+//                          last, in the same blocks (k::matmul_mul).
 // RELPOS_GEMM=openblas forces OpenBLAS for float32 (and bf16 inputs): a switch for benchmarks
 // and for bisecting a numerical difference, read once.
 // RELPOS_GEMM_PROFILE=1 times every call of gemm_f32 / gemm_f64 and prints, at process exit (on
@@ -45,6 +47,7 @@ struct GemmEpilogue {
   Unary act = Unary::Relu;  // when has_act
   T* act_grad = nullptr;    // [M, N] with leading dim ldg, or nullptr
   int64_t ldg = 0;
+  const T* mul = nullptr;  // [M, N] with leading dim ldg (C's), or nullptr: C *= mul last
 };
 
 void gemm_f32(GemmInputs inputs, bool round_output, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,

@@ -40,13 +40,18 @@ struct Epilogue {
   Unary act = Unary::Relu;
   bool want_grad = false;
   Tensor act_grad;
+  Tensor mul;  // the output's shape, contiguous: C *= mul after everything else
 };
 
 template <typename T>
 void gemm(GemmInputs inputs, bool round_output, MatLayout la, MatLayout lb, int64_t M, int64_t N, int64_t K, const T* a,
           const T* b, T* c, int64_t ldc, const Epilogue& ep, int64_t c_offset) {
-  GemmEpilogue<T> e{ep.bias.defined() ? ep.bias.data<T>() : nullptr, ep.has_act, ep.act,
-                    ep.act_grad.defined() ? ep.act_grad.data<T>() + c_offset : nullptr, ldc};
+  GemmEpilogue<T> e{ep.bias.defined() ? ep.bias.data<T>() : nullptr,
+                    ep.has_act,
+                    ep.act,
+                    ep.act_grad.defined() ? ep.act_grad.data<T>() + c_offset : nullptr,
+                    ldc,
+                    ep.mul.defined() ? ep.mul.data<T>() + c_offset : nullptr};
   if constexpr (std::is_same_v<T, float>)
     gemm_f32(inputs, round_output, la.trans, lb.trans, M, N, K, a, la.ld, b, lb.ld, c, ldc, e);
   else
@@ -65,6 +70,7 @@ MatmulActOut matmul_with(const Tensor& a_in, const Tensor& b_in, GemmInputs inpu
   if (K == 0) {  // empty sum: zeros, plus the bias, then the activation
     Tensor z = Tensor::zeros(out_shape, a_in.dtype());
     if (ep.bias.defined() && z.numel() > 0) z = cpu::binary(Binary::Add, z, ep.bias);
+    if (ep.mul.defined() && z.numel() > 0) return {cpu::binary(Binary::Mul, z, ep.mul), ep.act_grad};
     if (!ep.has_act || z.numel() == 0) return {z, ep.act_grad};
     if (ep.want_grad) ep.act_grad = cpu::unary(derivative_of(ep.act), z, 0.0, 0.0);
     return {cpu::unary(ep.act, z, 0.0, 0.0), ep.act_grad};
@@ -72,6 +78,7 @@ MatmulActOut matmul_with(const Tensor& a_in, const Tensor& b_in, GemmInputs inpu
   Tensor out = Tensor::empty(out_shape, a_in.dtype());
   if (out.numel() == 0) return {out, ep.act_grad};
   if (ep.bias.defined()) ep.bias = ep.bias.contiguous();
+  if (ep.mul.defined()) ep.mul = ep.mul.contiguous();
 
   Tensor a = a_in, b = b_in;
   MatLayout la{}, lb{};
@@ -121,6 +128,10 @@ Tensor matmul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_ou
 MatmulActOut matmul_act(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& bias,
                         Unary act, bool want_grad) {
   return matmul_with(a, b, inputs, round_output, {bias, true, act, want_grad, Tensor()});
+}
+
+Tensor matmul_mul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& m) {
+  return matmul_with(a, b, inputs, round_output, {Tensor(), false, Unary::Relu, false, Tensor(), m}).y;
 }
 
 }  // namespace relpos::k::cpu

@@ -150,4 +150,10 @@ MatmulActOut matmul_act(const Tensor& a, const Tensor& b, GemmInputs inputs, boo
   return {cuda::unary(act, pre, 0.0, 0.0), want_grad ? cuda::unary(derivative_of(act), pre, 0.0, 0.0) : Tensor()};
 }
 
+// The multiplier as an elementwise kernel on matmul's result (the CPU applies it to each block of
+// rows while it is in cache).
+Tensor matmul_mul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& m) {
+  return cuda::binary(Binary::Mul, cuda::matmul(a, b, inputs, round_output, Tensor()), m);
+}
+
 }  // namespace relpos::k::cuda

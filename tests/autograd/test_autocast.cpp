@@ -235,3 +235,42 @@ TEST_CASE("autocast: linear with an activation is act(linear), values and gradie
   }
   CHECK_THROWS_WITH(linear(x, w, b, k::Unary::Exp), Catch::Contains("not an activation"));
 }
+
+TEST_CASE(
+    "autocast: mlp is linear(linear(x, W1, b1, act), W2, b2), values and gradients bit for bit, in every precision",
+    "[autocast]") {
+  // autograd mlp (one node; the backward multiplies by act' in a GEMM's epilogue, k::matmul_mul)
+  // against the two linear nodes nn::MLP used before. Rows 2 x 150 = 300 with F = 2048: the
+  // float32 GEMM with the multiplier runs in three blocks of rows.
+  Generator g(7);
+  const Tensor x0 = Tensor::randn({2, 150, 24}, g), w10 = Tensor::randn({2048, 24}, g), b10 = Tensor::randn({2048}, g),
+               w20 = Tensor::randn({24, 2048}, g), b20 = Tensor::randn({24}, g), gy = Tensor::randn({2, 150, 24}, g);
+  for (k::Unary act : {k::Unary::GeluErf, k::Unary::Relu})
+    for (Precision p : {Precision::FP32, Precision::BF16, Precision::FP16}) {
+      INFO(enum_name(p) << " act " << int(act));
+      std::vector<Variable> a, b;
+      for (const Tensor& t : {x0, w10, b10, w20, b20}) a.emplace_back(t.clone(), true), b.emplace_back(t.clone(), true);
+      Variable y1, y2;
+      {
+        AutocastGuard ac(p);
+        y1 = mlp(a[0], a[1], a[2], a[3], a[4], act);
+        y2 = linear(linear(b[0], b[1], b[2], act), b[3], b[4]);
+      }
+      sum(mul(y1, Variable(gy))).backward();
+      sum(mul(y2, Variable(gy))).backward();
+      CHECK(y1.data().to_vector<float>() == y2.data().to_vector<float>());
+      for (size_t i = 0; i < a.size(); ++i) {
+        INFO("gradient of input " << i);
+        CHECK(a[i].grad().to_vector<float>() == b[i].grad().to_vector<float>());
+      }
+    }
+  // Only some inputs needing gradients, no biases; refused shapes are named.
+  Variable x(x0.clone(), false), w1(w10.clone(), true), w2(w20.clone(), false);
+  sum(mul(mlp(x, w1, Variable(), w2, Variable(), k::Unary::GeluErf), Variable(gy))).backward();
+  Variable x2(x0.clone(), false), w12(w10.clone(), true), w22(w20.clone(), false);
+  sum(mul(linear(linear(x2, w12, Variable(), k::Unary::GeluErf), w22, Variable()), Variable(gy))).backward();
+  CHECK(w1.grad().to_vector<float>() == w12.grad().to_vector<float>());
+  CHECK_THROWS_WITH(mlp(x, w1, Variable(), Variable(Tensor::randn({24, 100}, g)), Variable(), k::Unary::GeluErf),
+                    Catch::Contains("[2048, 24]") && Catch::Contains("[24, 100]"));
+  CHECK_THROWS_WITH(mlp(x, w1, Variable(), w2, Variable(), k::Unary::Exp), Catch::Contains("not an activation"));
+}

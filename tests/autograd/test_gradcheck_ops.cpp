@@ -387,6 +387,19 @@ TEST_CASE("gradcheck: linear with an activation in the epilogue (gelu, gelu_tanh
                     {transposed_leaf(3, 4, 178), transposed_leaf(5, 4, 179)});
 }
 
+TEST_CASE("gradcheck: mlp (two linear layers and an activation as one node), batched and strided", "[gradcheck]") {
+  for (k::Unary act : {k::Unary::GeluErf, k::Unary::Silu}) {
+    INFO("act " << int(act));
+    require_gradcheck("mlp [2,3,4] W1[6,4] b1[6] W2[5,6] b2[5]",
+                      [act](Inputs v) { return mlp(v[0], v[1], v[2], v[3], v[4], act); },
+                      {rand_var({2, 3, 4}, 180), rand_var({6, 4}, 181), rand_var({6}, 182), rand_var({5, 6}, 183),
+                       rand_var({5}, 184)});
+  }
+  require_gradcheck("mlp, no biases, transposed leaves",
+                    [](Inputs v) { return mlp(v[0], v[1], Variable(), v[2], Variable(), k::Unary::GeluErf); },
+                    {transposed_leaf(3, 4, 185), transposed_leaf(6, 4, 186), transposed_leaf(5, 6, 187)});
+}
+
 TEST_CASE("gradcheck: matmul with transposed, permuted and narrowed operands", "[gradcheck]") {
   require_gradcheck("matmul transposed views",
                     [](Inputs v) { return matmul(transpose(v[0], 0, 1), transpose(v[1], 0, 1)); },

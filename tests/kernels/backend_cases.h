@@ -460,6 +460,19 @@ inline void add_matmul(std::vector<OpCase>& cs) {
                       k::matmul_act(x[0], x[1], k::GemmInputs::F32, false, x[2], k::Unary::GeluErf, true);
                   return std::vector<Tensor>{o.y, o.act_grad};
                 }});
+  // The multiplier epilogue (the backward of a linear layer through an activation).
+  const RunFn mmul = [](const std::vector<Tensor>& x, Device) {
+    return std::vector<Tensor>{k::matmul_mul(x[0], x[1], k::GemmInputs::F32, false, x[2])};
+  };
+  cs.push_back(
+      {"matmul_mul [2, 3, 4] @ [4, 5] * [2, 3, 5]", "matmul_mul", {in({2, 3, 4}), in({4, 5}), in({2, 3, 5})}, mmul});
+  cs.back().rtol32 = 1e-4, cs.back().atol32 = 1e-5;
+  cs.push_back({"matmul_mul b transposed, batched, multiplier strided",
+                "matmul_mul",
+                {in({2, 3, 17}), in({2, 17, 5}, Layout::Transposed), in({2, 3, 5}, Layout::Strided)},
+                mmul});
+  cs.back().rtol32 = 1e-4, cs.back().atol32 = 1e-5;
+  cs.push_back({"matmul_mul (K = 0)", "matmul_mul", {in({3, 0}), in({0, 4}), in({3, 4})}, mmul});
   cs.push_back({"matmul NaN/Inf", "matmul", {Input{{2, 3}, Layout::Contiguous, Fill::Special}, in({3, 2})}, mm});
   cs.back().nan_expected = true;
   // Attention on split heads: q [B, L, H, dh] viewed as [B, H, L, dh], k viewed as

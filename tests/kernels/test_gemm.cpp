@@ -418,6 +418,31 @@ TEST_CASE("gemm: the bias epilogue adds the bias to every row of every block, af
                     Catch::Contains("bias must be [4]") && Catch::Contains("[5]"));
 }
 
+TEST_CASE("gemm: the multiplier epilogue (matmul_mul) is k::mul of the product in every block, after the rounding",
+          "[kernels][gemm][precision]") {
+  // N = 2048: float32 blocks of 128 rows, so M = 300 is three (each thread multiplying whole
+  // blocks); bf16 on bf16 units one 16 MiB block. A multiplier missing from a block, applied
+  // before the rounding or to the wrong rows shows here.
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      INFO("ta=" << ta << " tb=" << tb);
+      const Tensor a = operand({300, 64}, ta, 61, false), b = operand({64, 2048}, tb, 62, false);
+      Generator gm(63);
+      const Tensor m = Tensor::randn({300, 2048}, gm);
+      CHECK(bitwise_equal(k::matmul_mul(a, b, k::GemmInputs::F32, false, m), k::mul(k::matmul(a, b), m)));
+      for (auto in : {k::GemmInputs::BF16, k::GemmInputs::FP16})
+        CHECK(bitwise_equal(k::matmul_mul(a, b, in, true, m), k::mul(k::matmul(a, b, in, true), m)));
+    }
+  // float64, a transposed multiplier, and shapes refused with both named.
+  Generator g(64);
+  const Tensor a = Tensor::randn({5, 7}, g, DType::F64), b = Tensor::randn({7, 4}, g, DType::F64);
+  const Tensor mt = Tensor::randn({4, 5}, g, DType::F64).transpose(0, 1);
+  CHECK(k::matmul_mul(a, b, k::GemmInputs::F32, false, mt).to_vector<double>() ==
+        k::mul(k::matmul(a, b), mt).to_vector<double>());
+  CHECK_THROWS_WITH(k::matmul_mul(a, b, k::GemmInputs::F32, false, Tensor::zeros({5, 5}, DType::F64)),
+                    Catch::Contains("multiplier must be [5, 4]") && Catch::Contains("[5, 5]"));
+}
+
 TEST_CASE("gemm: the activation epilogue gives k::unary's values and derivatives in every block, after the bias",
           "[kernels][gemm][precision]") {
   // N = 2048: the rows go in blocks of 128, so M = 300 is three blocks; an activation or a
