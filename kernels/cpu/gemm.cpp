@@ -400,35 +400,34 @@ void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_
   }
 #endif
   const int64_t block = block_rows(kEpilogueBlockBytes);
-#if RELPOS_WITH_DNNL
-  // A float32 product with an activation (fc1) or a multiplier (its backward): each thread takes whole blocks,
-  // multiplies each on its own (oneDNN runs single-threaded inside a parallel region) and finishes it in its own L2
-  // right away: no barrier between a block's product and its epilogue. The blocks are the same at every thread count,
-  // and so are the bits (tests/kernels/test_gemm.cpp). Measured on the small model's fc1, 2048 x 1024 x 256, 2
-  // threads: 4.05 -> 3.55 ms a call.
-  if (onednn_path && inputs == GemmInputs::F32 && !round_output && (ep.has_act || ep.mul) && K <= kMaxK && M > block &&
-      !omp_in_parallel()) {
-#pragma omp parallel for schedule(static)
-    for (int64_t i0 = 0; i0 < M; i0 += block) {
-      const int64_t rows = std::min(block, M - i0);
-      onednn_gemm(false, ta, tb, rows, N, K, a_rows(a, i0, lda), lda, b, ldb, c + i0 * ldc, ldc);
-      finish(i0, rows);
-    }
-    return;
-  }
-#endif
-  for (int64_t i0 = 0; i0 < M; i0 += block) {
+  // The block of rows from i0: its float32 product, then its epilogue.
+  const auto f32_block = [&](int64_t i0) {
     const int64_t rows = std::min(block, M - i0);
 #if RELPOS_WITH_DNNL
     if (onednn_path) {
       onednn_gemm(false, ta, tb, rows, N, K, a_rows(a, i0, lda), lda, b, ldb, c + i0 * ldc, ldc);
       finish(i0, rows);
-      continue;
+      return;
     }
 #endif
     openblas_sgemm(ta, tb, rows, N, K, a_rows(a, i0, lda), lda, b, ldb, c + i0 * ldc, ldc);
     finish(i0, rows);
+  };
+#if RELPOS_WITH_DNNL
+  // A float32 product with an activation (fc1) or a multiplier (its backward): each thread takes
+  // whole blocks, multiplies each on its own (oneDNN runs single-threaded inside a parallel
+  // region) and finishes it in its own L2 right away: no barrier between a block's product and
+  // its epilogue. The blocks are the same at every thread count, and so are the bits
+  // (tests/kernels/test_gemm.cpp). Measured on the small model's fc1, 2048 x 1024 x 256, 2
+  // threads: 4.05 -> 3.55 ms a call.
+  if (onednn_path && inputs == GemmInputs::F32 && !round_output && (ep.has_act || ep.mul) && K <= kMaxK && M > block &&
+      !omp_in_parallel()) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i0 = 0; i0 < M; i0 += block) f32_block(i0);
+    return;
   }
+#endif
+  for (int64_t i0 = 0; i0 < M; i0 += block) f32_block(i0);
 }
 
 void gemm_f64_run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, int64_t lda, const double* b,
