@@ -58,15 +58,14 @@ Tensor reduce(Reduce op, const Tensor& x, std::vector<int64_t> dims, bool keepdi
         if (c1 - c0 == kBlock) {  // a full block: the 64 sums in eight 8-double vectors (registers)
           using V8d = double __attribute__((vector_size(64)));
           V8d v0 = {}, v1 = {}, v2 = {}, v3 = {}, v4 = {}, v5 = {}, v6 = {}, v7 = {};
-          const auto load = [](const T* p) {
-            V8d v;
-            for (int i = 0; i < 8; ++i) v[i] = double(p[i]);
-            return v;
+          // (by reference: a 64-byte vector returned by value is an ABI question without AVX-512)
+          const auto add = [](V8d& v, const T* p) {
+            for (int i = 0; i < 8; ++i) v[i] += double(p[i]);
           };
           for (int64_t r = 0; r < R; ++r) {
             const T* row = px + r * C + c0;
-            v0 += load(row), v1 += load(row + 8), v2 += load(row + 16), v3 += load(row + 24);
-            v4 += load(row + 32), v5 += load(row + 40), v6 += load(row + 48), v7 += load(row + 56);
+            add(v0, row), add(v1, row + 8), add(v2, row + 16), add(v3, row + 24);
+            add(v4, row + 32), add(v5, row + 40), add(v6, row + 48), add(v7, row + 56);
           }
           const V8d v[8] = {v0, v1, v2, v3, v4, v5, v6, v7};
           for (int64_t c = 0; c < kBlock; ++c) acc[c] = v[c / 8][c % 8];
