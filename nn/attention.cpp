@@ -170,7 +170,7 @@ Variable MultiHeadAttention::forward(const AttentionInput& in, const AttentionSi
 Variable MultiHeadAttention::fused(const Heads& h, const Positions& p, const AttentionInput& in,
                                    const AttentionSinks& sinks) const {
   k::AttentionArgs args{p.scale, in.causal, h.geo.q_offset, h.geo.k_offset, /*row_stats=*/sinks.stats != nullptr};
-  if (cfg_.dropout > 0 && is_training() && sinks.gen != nullptr) {  // as apply_dropout
+  if (dropout_applies(cfg_.dropout, is_training(), sinks.gen)) {
     args.dropout_p = cfg_.dropout;
     args.dropout_seed = sinks.gen->state().seed;
     args.dropout_first = sinks.gen->advance(uint64_t(h.B * cfg_.n_heads * h.Lq * h.Lk));

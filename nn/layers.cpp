@@ -39,7 +39,7 @@ Dropout::Dropout(double p) : p_(p) {
 }
 
 Variable apply_dropout(const Variable& x, double p, bool training, Generator* gen) {
-  if (!training || p == 0.0 || gen == nullptr) return x;
+  if (!dropout_applies(p, training, gen)) return x;
   return dropout(x, p, true, *gen);
 }
 
@@ -49,9 +49,9 @@ MLP::MLP(int64_t d_model, int64_t d_ff, double dropout, Generator& gen, DType dt
 }
 
 Variable MLP::forward(const Variable& x, Generator* gen) const {
-  // No dropout between the layers (apply_dropout's condition): one node (autograd mlp), whose
-  // backward multiplies by gelu' in a GEMM's epilogue.
-  if (!is_training() || dropout_ == 0.0 || gen == nullptr)
+  // No dropout between the layers: one node (autograd mlp), whose backward multiplies by gelu' in
+  // a GEMM's epilogue.
+  if (!dropout_applies(dropout_, is_training(), gen))
     return mlp(x, fc1_->weight(), fc1_->bias(), fc2_->weight(), fc2_->bias(), k::Unary::GeluErf);
   Variable h = fc1_->forward(x, k::Unary::GeluErf);  // gelu in fc1's GEMM epilogue
   return fc2_->forward(apply_dropout(h, dropout_, is_training(), gen));

@@ -57,7 +57,11 @@ class Norm : public Module {
   std::shared_ptr<RMSNorm> rms_;
 };
 
-// Inverted dropout; a null generator (or eval mode) makes it the identity.
+// Whether dropout with rate p does anything: training, p > 0 and a generator to draw from.
+inline bool dropout_applies(double p, bool training, const Generator* gen) {
+  return training && p > 0.0 && gen != nullptr;
+}
+// Inverted dropout; the identity where !dropout_applies (a null generator, eval mode, p = 0).
 Variable apply_dropout(const Variable& x, double p, bool training, Generator* gen);
 
 // Dropout as a module: identity in eval mode or without a generator.

@@ -67,7 +67,7 @@ MatmulActOut matmul_with(const Tensor& a_in, const Tensor& b_in, GemmInputs inpu
   out_shape.push_back(M);
   out_shape.push_back(N);
   if (ep.has_act && ep.want_grad) ep.act_grad = Tensor::empty(out_shape, a_in.dtype());
-  if (K == 0) {  // empty sum: zeros, plus the bias, then the activation
+  if (K == 0) {  // empty sum: zeros, plus the bias, then the activation or the multiplier
     Tensor z = Tensor::zeros(out_shape, a_in.dtype());
     if (ep.bias.defined() && z.numel() > 0) z = cpu::binary(Binary::Add, z, ep.bias);
     if (ep.mul.defined() && z.numel() > 0) return {cpu::binary(Binary::Mul, z, ep.mul), ep.act_grad};
