@@ -8,12 +8,12 @@
 // kernels in Debian (Debian's OpenBLAS build exports no sbgemm).
 //
 // oneDNN specifics handled here:
-//   - one primitive per (dtype, layout, M, N, K, leading dims, accumulate): creating one costs
-//     tens of microseconds, executing a cached one a few; the cache is capped (eval over many
-//     lengths) and cleared when full;
+//   - one primitive per (dtype, layout, M, N, K, leading dims, bias, threads): creating one
+//     costs tens of microseconds, executing a cached one a few; the cache is capped (eval over
+//     many lengths) and cleared when full;
 //   - K is cut into chunks of at most kMaxK, kMaxKBf16 for bf16 (see gemm.h: no K-parallel
-//     reduction, so results do not depend on the thread count); chunk 2.. accumulate into C
-//     (a sum post-op);
+//     reduction, so results do not depend on the thread count); each chunk is multiplied by one
+//     thread and the chunks' products are added in order (onednn_product);
 //   - it parallelises with OpenMP itself (omp_get_max_threads() at execution); called inside a
 //     parallel region it runs on the calling thread;
 //   - scratch memory is ours (scratchpad_mode::user, a per-thread buffer): oneDNN's own
@@ -88,9 +88,9 @@ constexpr int64_t kMaxK = 1024;
 constexpr int64_t kMaxKBf16 = 512;
 constexpr size_t kMaxCached = 4096;
 
-// (bf16, ta, tb, M, N, K, lda, ldb, ldc, accumulate, bias, threads): a primitive keeps the thread
-// count it was created for (its blocking and its parallel loop), so a new count needs a new one.
-using Key = std::tuple<bool, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool, int>;
+// (bf16, ta, tb, M, N, K, lda, ldb, ldc, bias, threads): a primitive keeps the thread count it
+// was created for (its blocking and its parallel loop), so a new count needs a new one.
+using Key = std::tuple<bool, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, int>;
 
 struct Primitive {
   dnnl::matmul matmul;
@@ -141,15 +141,10 @@ Primitive primitive(const Key& key) {
     auto it = d.cache.find(key);
     if (it != d.cache.end()) return it->second;
   }
-  const auto [bf16, ta, tb, M, N, K, lda, ldb, ldc, accumulate, bias, threads] = key;
+  const auto [bf16, ta, tb, M, N, K, lda, ldb, ldc, bias, threads] = key;
   (void)threads;
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (accumulate) {
-    dnnl::post_ops ops;
-    ops.append_sum(1.0f);
-    attr.set_post_ops(ops);
-  }
   const auto a = matrix_desc(bf16, ta, M, K, lda), b = matrix_desc(bf16, tb, K, N, ldb);
   const auto c = matrix_desc(false, false, M, N, ldc);
   const dnnl::matmul::primitive_desc pd(
@@ -162,31 +157,23 @@ Primitive primitive(const Key& key) {
   return p;
 }
 
-// C = op(A) op(B) with K cut into chunks of at most kMaxK (kMaxKBf16), in order; elem = 4 (f32) or 2 (bf16).
-// bias ([N] float32, or nullptr): added by oneDNN's kernel to each row of a single-chunk product
-// (K <= kMaxK) while the row is in its registers, after the sum: C = AB + bias, as the epilogue
-// would add it.
-void onednn_gemm(bool bf16, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void* a, int64_t lda,
+// C = op(A) op(B) for K <= kMaxK (kMaxKBf16 for bf16), one oneDNN call; a, b float32 or bf16.
+// bias ([N] float32, or nullptr): added by oneDNN's kernel to each row while the row is in its
+// registers, after the sum: C = AB + bias, as the epilogue would add it.
+void onednn_call(bool bf16, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void* a, int64_t lda,
                  const void* b, int64_t ldb, float* c, int64_t ldc, const float* bias = nullptr) {
-  RELPOS_CHECK(!bias || K <= (bf16 ? kMaxKBf16 : kMaxK), "onednn_gemm: a bias needs a single K chunk, K = {}", K);
-  const int64_t elem = bf16 ? 2 : 4, max_k = bf16 ? kMaxKBf16 : kMaxK;
+  RELPOS_CHECK(K <= (bf16 ? kMaxKBf16 : kMaxK), "onednn_call: K = {} is more than one chunk", K);
   dnnl::stream& s = thread_stream();
-  for (int64_t k0 = 0; k0 < K; k0 += max_k) {
-    const int64_t kc = std::min(max_k, K - k0);
-    // The chunk's first element: column k0 of A ([M, K]; row k0 when stored [K, M]), row k0 of B.
-    const auto* ac = static_cast<const char*>(a) + (ta ? k0 * lda : k0) * elem;
-    const auto* bc = static_cast<const char*>(b) + (tb ? k0 : k0 * ldb) * elem;
-    const Primitive p = primitive({bf16, ta, tb, M, N, kc, lda, ldb, ldc, k0 > 0, bias != nullptr, omp_get_max_threads()});
-    const dnnl::engine& e = onednn().engine;
-    dnnl::memory ma(matrix_desc(bf16, ta, M, kc, lda), e, const_cast<char*>(ac));
-    dnnl::memory mb(matrix_desc(bf16, tb, kc, N, ldb), e, const_cast<char*>(bc));
-    dnnl::memory mc(matrix_desc(false, false, M, N, ldc), e, c);
-    dnnl::memory scratch(p.scratch, e, thread_scratch(p.scratch.get_size()));
-    std::unordered_map<int, dnnl::memory> args{
-        {DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}, {DNNL_ARG_SCRATCHPAD, scratch}};
-    if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(matrix_desc(false, false, 1, N, N), e, const_cast<float*>(bias)));
-    p.matmul.execute(s, args);
-  }
+  const Primitive p = primitive({bf16, ta, tb, M, N, K, lda, ldb, ldc, bias != nullptr, omp_get_max_threads()});
+  const dnnl::engine& e = onednn().engine;
+  dnnl::memory ma(matrix_desc(bf16, ta, M, K, lda), e, const_cast<void*>(a));
+  dnnl::memory mb(matrix_desc(bf16, tb, K, N, ldb), e, const_cast<void*>(b));
+  dnnl::memory mc(matrix_desc(false, false, M, N, ldc), e, c);
+  dnnl::memory scratch(p.scratch, e, thread_scratch(p.scratch.get_size()));
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}, {DNNL_ARG_SCRATCHPAD, scratch}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(matrix_desc(false, false, 1, N, N), e, const_cast<float*>(bias)));
+  p.matmul.execute(s, args);
   s.wait();
 }
 
@@ -205,6 +192,57 @@ const uint16_t* pack_bf16(const float* src, int64_t rows, int64_t cols, int64_t 
     }
   }
   return out;
+}
+
+// C = op(A) op(B), float32 operands (rounded to bf16 while packed when bf16), any K. Above one
+// chunk (kMaxK, kMaxKBf16 for bf16) each chunk's product is formed on its own — in a buffer, or C
+// for chunk 0 — and they are added into C in chunk order: C = ((P0 + P1) + P2) + ... . The
+// chunks go to the threads, one thread multiplying each whole chunk (oneDNN single-threaded
+// inside the parallel region; bf16 operands packed chunk by chunk by that thread), so the bits
+// cannot depend on the thread count (tests/kernels/test_gemm.cpp: 1, 2 and 3 threads in every
+// layout). Two ways that did depend on it, measured: oneDNN's own accumulation into C (a sum
+// post-op; float32, B transposed, K = 2048: 3 threads gave other bits than 1), and a chunk
+// multiplied on 3 threads (the same shape). With more threads than chunks the other threads
+// idle during these products. The weight gradients (A transposed, K = the batch's rows, small
+// M x N) gain most: split on M x N, both threads read every row of A and B; split on K, each
+// reads its own rows once (the tiny model's step, 2 threads: 22.2 -> 21.4 ms float32, 15.7 ->
+// 14.9 bf16). Chunks run in waves of one per thread: threads x M x N floats of scratch.
+void onednn_product(bool bf16, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a, int64_t lda,
+                    const float* b, int64_t ldb, float* c, int64_t ldc) {
+  const int64_t max_k = bf16 ? kMaxKBf16 : kMaxK, chunks = std::max<int64_t>(1, (K + max_k - 1) / max_k);
+  // Chunk j's product into dst (leading dim ldd).
+  const auto chunk = [&](int64_t j, float* dst, int64_t ldd) {
+    const int64_t k0 = j * max_k, kc = std::min(max_k, K - k0);
+    const float* ac = ta ? a + k0 * lda : a + k0;  // A stored [K, M] or [M, K]
+    const float* bc = tb ? b + k0 : b + k0 * ldb;  // B stored [N, K] or [K, N]
+    if (!bf16) return onednn_call(false, ta, tb, M, N, kc, ac, lda, bc, ldb, dst, ldd);
+    thread_local cpu::Scratch<uint16_t> pa, pb;
+    const uint16_t* a16 = pack_bf16(ac, ta ? kc : M, ta ? M : kc, lda, pa);
+    const uint16_t* b16 = pack_bf16(bc, tb ? N : kc, tb ? kc : N, ldb, pb);
+    onednn_call(true, ta, tb, M, N, kc, a16, ta ? M : kc, b16, tb ? kc : N, dst, ldd);
+  };
+  if (chunks == 1) return chunk(0, c, ldc);
+  const int64_t team = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const int64_t wave = std::min(team, chunks);
+  thread_local cpu::Scratch<float> partial_buf;
+  float* partials = partial_buf.get(size_t(wave * M * N));
+  for (int64_t j0 = 0; j0 < chunks; j0 += wave) {
+    const int64_t n = std::min(wave, chunks - j0);
+    // Slot j - j0 of the buffer for chunk j (chunk 0: C). A team of `wave` threads even for a
+    // last wave of fewer chunks: inside an active parallel region oneDNN runs on one thread.
+#pragma omp parallel for schedule(static, 1) num_threads(int(wave)) if (wave > 1)
+    for (int64_t j = j0; j < j0 + n; ++j) j == 0 ? chunk(j, c, ldc) : chunk(j, partials + (j - j0) * M * N, N);
+    const int64_t first = std::max<int64_t>(j0, 1);
+#pragma omp parallel for schedule(static) if (!omp_in_parallel() && M * N * (j0 + n - first) >= (int64_t(1) << 15))
+    for (int64_t r = 0; r < M; ++r) {
+      float* cr = c + r * ldc;
+      for (int64_t j = first; j < j0 + n; ++j) {
+        const float* pr = partials + (j - j0) * M * N + r * N;
+#pragma omp simd
+        for (int64_t col = 0; col < N; ++col) cr[col] += pr[col];
+      }
+    }
+  }
 }
 #endif
 
@@ -369,6 +407,11 @@ void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_
 #if RELPOS_WITH_DNNL
   const bool onednn_path = requested_provider() == Provider::OneDNN && K > 0;
   if (onednn_path && inputs == GemmInputs::BF16 && onednn().bf16_units) {
+    if (K > kMaxKBf16) {  // all of C at once, then its epilogue
+      onednn_product(true, ta, tb, M, N, K, a, lda, b, ldb, c, ldc);
+      if (epilogue) finish(0, M);
+      return;
+    }
     thread_local Scratch<uint16_t> pa, pb;
     // Stored shapes: A is [M, K] ([K, M] when transposed), B is [K, N] ([N, K]).
     const uint16_t* a16 = pack_bf16(a, ta ? K : M, ta ? M : K, lda, pa);
@@ -377,7 +420,7 @@ void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_
     const int64_t block = block_rows(kEpilogueBlockBytesBf16);
     for (int64_t i0 = 0; i0 < M; i0 += block) {
       const int64_t rows = std::min(block, M - i0);
-      onednn_gemm(true, ta, tb, rows, N, K, a_rows(a16, i0, plda), plda, b16, pldb, c + i0 * ldc, ldc);
+      onednn_call(true, ta, tb, rows, N, K, a_rows(a16, i0, plda), plda, b16, pldb, c + i0 * ldc, ldc);
       finish(i0, rows);
     }
     return;
@@ -395,9 +438,12 @@ void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_
   // A float32 product whose epilogue is only its bias: oneDNN adds it in its kernel, one call for
   // all of C (no blocks, no second pass; the same values).
   if (onednn_path && inputs == GemmInputs::F32 && !round_output && !ep.has_act && !ep.mul && ep.bias && K <= kMaxK) {
-    onednn_gemm(false, ta, tb, M, N, K, a, lda, b, ldb, c, ldc, ep.bias);
+    onednn_call(false, ta, tb, M, N, K, a, lda, b, ldb, c, ldc, ep.bias);
     return;
   }
+  // A float32 product with no epilogue (the weight gradients among them): all of C at once.
+  if (onednn_path && inputs == GemmInputs::F32 && !epilogue)
+    return onednn_product(false, ta, tb, M, N, K, a, lda, b, ldb, c, ldc);
 #endif
   const int64_t block = block_rows(kEpilogueBlockBytes);
   // The block of rows from i0: its float32 product, then its epilogue.
@@ -405,7 +451,7 @@ void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_
     const int64_t rows = std::min(block, M - i0);
 #if RELPOS_WITH_DNNL
     if (onednn_path) {
-      onednn_gemm(false, ta, tb, rows, N, K, a_rows(a, i0, lda), lda, b, ldb, c + i0 * ldc, ldc);
+      onednn_product(false, ta, tb, rows, N, K, a_rows(a, i0, lda), lda, b, ldb, c + i0 * ldc, ldc);
       finish(i0, rows);
       return;
     }
@@ -478,8 +524,7 @@ std::string cpu_gemm_path(GemmInputs inputs) {
   const std::string lib = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
                           std::to_string(v->patch);
   const bool bf16 = inputs == GemmInputs::BF16 && onednn().bf16_units;
-  const Primitive probe =
-      primitive({bf16, false, false, 256, 256, 256, 256, 256, 256, false, false, omp_get_max_threads()});
+  const Primitive probe = primitive({bf16, false, false, 256, 256, 256, 256, 256, 256, false, omp_get_max_threads()});
   std::string path = lib + " matmul " + probe.impl + (bf16 ? " (bf16 x bf16 -> float32)" : "");
   if (inputs == GemmInputs::BF16 && !bf16) path += ", on the bf16 values in float32: this CPU has no bf16 units";
   if (inputs == GemmInputs::FP16) path += ", on the float16 values in float32: oneDNN 2.6 has no CPU float16 matmul";

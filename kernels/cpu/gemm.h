@@ -30,7 +30,8 @@
 // Determinism: the result of a given call is the same at every thread count. oneDNN may split
 // K across threads (a parallel reduction whose order follows the thread count) when K > 1024 and
 // there is little M x N work; relpos therefore never hands it a K above 1024: longer products run
-// as a fixed sequence of K chunks accumulated into C (kernels/cpu/gemm.cpp).
+// as a fixed sequence of K chunks, each multiplied by one thread (the chunks on the threads at
+// once), added into C in order (kernels/cpu/gemm.cpp onednn_product).
 #pragma once
 #include <cstdint>
 #include <string>

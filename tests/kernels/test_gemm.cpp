@@ -99,20 +99,27 @@ TEST_CASE("gemm: the same bits at 1, 2 and 3 threads, weight-gradient shapes wit
                          {2048, 256, 256},
                          // where oneDNN's AMX kernels cut K by the thread count (Xeon, bf16)
                          {512, 512, 1024},
-                         {256, 1024, 768}})
-    for (k::GemmInputs in : {k::GemmInputs::F32, k::GemmInputs::BF16}) {
-      const bool bf16 = in == k::GemmInputs::BF16;
-      Tensor a = operand({M, K}, true, 3, bf16), b = operand({K, N}, false, 4, bf16);
-      k::set_num_threads(1);
-      const Tensor c1 = k::matmul(a, b, in);
-      k::set_num_threads(2);
-      const Tensor c2 = k::matmul(a, b, in);
-      k::set_num_threads(3);
-      const Tensor c3 = k::matmul(a, b, in);
-      INFO("M=" << M << " N=" << N << " K=" << K << (bf16 ? " bf16" : " f32"));
-      CHECK(bitwise_equal(c1, c2));
-      CHECK(bitwise_equal(c1, c3));
-    }
+                         {256, 1024, 768},
+                         // more than one K chunk with many rows (fc1's dx, fc2 in the small model)
+                         {2048, 256, 1024},
+                         {128, 512, 1024},
+                         {256, 256, 1024},
+                         {64, 64, 1024},
+                         {64, 64, 3072}})  // three chunks on two threads: the last one alone
+    for (k::GemmInputs in : {k::GemmInputs::F32, k::GemmInputs::BF16})
+      for (int layout = 0; layout < 4; ++layout) {
+        const bool bf16 = in == k::GemmInputs::BF16;
+        Tensor a = operand({M, K}, layout < 2, 3, bf16), b = operand({K, N}, layout % 2 == 1, 4, bf16);
+        k::set_num_threads(1);
+        const Tensor c1 = k::matmul(a, b, in);
+        k::set_num_threads(2);
+        const Tensor c2 = k::matmul(a, b, in);
+        k::set_num_threads(3);
+        const Tensor c3 = k::matmul(a, b, in);
+        INFO("M=" << M << " N=" << N << " K=" << K << (bf16 ? " bf16" : " f32") << " layout " << layout);
+        CHECK(bitwise_equal(c1, c2));
+        CHECK(bitwise_equal(c1, c3));
+      }
   // With a bias and an activation (fc1): float32 blocks of rows go to the threads whole, each
   // multiplied by one thread; 2048 x 1024 is eight blocks, 1100 x 512 two and a part.
   Generator g(5);
