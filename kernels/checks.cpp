@@ -86,6 +86,15 @@ void matmul_mul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_
                shape_str(m.shape()));
 }
 
+void matmul_sums(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output) {
+  check_defined(a, "matmul_sums", "a");
+  check_defined(b, "matmul_sums", "b");
+  RELPOS_CHECK(a.dim() == 2 && b.dim() == 2, "matmul_sums: a and b must be matrices, got {} and {}",
+               shape_str(a.shape()), shape_str(b.shape()));
+  check::matmul(a, b, inputs, round_output, Tensor());
+  floating(a.dtype(), "matmul_sums");
+}
+
 void softmax(const Tensor& x, int64_t dim) {
   rowwise(x, nullptr, dim, "softmax");
 }

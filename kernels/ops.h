@@ -145,6 +145,17 @@ MatmulActOut matmul_act(const Tensor& a, const Tensor& b, GemmInputs inputs, boo
 // a linear layer through the activation of the layer before it: g_pre = (g W) act'(pre)
 // (autograd's mlp).
 Tensor matmul_mul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& m);
+struct MatmulSumsOut {
+  Tensor y;       // matmul(a, b, inputs, round_output)
+  Tensor a_sums;  // [M]: a summed along its last dim (K)
+};
+// A 2-D product and the sums of a's rows along K: y = matmul(a, b, inputs, round_output),
+// a_sums[m] = sum_k a[m, k] — of a's own values (not rounded to 16 bits under autocast),
+// accumulated in float64 and rounded once to a's dtype: k::sum_to(a.transpose(0, 1), {M})'s
+// value up to the order of the float64 additions. A linear layer's weight and bias gradients
+// from one read of g: dW = g^T x, db = the sums of g^T (the CPU sums each K chunk of a while
+// the thread that multiplies it has it in cache, kernels/cpu/gemm.h).
+MatmulSumsOut matmul_sums(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output);
 
 // ---------------------------------------------------------------- softmax family
 Tensor softmax(const Tensor& x, int64_t dim);

@@ -69,6 +69,20 @@ Variable matmul(const Variable& a, const Variable& b) {
 //   g_pre = g act'(pre), then the three products above with g_pre — the values of
 //   act(linear(x, W, b)) as two nodes (unary_grad's g act'(pre) is the same product).
 namespace {
+// dW = g^T x [N, K] and db = sum_rows(g) [N], each when wanted (g: [..., N], x: [..., K], folded to
+// rows): both from one GEMM that sums g's rows while it reads them (k::matmul_sums) when both are.
+void weight_and_bias_grads(const Tensor& g, const Tensor& x, bool gw, bool gb, k::GemmInputs in, bool r16, Tensor& dw,
+                           Tensor& db) {
+  const int64_t N = g.size(-1), K = x.size(-1);
+  if (gw && gb) {
+    k::MatmulSumsOut o = k::matmul_sums(g.reshape({-1, N}).transpose(0, 1), x.reshape({-1, K}), in, r16);
+    dw = std::move(o.y), db = std::move(o.a_sums);
+    return;
+  }
+  if (gw) dw = k::matmul(g.reshape({-1, N}).transpose(0, 1), x.reshape({-1, K}), in, r16);
+  if (gb) db = k::sum_to(g, {N});
+}
+
 // linear, with act (k::is_activation) applied in the GEMM's epilogue when given. Backward with
 // act: g_pre = g act'(pre) (act' saved by the forward's epilogue), then linear's backward.
 Variable linear_impl(const Variable& x, const Variable& w, const Variable& b, std::optional<k::Unary> act) {
@@ -93,11 +107,9 @@ Variable linear_impl(const Variable& x, const Variable& w, const Variable& b, st
                        const Tensor &tx = sx.get(), &tw = sw.get();
                        // act' is saved whenever this node exists (the same condition as make_result's)
                        const Tensor g = has_act ? k::mul(g_out, sd.get()) : g_out;
-                       const int64_t N = tw.size(0), K = tw.size(1);
                        Tensor dx, dw, db;
                        if (gx) dx = k::matmul(g, tw, in, r16);
-                       if (gw) dw = k::matmul(g.reshape({-1, N}).transpose(0, 1), tx.reshape({-1, K}), in, r16);
-                       if (gb) db = k::sum_to(g, {N});
+                       weight_and_bias_grads(g, tx, gw, gb, in, r16, dw, db);
                        return {dx, dw, db};
                      });
 }
@@ -134,15 +146,12 @@ Variable mlp(const Variable& x, const Variable& w1, const Variable& b1, const Va
   return make_result(std::move(y), "mlp", {x, w1, b1, w2, b2},
                      [sx, sw1, sw2, sh, sd, gx, gw1, gb1, gw2, gb2, g_pre, in, r16](const Tensor& g) {
                        const Tensor &tx = sx.get(), &tw1 = sw1.get(), &tw2 = sw2.get(), &th = sh.get();
-                       const int64_t D2 = tw2.size(0), F = tw2.size(1), D = tw1.size(1);
                        Tensor dx, dw1, db1, dw2, db2;
-                       if (gw2) dw2 = k::matmul(g.reshape({-1, D2}).transpose(0, 1), th.reshape({-1, F}), in, r16);
-                       if (gb2) db2 = k::sum_to(g, {D2});
+                       weight_and_bias_grads(g, th, gw2, gb2, in, r16, dw2, db2);
                        if (g_pre) {
                          const Tensor gp = k::matmul_mul(g, tw2, in, r16, sd.get());
                          if (gx) dx = k::matmul(gp, tw1, in, r16);
-                         if (gw1) dw1 = k::matmul(gp.reshape({-1, F}).transpose(0, 1), tx.reshape({-1, D}), in, r16);
-                         if (gb1) db1 = k::sum_to(gp, {F});
+                         weight_and_bias_grads(gp, tx, gw1, gb1, in, r16, dw1, db1);
                        }
                        return std::vector<Tensor>{dx, dw1, db1, dw2, db2};
                      });

@@ -75,6 +75,27 @@ void openblas_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const flo
               1.0f, a, int(lda), b, int(ldb), 0.0f, c, int(ldc));
 }
 
+// acc[m] = the float64 sum of op(A)[m, 0 .. kc) for m < M, A stored [kc, M] (ta, leading dim
+// lda: rows added in order, each a contiguous run of M) or [M, kc] (a row's run summed).
+template <typename T>
+void sum_a_rows(bool ta, const T* a, int64_t lda, int64_t M, int64_t kc, double* acc) {
+  if (ta) {
+    std::fill(acc, acc + M, 0.0);
+    for (int64_t k = 0; k < kc; ++k) {
+      const T* row = a + k * lda;
+#pragma omp simd
+      for (int64_t m = 0; m < M; ++m) acc[m] += double(row[m]);
+    }
+    return;
+  }
+  for (int64_t m = 0; m < M; ++m) {
+    const T* row = a + m * lda;
+    double s = 0.0;
+    for (int64_t k = 0; k < kc; ++k) s += double(row[k]);
+    acc[m] = s;
+  }
+}
+
 #if RELPOS_WITH_DNNL
 constexpr int64_t kMaxK = 1024;
 // bf16 products take K in chunks of at most kMaxKBf16. oneDNN 2.6's AMX kernels cut K into
@@ -208,20 +229,39 @@ const uint16_t* pack_bf16(const float* src, int64_t rows, int64_t cols, int64_t 
 // reads its own rows once (the tiny model's step, 2 threads: 22.2 -> 21.4 ms float32, 15.7 ->
 // 14.9 bf16). Chunks run in waves of one per thread: threads x M x N floats of scratch.
 void onednn_product(bool bf16, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a, int64_t lda,
-                    const float* b, int64_t ldb, float* c, int64_t ldc) {
+                    const float* b, int64_t ldb, float* c, int64_t ldc, float* a_sums = nullptr) {
   const int64_t max_k = bf16 ? kMaxKBf16 : kMaxK, chunks = std::max<int64_t>(1, (K + max_k - 1) / max_k);
+  // a_sums: chunk j's sums of op(A) along its K range in row j of sum_parts, by the chunk's thread
+  // right after the chunk's product (A's chunk in its cache), then added in chunk order.
+  thread_local cpu::Scratch<double> sum_buf;
+  double* sum_parts = a_sums ? sum_buf.get(size_t(chunks * M)) : nullptr;
   // Chunk j's product into dst (leading dim ldd).
   const auto chunk = [&](int64_t j, float* dst, int64_t ldd) {
     const int64_t k0 = j * max_k, kc = std::min(max_k, K - k0);
     const float* ac = ta ? a + k0 * lda : a + k0;  // A stored [K, M] or [M, K]
     const float* bc = tb ? b + k0 : b + k0 * ldb;  // B stored [N, K] or [K, N]
-    if (!bf16) return onednn_call(false, ta, tb, M, N, kc, ac, lda, bc, ldb, dst, ldd);
-    thread_local cpu::Scratch<uint16_t> pa, pb;
-    const uint16_t* a16 = pack_bf16(ac, ta ? kc : M, ta ? M : kc, lda, pa);
-    const uint16_t* b16 = pack_bf16(bc, tb ? N : kc, tb ? kc : N, ldb, pb);
-    onednn_call(true, ta, tb, M, N, kc, a16, ta ? M : kc, b16, tb ? kc : N, dst, ldd);
+    if (!bf16) {
+      onednn_call(false, ta, tb, M, N, kc, ac, lda, bc, ldb, dst, ldd);
+    } else {
+      thread_local cpu::Scratch<uint16_t> pa, pb;
+      const uint16_t* a16 = pack_bf16(ac, ta ? kc : M, ta ? M : kc, lda, pa);
+      const uint16_t* b16 = pack_bf16(bc, tb ? N : kc, tb ? kc : N, ldb, pb);
+      onednn_call(true, ta, tb, M, N, kc, a16, ta ? M : kc, b16, tb ? kc : N, dst, ldd);
+    }
+    if (sum_parts) sum_a_rows(ta, ac, lda, M, kc, sum_parts + j * M);
   };
-  if (chunks == 1) return chunk(0, c, ldc);
+  const auto finish_sums = [&] {
+    if (!sum_parts) return;
+    for (int64_t m = 0; m < M; ++m) {
+      double s = sum_parts[m];
+      for (int64_t j = 1; j < chunks; ++j) s += sum_parts[j * M + m];
+      a_sums[m] = float(s);
+    }
+  };
+  if (chunks == 1) {
+    chunk(0, c, ldc);
+    return finish_sums();
+  }
   const int64_t team = omp_in_parallel() ? 1 : omp_get_max_threads();
   const int64_t wave = std::min(team, chunks);
   thread_local cpu::Scratch<float> partial_buf;
@@ -243,6 +283,7 @@ void onednn_product(bool bf16, bool ta, bool tb, int64_t M, int64_t N, int64_t K
       }
     }
   }
+  finish_sums();
 }
 #endif
 
@@ -368,6 +409,7 @@ std::string describe_epilogue(bool round_output, const cpu::GemmEpilogue<T>& ep)
   if (ep.bias) add("bias");
   if (ep.has_act) add(ep.act_grad ? "act+grad" : "act");
   if (ep.mul) add("mul");
+  if (ep.a_sums) add("sums");
   return s.empty() ? "-" : s;
 }
 
@@ -407,8 +449,8 @@ void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_
 #if RELPOS_WITH_DNNL
   const bool onednn_path = requested_provider() == Provider::OneDNN && K > 0;
   if (onednn_path && inputs == GemmInputs::BF16 && onednn().bf16_units) {
-    if (K > kMaxKBf16) {  // all of C at once, then its epilogue
-      onednn_product(true, ta, tb, M, N, K, a, lda, b, ldb, c, ldc);
+    if (K > kMaxKBf16 || ep.a_sums) {  // all of C at once, then its epilogue
+      onednn_product(true, ta, tb, M, N, K, a, lda, b, ldb, c, ldc, ep.a_sums);
       if (epilogue) finish(0, M);
       return;
     }
@@ -428,6 +470,15 @@ void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_
 #else
   const bool onednn_path = false;
 #endif
+  // The sums of op(A) where onednn_product does not make them: from A's own float32 values,
+  // before any rounding below.
+  const bool f32_whole = onednn_path && inputs == GemmInputs::F32 && !epilogue;  // onednn_product
+  if (ep.a_sums && !f32_whole) {
+    thread_local Scratch<double> acc;
+    double* s = acc.get(size_t(M));
+    sum_a_rows(ta, a, lda, M, K, s);
+    for (int64_t m = 0; m < M; ++m) ep.a_sums[m] = float(s[m]);
+  }
   thread_local Scratch<float> ra, rb;
   if (inputs != GemmInputs::F32) {  // no 16-bit unit: rounded copies of the operands, multiplied in float32
     a = round_copy(inputs, a, ta ? K : M, ta ? M : K, lda, ra), lda = ta ? M : K;
@@ -442,8 +493,7 @@ void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_
     return;
   }
   // A float32 product with no epilogue (the weight gradients among them): all of C at once.
-  if (onednn_path && inputs == GemmInputs::F32 && !epilogue)
-    return onednn_product(false, ta, tb, M, N, K, a, lda, b, ldb, c, ldc);
+  if (f32_whole) return onednn_product(false, ta, tb, M, N, K, a, lda, b, ldb, c, ldc, ep.a_sums);
 #endif
   const int64_t block = block_rows(kEpilogueBlockBytes);
   // The block of rows from i0: its float32 product, then its epilogue.
@@ -483,6 +533,7 @@ void gemm_f64_run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const doubl
               1.0, a, int(lda), b, int(ldb), 0.0, c, int(ldc));
   if (ep.bias || ep.has_act || ep.mul)
     finish_rows(GemmInputs::F32, false, c, M, N, ldc, ep, ep.act_grad, ep.ldg, ep.mul);
+  if (ep.a_sums) sum_a_rows(ta, a, lda, M, K, ep.a_sums);
 }
 
 }  // namespace

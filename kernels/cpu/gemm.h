@@ -22,6 +22,11 @@
 //                          values of k::unary / k::unary(derivative_of(act)) on pre.
 //   epilogue.mul ([M, N], leading dim ldg; nullptr = none): C is multiplied by it elementwise,
 //                          last, in the same blocks (k::matmul_mul).
+//   epilogue.a_sums ([M], nullptr = none): the sums of op(A)'s rows along K, of A's float32
+//                          values (not rounded to 16 bits), accumulated in float64 and rounded
+//                          once; on the oneDNN path each K chunk's part is summed by the thread
+//                          that multiplies the chunk, while the chunk is in its cache
+//                          (k::matmul_sums: dW = g^T x and db = the sums of g^T).
 // RELPOS_GEMM=openblas forces OpenBLAS for float32 (and bf16 inputs): a switch for benchmarks
 // and for bisecting a numerical difference, read once.
 // RELPOS_GEMM_PROFILE=1 times every call of gemm_f32 / gemm_f64 and prints, at process exit (on
@@ -49,6 +54,9 @@ struct GemmEpilogue {
   T* act_grad = nullptr;    // [M, N] with leading dim ldg, or nullptr
   int64_t ldg = 0;
   const T* mul = nullptr;  // [M, N] with leading dim ldg (C's), or nullptr: C *= mul last
+  // Not a step on C but a by-product of reading A: a_sums[m] = the sum of op(A)'s row m along K
+  // ([M]; nullptr = none) — a linear layer's bias gradient beside its weight gradient (k::matmul_sums).
+  T* a_sums = nullptr;
 };
 
 void gemm_f32(GemmInputs inputs, bool round_output, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,

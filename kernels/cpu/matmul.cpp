@@ -1,6 +1,7 @@
 // kernels/cpu/matmul.cpp — (batched) matmul and matmul_act through the CPU GEMM provider
 // (kernels/cpu/gemm.h). a: [..., M, K], b: [..., K, N] (+ bias [N]) -> out [..., M, N], batch
-// dims broadcast; the bias and the activation are the GEMM's epilogue (kernels/cpu/gemm.h).
+// dims broadcast; the bias and the activation are the GEMM's epilogue (kernels/cpu/gemm.h), and
+// so are matmul_sums' sums of a (2-D).
 // A matrix operand whose last two dims are row-major (stride[-1] == 1) goes in as NoTrans;
 // column-major (stride[-2] == 1, e.g. a transposed view) goes in as Trans; anything else
 // is copied once. When b has no batch dims and a's batch dims fold into rows, the whole
@@ -41,6 +42,8 @@ struct Epilogue {
   bool want_grad = false;
   Tensor act_grad;
   Tensor mul;  // the output's shape, contiguous: C *= mul after everything else
+  bool want_sums = false;  // (2-D products only) a's sums along K, made by the GEMM into a_sums
+  Tensor a_sums;
 };
 
 template <typename T>
@@ -51,14 +54,20 @@ void gemm(GemmInputs inputs, bool round_output, MatLayout la, MatLayout lb, int6
                     ep.act,
                     ep.act_grad.defined() ? ep.act_grad.data<T>() + c_offset : nullptr,
                     ldc,
-                    ep.mul.defined() ? ep.mul.data<T>() + c_offset : nullptr};
+                    ep.mul.defined() ? ep.mul.data<T>() + c_offset : nullptr,
+                    ep.a_sums.defined() ? ep.a_sums.data<T>() : nullptr};
   if constexpr (std::is_same_v<T, float>)
     gemm_f32(inputs, round_output, la.trans, lb.trans, M, N, K, a, la.ld, b, lb.ld, c, ldc, e);
   else
     gemm_f64(la.trans, lb.trans, M, N, K, a, la.ld, b, lb.ld, c, ldc, e);
 }
 
-MatmulActOut matmul_with(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs, bool round_output, Epilogue ep) {
+// The product, act' (when the epilogue saves it) and a's sums (when asked for).
+struct MatmulOut {
+  Tensor y, act_grad, a_sums;
+};
+
+MatmulOut matmul_with(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs, bool round_output, Epilogue ep) {
   const int64_t M = a_in.size(-2), K = a_in.size(-1), N = b_in.size(-1);
   Shape ab(a_in.shape().begin(), a_in.shape().end() - 2);
   Shape bb(b_in.shape().begin(), b_in.shape().end() - 2);
@@ -67,16 +76,22 @@ MatmulActOut matmul_with(const Tensor& a_in, const Tensor& b_in, GemmInputs inpu
   out_shape.push_back(M);
   out_shape.push_back(N);
   if (ep.has_act && ep.want_grad) ep.act_grad = Tensor::empty(out_shape, a_in.dtype());
+  if (ep.want_sums) {  // 2-D (matmul_sums' check); without a product to make them, made here
+    if (K == 0 || N == 0)
+      ep.a_sums = cpu::reduce(Reduce::Sum, a_in, {1}, false, 0);
+    else
+      ep.a_sums = Tensor::empty({M}, a_in.dtype());
+  }
   if (K == 0) {  // empty sum: zeros, plus the bias, then the activation or the multiplier
     Tensor z = Tensor::zeros(out_shape, a_in.dtype());
     if (ep.bias.defined() && z.numel() > 0) z = cpu::binary(Binary::Add, z, ep.bias);
-    if (ep.mul.defined() && z.numel() > 0) return {cpu::binary(Binary::Mul, z, ep.mul), ep.act_grad};
-    if (!ep.has_act || z.numel() == 0) return {z, ep.act_grad};
+    if (ep.mul.defined() && z.numel() > 0) return {cpu::binary(Binary::Mul, z, ep.mul), ep.act_grad, ep.a_sums};
+    if (!ep.has_act || z.numel() == 0) return {z, ep.act_grad, ep.a_sums};
     if (ep.want_grad) ep.act_grad = cpu::unary(derivative_of(ep.act), z, 0.0, 0.0);
-    return {cpu::unary(ep.act, z, 0.0, 0.0), ep.act_grad};
+    return {cpu::unary(ep.act, z, 0.0, 0.0), ep.act_grad, ep.a_sums};
   }
   Tensor out = Tensor::empty(out_shape, a_in.dtype());
-  if (out.numel() == 0) return {out, ep.act_grad};
+  if (out.numel() == 0) return {out, ep.act_grad, ep.a_sums};
   if (ep.bias.defined()) ep.bias = ep.bias.contiguous();
   if (ep.mul.defined()) ep.mul = ep.mul.contiguous();
 
@@ -116,7 +131,7 @@ MatmulActOut matmul_with(const Tensor& a_in, const Tensor& b_in, GemmInputs inpu
               i * M * N);
     }
   });
-  return {out, ep.act_grad};
+  return {out, ep.act_grad, ep.a_sums};
 }
 
 }  // namespace
@@ -127,11 +142,19 @@ Tensor matmul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_ou
 
 MatmulActOut matmul_act(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& bias,
                         Unary act, bool want_grad) {
-  return matmul_with(a, b, inputs, round_output, {bias, true, act, want_grad, Tensor()});
+  MatmulOut r = matmul_with(a, b, inputs, round_output, {bias, true, act, want_grad, Tensor()});
+  return {r.y, r.act_grad};
 }
 
 Tensor matmul_mul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& m) {
   return matmul_with(a, b, inputs, round_output, {Tensor(), false, Unary::Relu, false, Tensor(), m}).y;
+}
+
+MatmulSumsOut matmul_sums(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output) {
+  Epilogue ep;
+  ep.want_sums = true;
+  MatmulOut r = matmul_with(a, b, inputs, round_output, ep);
+  return {r.y, r.a_sums};
 }
 
 }  // namespace relpos::k::cpu

@@ -156,4 +156,10 @@ Tensor matmul_mul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool roun
   return cuda::binary(Binary::Mul, cuda::matmul(a, b, inputs, round_output, Tensor()), m);
 }
 
+// The sums as the reduction kernel over a's last dim (the CPU sums each K chunk of a while it is in
+// cache).
+MatmulSumsOut matmul_sums(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output) {
+  return {cuda::matmul(a, b, inputs, round_output, Tensor()), cuda::reduce(Reduce::Sum, a, {1}, false, 0)};
+}
+
 }  // namespace relpos::k::cuda

@@ -473,6 +473,24 @@ inline void add_matmul(std::vector<OpCase>& cs) {
                 mmul});
   cs.back().rtol32 = 1e-4, cs.back().atol32 = 1e-5;
   cs.push_back({"matmul_mul (K = 0)", "matmul_mul", {in({3, 0}), in({0, 4}), in({3, 4})}, mmul});
+  // The product and a's sums along K (a linear layer's dW = g^T x and db): a transposed with K past
+  // the CPU's 1024 chunk, a row-major, and the empty cases.
+  const RunFn msum = [](const std::vector<Tensor>& x, Device) {
+    const k::MatmulSumsOut o = k::matmul_sums(x[0], x[1], k::GemmInputs::F32, false);
+    return std::vector<Tensor>{o.y, o.a_sums};
+  };
+  cs.push_back({"matmul_sums a transposed [5, 1100] @ [1100, 3]",
+                "matmul_sums",
+                {in({5, 1100}, Layout::Transposed), in({1100, 3})},
+                msum});
+  cs.back().rtol32 = 1e-4, cs.back().atol32 = 1e-4;
+  cs.push_back({"matmul_sums [4, 7] @ [7, 6] (b transposed)",
+                "matmul_sums",
+                {in({4, 7}), in({7, 6}, Layout::Transposed)},
+                msum});
+  cs.back().rtol32 = 1e-4, cs.back().atol32 = 1e-5;
+  cs.push_back({"matmul_sums (K = 0)", "matmul_sums", {in({3, 0}), in({0, 4})}, msum});
+  cs.push_back({"matmul_sums (N = 0)", "matmul_sums", {in({3, 5}), in({5, 0})}, msum});
   cs.push_back({"matmul NaN/Inf", "matmul", {Input{{2, 3}, Layout::Contiguous, Fill::Special}, in({3, 2})}, mm});
   cs.back().nan_expected = true;
   // Attention on split heads: q [B, L, H, dh] viewed as [B, H, L, dh], k viewed as

@@ -450,6 +450,58 @@ TEST_CASE("gemm: the multiplier epilogue (matmul_mul) is k::mul of the product i
                     Catch::Contains("multiplier must be [5, 4]") && Catch::Contains("[5, 5]"));
 }
 
+TEST_CASE("gemm: matmul_sums gives matmul's product and a's sums along K, in every layout, K chunks and precision",
+          "[kernels][gemm][precision]") {
+  // dW = g^T x with db = the sums of g^T: K = 3000 is three float32 chunks of 1024 and six bf16
+  // chunks of 512 (each summed by the thread that multiplies it), K = 300 one. The sums are of a's
+  // own values under bf16 / fp16 too (a is not bf16-valued here): a sum of rounded values, a
+  // chunk left out or counted twice, or a sum of the wrong rows shows against float64.
+  const int before = k::num_threads();
+  for (int64_t K : {300, 3000})
+    for (bool ta : {true, false})
+      for (bool tb : {false, true}) {
+        const Tensor a = operand({48, K}, ta, 71, false), b = operand({K, 40}, tb, 72, false);
+        const std::vector<double> av = a.contiguous().to_vector<double>();
+        std::vector<double> want(48, 0.0), mag(48, 0.0);
+        for (int64_t m = 0; m < 48; ++m)
+          for (int64_t k = 0; k < K; ++k)
+            want[size_t(m)] += av[size_t(m * K + k)], mag[size_t(m)] += std::abs(av[size_t(m * K + k)]);
+        for (auto in : {k::GemmInputs::F32, k::GemmInputs::BF16, k::GemmInputs::FP16}) {
+          INFO("K=" << K << " ta=" << ta << " tb=" << tb << " inputs " << int(in));
+          const bool r16 = in != k::GemmInputs::F32;
+          std::vector<k::MatmulSumsOut> outs;
+          for (int threads : {1, 2, 3}) {
+            k::set_num_threads(threads);
+            outs.push_back(k::matmul_sums(a, b, in, r16));
+          }
+          k::set_num_threads(before);
+          CHECK(bitwise_equal(outs[0].y, k::matmul(a, b, in, r16)));
+          REQUIRE(outs[0].a_sums.shape() == Shape{48});
+          const std::vector<float> got = outs[0].a_sums.to_vector<float>();
+          for (size_t m = 0; m < 48; ++m) CHECK(std::abs(got[m] - want[m]) <= 1e-7 * mag[m] + 1e-30);
+          for (size_t i = 1; i < outs.size(); ++i) {
+            CHECK(bitwise_equal(outs[0].y, outs[i].y));
+            CHECK(bitwise_equal(outs[0].a_sums, outs[i].a_sums));
+          }
+        }
+      }
+  // float64; the empty products; a batched operand is refused with its shape named.
+  Generator g(73);
+  const Tensor a = Tensor::randn({5, 7}, g, DType::F64), b = Tensor::randn({7, 4}, g, DType::F64);
+  const k::MatmulSumsOut o = k::matmul_sums(a, b, k::GemmInputs::F32, false);
+  CHECK(o.y.to_vector<double>() == k::matmul(a, b).to_vector<double>());
+  CHECK_THAT(o.a_sums.to_vector<double>(),
+             Catch::Approx(k::reduce(k::Reduce::Sum, a, {1}, false, 0).to_vector<double>()).epsilon(1e-15));
+  CHECK(k::matmul_sums(Tensor::zeros({3, 0}), Tensor::zeros({0, 4}), k::GemmInputs::F32, false)
+            .a_sums.to_vector<float>() == std::vector<float>(3, 0.0f));
+  const Tensor a35 = Tensor::randn({3, 5}, g);
+  const k::MatmulSumsOut n0 = k::matmul_sums(a35, Tensor::zeros({5, 0}), k::GemmInputs::F32, false);
+  CHECK(n0.y.shape() == Shape{3, 0});
+  CHECK(bitwise_equal(n0.a_sums, k::reduce(k::Reduce::Sum, a35, {1}, false, 0)));
+  CHECK_THROWS_WITH(k::matmul_sums(Tensor::zeros({2, 3, 4}), Tensor::zeros({4, 5}), k::GemmInputs::F32, false),
+                    Catch::Contains("matmul_sums") && Catch::Contains("[2, 3, 4]"));
+}
+
 TEST_CASE("gemm: the activation epilogue gives k::unary's values and derivatives in every block, after the bias",
           "[kernels][gemm][precision]") {
   // N = 2048: the rows go in blocks of 128, so M = 300 is three blocks; an activation or a
