@@ -36,7 +36,11 @@
 // K across threads (a parallel reduction whose order follows the thread count) when K > 1024 and
 // there is little M x N work; relpos therefore never hands it a K above 1024: longer products run
 // as a fixed sequence of K chunks, each multiplied by one thread (the chunks on the threads at
-// once), added into C in order (kernels/cpu/gemm.cpp onednn_product).
+// once), added into C in order (kernels/cpu/gemm.cpp onednn_product). With more threads than
+// chunks the others wait during such a product (K = 2048 uses two threads): the price of the
+// guarantee. OpenBLAS (RELPOS_GEMM=openblas, or a build without oneDNN) gives no such guarantee:
+// its float32 products with small M x N and a long K changed bits between 1, 2 and 3 threads
+// (48 x 40, K = 3000; tests/kernels/test_gemm.cpp runs on oneDNN).
 #pragma once
 #include <cstdint>
 #include <string>
