@@ -224,7 +224,8 @@ const uint16_t* pack_bf16(const float* src, int64_t rows, int64_t cols, int64_t 
 // layout). Two ways that did depend on it, measured: oneDNN's own accumulation into C (a sum
 // post-op; float32, B transposed, K = 2048: 3 threads gave other bits than 1), and a chunk
 // multiplied on 3 threads (the same shape). With more threads than chunks the other threads
-// idle during these products. The weight gradients (A transposed, K = the batch's rows, small
+// idle during these products: splitting a chunk's rows or columns into blocks, one thread each,
+// was tried, and oneDNN's bits for a block differ from those of the whole product. The weight gradients (A transposed, K = the batch's rows, small
 // M x N) gain most: split on M x N, both threads read every row of A and B; split on K, each
 // reads its own rows once (the tiny model's step, 2 threads: 22.2 -> 21.4 ms float32, 15.7 ->
 // 14.9 bf16). Chunks run in waves of one per thread: threads x M x N floats of scratch.
