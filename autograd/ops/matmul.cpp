@@ -73,14 +73,18 @@ namespace {
 // rows): both from one GEMM that sums g's rows while it reads them (k::matmul_sums) when both are.
 void weight_and_bias_grads(const Tensor& g, const Tensor& x, bool gw, bool gb, k::GemmInputs in, bool r16, Tensor& dw,
                            Tensor& db) {
-  const int64_t N = g.size(-1), K = x.size(-1);
-  if (gw && gb) {
-    k::MatmulSumsOut o = k::matmul_sums(g.reshape({-1, N}).transpose(0, 1), x.reshape({-1, K}), in, r16);
-    dw = std::move(o.y), db = std::move(o.a_sums);
+  const int64_t N = g.size(-1);
+  if (!gw) {
+    if (gb) db = k::sum_to(g, {N});
     return;
   }
-  if (gw) dw = k::matmul(g.reshape({-1, N}).transpose(0, 1), x.reshape({-1, K}), in, r16);
-  if (gb) db = k::sum_to(g, {N});
+  const Tensor gt = g.reshape({-1, N}).transpose(0, 1), xr = x.reshape({-1, x.size(-1)});
+  if (!gb) {
+    dw = k::matmul(gt, xr, in, r16);
+    return;
+  }
+  k::MatmulSumsOut o = k::matmul_sums(gt, xr, in, r16);
+  dw = std::move(o.y), db = std::move(o.a_sums);
 }
 
 // linear, with act (k::is_activation) applied in the GEMM's epilogue when given. Backward with
