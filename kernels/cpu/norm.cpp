@@ -5,6 +5,11 @@
 //   layer_norm: dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
 //   rms_norm:   dx = rstd * (g - xhat * mean(g * xhat))
 // dw = sum_rows gy * xhat, db = sum_rows gy — per-chunk partial sums added in chunk order (no atomics).
+// Arithmetic in the tensor's dtype (as PyTorch's CPU kernels do for float32): row statistics as
+// vector-lane sums, two passes (the variance about the mean); a chunk's dw / db sums in T, the
+// chunks' partials added in float64. The float64 path (gradchecks) is float64 throughout. Float32
+// math in place of float64: forward 85 -> 33 us, backward 97 -> 52 us (2048 x 128, 2 threads,
+// hot); 2048 x 256: 134 -> 68 and 181 -> 121 us. Values moved by float32 rounding (tested).
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -32,27 +37,33 @@ void norm_forward(bool center, const Tensor& xc, const Tensor& w, const Tensor& 
 #pragma omp parallel for schedule(static) if (rows * D >= 16384)
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = px + r * D;
-    double mean = 0.0, var = 0.0;
+    T mean = 0, var = 0;
     if (center) {
 #pragma omp simd reduction(+ : mean)
-      for (int64_t i = 0; i < D; ++i) mean += double(xr[i]);
-      mean /= double(D);
+      for (int64_t i = 0; i < D; ++i) mean += xr[i];
+      mean /= T(D);
     }
 #pragma omp simd reduction(+ : var)
-    for (int64_t i = 0; i < D; ++i) var += (double(xr[i]) - mean) * (double(xr[i]) - mean);
-    var /= double(D);
-    const double rstd = 1.0 / std::sqrt(var + eps);
-    if (pm) pm[r] = T(mean);
-    pr[r] = T(rstd);
+    for (int64_t i = 0; i < D; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+    var /= T(D);
+    const T rstd = T(1) / std::sqrt(var + T(eps));
+    if (pm) pm[r] = mean;
+    pr[r] = rstd;
     T* yr = py + r * D;
+    // One pass, in the order (x - mean) * rstd, * w, + b.
+    if (pw && pb) {
 #pragma omp simd
-    for (int64_t i = 0; i < D; ++i) yr[i] = T((double(xr[i]) - mean) * rstd);
-    if (pw)
+      for (int64_t i = 0; i < D; ++i) yr[i] = (xr[i] - mean) * rstd * pw[i] + pb[i];
+    } else if (pw) {
 #pragma omp simd
-      for (int64_t i = 0; i < D; ++i) yr[i] *= pw[i];
-    if (pb)
+      for (int64_t i = 0; i < D; ++i) yr[i] = (xr[i] - mean) * rstd * pw[i];
+    } else if (pb) {
 #pragma omp simd
-      for (int64_t i = 0; i < D; ++i) yr[i] += pb[i];
+      for (int64_t i = 0; i < D; ++i) yr[i] = (xr[i] - mean) * rstd + pb[i];
+    } else {
+#pragma omp simd
+      for (int64_t i = 0; i < D; ++i) yr[i] = (xr[i] - mean) * rstd;
+    }
   }
 }
 
@@ -81,41 +92,47 @@ NormGrads norm_backward(bool center, const Tensor& gy_in, const Tensor& x_in, co
   std::vector<double> part_w(want_w ? size_t(chunks * D) : 0, 0.0), part_b(has_bias ? size_t(chunks * D) : 0, 0.0);
 #pragma omp parallel if (rows * D >= 16384)
   {
-    std::vector<double> gw(static_cast<size_t>(D)), xh(static_cast<size_t>(D));  // one row: g = gy * w, xhat
+    // One row's g = gy * w and xhat; the chunk's dw / db sums (in T, then its partial in double).
+    std::vector<T> gw(static_cast<size_t>(D)), xh(static_cast<size_t>(D)), cw(static_cast<size_t>(D)),
+        cb(static_cast<size_t>(D));
 #pragma omp for schedule(static)
     for (int64_t ch = 0; ch < chunks; ++ch) {
-      double* dwp = want_w ? part_w.data() + ch * D : nullptr;
-      double* dbp = has_bias ? part_b.data() + ch * D : nullptr;
+      if (want_w) std::fill(cw.begin(), cw.end(), T(0));
+      if (has_bias) std::fill(cb.begin(), cb.end(), T(0));
       for (int64_t r = ch * kRowChunk; r < std::min(rows, (ch + 1) * kRowChunk); ++r) {
         const T* gr = pg + r * D;
         const T* xr = px + r * D;
-        const double m = pm ? double(pm[r]) : 0.0, rs = double(pr[r]);
-        double sum_g = 0.0, sum_gx = 0.0;
+        const T m = pm ? pm[r] : T(0), rs = pr[r];
+        T sum_g = 0, sum_gx = 0;
         if (pw) {
 #pragma omp simd
-          for (int64_t i = 0; i < D; ++i) gw[size_t(i)] = double(gr[i]) * double(pw[i]);
+          for (int64_t i = 0; i < D; ++i) gw[size_t(i)] = gr[i] * pw[i];
         } else {
 #pragma omp simd
-          for (int64_t i = 0; i < D; ++i) gw[size_t(i)] = double(gr[i]);
+          for (int64_t i = 0; i < D; ++i) gw[size_t(i)] = gr[i];
         }
 #pragma omp simd reduction(+ : sum_g, sum_gx)
         for (int64_t i = 0; i < D; ++i) {
-          const double h = (double(xr[i]) - m) * rs;
+          const T h = (xr[i] - m) * rs;
           xh[size_t(i)] = h;
           sum_g += gw[size_t(i)];
           sum_gx += gw[size_t(i)] * h;
         }
-        const double mg = center ? sum_g / double(D) : 0.0, mgx = sum_gx / double(D);
+        const T mg = center ? sum_g / T(D) : T(0), mgx = sum_gx / T(D);
         T* dr = pdx + r * D;
 #pragma omp simd
-        for (int64_t i = 0; i < D; ++i) dr[i] = T(rs * (gw[size_t(i)] - mg - xh[size_t(i)] * mgx));
-        if (dwp)
+        for (int64_t i = 0; i < D; ++i) dr[i] = rs * (gw[size_t(i)] - mg - xh[size_t(i)] * mgx);
+        if (want_w)
 #pragma omp simd
-          for (int64_t i = 0; i < D; ++i) dwp[i] += double(gr[i]) * xh[size_t(i)];
-        if (dbp)
+          for (int64_t i = 0; i < D; ++i) cw[size_t(i)] += gr[i] * xh[size_t(i)];
+        if (has_bias)
 #pragma omp simd
-          for (int64_t i = 0; i < D; ++i) dbp[i] += double(gr[i]);
+          for (int64_t i = 0; i < D; ++i) cb[size_t(i)] += gr[i];
       }
+      if (want_w)
+        for (int64_t i = 0; i < D; ++i) part_w[size_t(ch * D + i)] = double(cw[size_t(i)]);
+      if (has_bias)
+        for (int64_t i = 0; i < D; ++i) part_b[size_t(ch * D + i)] = double(cb[size_t(i)]);
     }
   }
   if (want_w || has_bias) {

@@ -463,6 +463,58 @@ TEST_CASE("kernels: rms_norm at known values", "[kernels]") {
   require_values(rms_norm(Variable(x), Variable(), eps).data(), {2, 2}, {3 * r, 4 * r, r1, -r1});
 }
 
+// The float32 kernels compute in float32 (kernels/cpu/norm.cpp): against the float64 kernels on
+// the same (float32) values, rows of width 128 and 256 (the models' d_model), 130 rows (chunks of
+// 64 rows and a part chunk), values with a mean far from zero (two passes: the variance about the
+// mean, no cancellation). Tolerances relative to the largest |value| of each output: 2e-6 (a few
+// float32 roundings of values about 1); the dw / db sums over 130 rows: 2e-6 of the sum of |terms|.
+TEST_CASE("kernels: float32 layer_norm and rms_norm within float32 rounding of float64", "[kernels]") {
+  Generator gen(11);
+  // max |t|, and sum |t| over t's elements (a float64 tensor)
+  const auto stat = [](const Tensor& t, bool sum) {
+    const Tensor d = t.contiguous();
+    double m = 0;
+    for (int64_t i = 0; i < d.numel(); ++i)
+      m = sum ? m + std::abs(d.data<double>()[i]) : std::max(m, std::abs(d.data<double>()[i]));
+    return m;
+  };
+  const auto close = [](const Tensor& got, const Tensor& want, double scale, const char* what) {
+    INFO(what);
+    const Tensor g = got.to(DType::F64), w = want.contiguous();
+    REQUIRE(g.shape() == w.shape());
+    double worst = 0;
+    for (int64_t i = 0; i < w.numel(); ++i)
+      worst = std::max(worst, std::abs(g.data<double>()[i] - w.data<double>()[i]));
+    INFO("largest difference " << worst << " against a scale of " << scale);
+    CHECK(worst <= 2e-6 * scale);
+  };
+  for (const int64_t D : {128, 256})
+    for (const float offset : {0.0f, 50.0f}) {
+      INFO("D = " << D << ", offset " << offset);
+      const Tensor x32 = Tensor::randn({130, D}, gen), w32 = Tensor::randn({D}, gen), b32 = Tensor::randn({D}, gen),
+                   gy32 = Tensor::randn({130, D}, gen);
+      for (int64_t i = 0; i < x32.numel(); ++i) x32.data<float>()[i] = 3.0f * x32.data<float>()[i] + offset;
+      const Tensor x = x32.to(DType::F64), w = w32.to(DType::F64), b = b32.to(DType::F64), gy = gy32.to(DType::F64);
+      const k::NormOut o32 = k::layer_norm(x32, w32, b32, 1e-5), o = k::layer_norm(x, w, b, 1e-5);
+      close(o32.y, o.y, stat(o.y, false), "layer_norm y");
+      close(o32.mean, o.mean, stat(o.mean, false), "layer_norm mean");
+      close(o32.rstd, o.rstd, stat(o.rstd, false), "layer_norm rstd");
+      const k::NormGrads g32 = k::layer_norm_backward(gy32, x32, o32.mean, o32.rstd, w32, true);
+      const k::NormGrads g = k::layer_norm_backward(gy, x, o.mean, o.rstd, w, true);
+      close(g32.dx, g.dx, stat(g.dx, false), "layer_norm dx");
+      // the column sums' scale: the sum of |gy| over a column (|xhat| is at most ~4 here)
+      const double col = stat(gy, true) / double(D);
+      close(g32.dweight, g.dweight, 4.0 * col, "layer_norm dw");
+      close(g32.dbias, g.dbias, col, "layer_norm db");
+      const k::NormOut r32 = k::rms_norm(x32, w32, 1e-6), r = k::rms_norm(x, w, 1e-6);
+      close(r32.y, r.y, stat(r.y, false), "rms_norm y");
+      const k::NormGrads rg32 = k::rms_norm_backward(gy32, x32, r32.rstd, w32);
+      const k::NormGrads rg = k::rms_norm_backward(gy, x, r.rstd, w);
+      close(rg32.dx, rg.dx, stat(rg.dx, false), "rms_norm dx");
+      close(rg32.dweight, rg.dweight, 4.0 * col, "rms_norm dw");
+    }
+}
+
 // ============================================================== indexing
 
 TEST_CASE("kernels: embedding and its scatter-add backward", "[kernels]") {
