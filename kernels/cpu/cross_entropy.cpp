@@ -46,6 +46,7 @@ CrossEntropyOut cross_entropy(const Tensor& logits_in, const Tensor& target, int
     for (int64_t n = 0; n < N; ++n) {
       const T* row = pl + n * C;
       double m = -std::numeric_limits<double>::infinity();
+#pragma omp simd reduction(max : m)
       for (int64_t c = 0; c < C; ++c) m = std::max(m, double(row[c]));
       double s = 0.0;
 #pragma omp simd reduction(+ : s)

@@ -2,6 +2,10 @@
 // backwards. Every index is bounds-checked (the error names the index and the size).
 // Scatter-adds are deterministic: each output row/column is owned by one thread, and
 // contributions are added in index order.
+#include <omp.h>
+
+#include <algorithm>
+
 #include "kernels/backend.h"
 
 namespace relpos::k::cpu {
@@ -47,10 +51,22 @@ Tensor embedding_backward(const Tensor& gy, const Tensor& idx, int64_t num_rows)
     const T* pg = g.data<T>();
     T* po = out.data<T>();
     const int64_t n = int64_t(ids.size());
-    // Parallel over columns: each thread owns a slice of D, rows added in index order.
-#pragma omp parallel for schedule(static) if (n * D >= 32768 && D >= 16)
-    for (int64_t c = 0; c < D; ++c)
-      for (int64_t i = 0; i < n; ++i) po[ids[i] * D + c] += pg[i * D + c];
+    // Parallel over columns: each thread owns a slice of D (whole 16-column groups), and adds
+    // its slice of every row in index order: each element's sum in the same order at any thread
+    // count. Row by row within the slice (vectorised, each cache line of g read once); walking a
+    // column down all rows, as before, read every line of g once per column: the tiny model's
+    // step 0.2 ms (1.4%, bf16) -> ... .
+#pragma omp parallel if (n * D >= 32768 && D >= 32)
+    {
+      const int64_t groups = (D + 15) / 16, nt = omp_get_num_threads(), t = omp_get_thread_num();
+      const int64_t c0 = std::min(D, groups * t / nt * 16), c1 = std::min(D, groups * (t + 1) / nt * 16);
+      for (int64_t i = 0; i < n && c0 < c1; ++i) {
+        T* o = po + ids[size_t(i)] * D;
+        const T* gi = pg + i * D;
+#pragma omp simd
+        for (int64_t c = c0; c < c1; ++c) o[c] += gi[c];
+      }
+    }
   });
   return out;
 }

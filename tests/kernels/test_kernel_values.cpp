@@ -2,8 +2,9 @@
 // against results computed by hand or from closed forms (never by calling the code under
 // test), and the error messages for bad inputs: mismatched shapes and dtypes, out-of-range
 // indices, int64 input to float ops, cuda tensors without a GPU.
-#include <catch2/catch.hpp>
+#include <omp.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -528,6 +529,32 @@ TEST_CASE("kernels: embedding and its scatter-add backward", "[kernels]") {
   Tensor gy = f64({1, 2, 3, 4, 5, 6, 7, 8}, {2, 2, 2});
   // row 3 gets rows 0 and 2 of gy, row 0 gets row 1, row 1 gets row 3, row 2 nothing
   require_values(k::embedding_backward(gy, idx, 4), {4, 2}, {3, 4, 7, 8, 0, 0, 6, 8});
+}
+
+// Big enough for the threads (n * D >= 32768), D not a multiple of the 16-column groups the
+// threads own, repeated indices: every element is the float32 sum of its rows in index order
+// (written out here), the same bits at 1, 2 and 3 threads.
+TEST_CASE("kernels: embedding_backward adds rows in index order at any thread count", "[kernels]") {
+  Generator gen(5);
+  const int64_t n = 700, D = 100, rows = 9;
+  const Tensor gy = Tensor::randn({n, D}, gen);
+  std::vector<int64_t> ids(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) ids[size_t(i)] = (i * 7 + i / 3) % rows;
+  const Tensor idx = Tensor::from_vector(ids, {n});
+  std::vector<float> want(static_cast<size_t>(rows * D), 0.0f);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < D; ++c) want[size_t(ids[size_t(i)] * D + c)] += gy.data<float>()[i * D + c];
+  const int saved = omp_get_max_threads();
+  for (const int threads : {1, 2, 3}) {
+    INFO(threads << " threads");
+    omp_set_num_threads(threads);
+    const Tensor got = k::embedding_backward(gy, idx, rows);
+    REQUIRE(got.shape() == Shape{rows, D});
+    int64_t differ = 0;
+    for (int64_t e = 0; e < rows * D; ++e) differ += got.data<float>()[e] != want[size_t(e)];
+    CHECK(differ == 0);
+  }
+  omp_set_num_threads(saved);
 }
 
 TEST_CASE("kernels: index_select and index_add", "[kernels]") {
