@@ -253,7 +253,10 @@ for f in "${TARGETS[@]}"; do
 done
 ((${#dirty[@]} == 0)) || die "refusing to start: uncommitted changes in ${dirty[*]} (commit or stash them first)"
 
-CTEST_ARGS=(-j "$JOBS" --stop-on-failure --timeout 900 --no-tests=error --output-on-failure)
+# mutation_list_matches_sources fails for every applied mutant (the original text is gone from
+# the file), so in the suite it would report each survivor as caught: excluded here.
+CTEST_ARGS=(-j "$JOBS" --stop-on-failure --timeout 900 --no-tests=error --output-on-failure
+  -E '^mutation_list_matches_sources$')
 ((FULL)) || CTEST_ARGS+=(-L '^unit$')
 
 # ---------------------------------------------------------------------------------------------

@@ -375,6 +375,17 @@ TEST_CASE("gradcheck: linear with and without a bias, batched, transposed and na
                     {narrowed_leaf({2, 3, 4}, 172), rand_var({2, 4}, 173), rand_var({2}, 174)});
 }
 
+// A frozen weight (requires_grad off) with a bias that learns: the backward forms db alone from
+// g (weight_and_bias_grads without dW), a path no other case reaches.
+TEST_CASE("gradcheck: linear with a frozen weight and a learned bias", "[gradcheck]") {
+  const Variable w = rand_var({5, 4}, 190, -1.0, 1.0, /*requires_grad=*/false);
+  require_gradcheck("linear [2,3,4], frozen W[5,4], b[5]", [w](Inputs v) { return linear(v[0], w, v[1]); },
+                    {rand_var({2, 3, 4}, 191), rand_var({5}, 192)});
+  require_gradcheck("linear+gelu [3,4], frozen W[5,4], b[5]",
+                    [w](Inputs v) { return linear(v[0], w, v[1], k::Unary::GeluErf); },
+                    {rand_var({3, 4}, 193), rand_var({5}, 194)});
+}
+
 TEST_CASE("gradcheck: linear with an activation in the epilogue (gelu, gelu_tanh, relu, silu), batched and strided",
           "[gradcheck]") {
   for (k::Unary act : {k::Unary::GeluErf, k::Unary::GeluTanh, k::Unary::Relu, k::Unary::Silu}) {
