@@ -92,16 +92,15 @@ NormGrads norm_backward(bool center, const Tensor& gy_in, const Tensor& x_in, co
   T* pdx = g.dx.data<T>();
   const int64_t chunks = (rows + kRowChunk - 1) / kRowChunk;
   const bool want_w = w.defined();
-  std::vector<double> part_w(want_w ? size_t(chunks * D) : 0, 0.0), part_b(has_bias ? size_t(chunks * D) : 0, 0.0);
+  // Chunk ch's dw / db sums (in T) in row ch; the rows added in order in float64 below.
+  std::vector<T> part_w(want_w ? size_t(chunks * D) : 0, T(0)), part_b(has_bias ? size_t(chunks * D) : 0, T(0));
 #pragma omp parallel if (rows * D >= 16384)
   {
-    // One row's g = gy * w and xhat; the chunk's dw / db sums (in T, then its partial in double).
-    std::vector<T> gw(static_cast<size_t>(D)), xh(static_cast<size_t>(D)), cw(static_cast<size_t>(D)),
-        cb(static_cast<size_t>(D));
+    std::vector<T> gw(static_cast<size_t>(D)), xh(static_cast<size_t>(D));  // one row: g = gy * w, xhat
 #pragma omp for schedule(static)
     for (int64_t ch = 0; ch < chunks; ++ch) {
-      if (want_w) std::fill(cw.begin(), cw.end(), T(0));
-      if (has_bias) std::fill(cb.begin(), cb.end(), T(0));
+      T* cw = want_w ? part_w.data() + ch * D : nullptr;
+      T* cb = has_bias ? part_b.data() + ch * D : nullptr;
       for (int64_t r = ch * kRowChunk; r < std::min(rows, (ch + 1) * kRowChunk); ++r) {
         const T* gr = pg + r * D;
         const T* xr = px + r * D;
@@ -125,17 +124,13 @@ NormGrads norm_backward(bool center, const Tensor& gy_in, const Tensor& x_in, co
         T* dr = pdx + r * D;
 #pragma omp simd
         for (int64_t i = 0; i < D; ++i) dr[i] = rs * (gw[size_t(i)] - mg - xh[size_t(i)] * mgx);
-        if (want_w)
+        if (cw)
 #pragma omp simd
-          for (int64_t i = 0; i < D; ++i) cw[size_t(i)] += gr[i] * xh[size_t(i)];
-        if (has_bias)
+          for (int64_t i = 0; i < D; ++i) cw[i] += gr[i] * xh[size_t(i)];
+        if (cb)
 #pragma omp simd
-          for (int64_t i = 0; i < D; ++i) cb[size_t(i)] += gr[i];
+          for (int64_t i = 0; i < D; ++i) cb[i] += gr[i];
       }
-      if (want_w)
-        for (int64_t i = 0; i < D; ++i) part_w[size_t(ch * D + i)] = double(cw[size_t(i)]);
-      if (has_bias)
-        for (int64_t i = 0; i < D; ++i) part_b[size_t(ch * D + i)] = double(cb[size_t(i)]);
     }
   }
   if (want_w || has_bias) {
@@ -146,8 +141,8 @@ NormGrads norm_backward(bool center, const Tensor& gy_in, const Tensor& x_in, co
     for (int64_t i = 0; i < D; ++i) {
       double dw = 0.0, db = 0.0;
       for (int64_t ch = 0; ch < chunks; ++ch) {
-        if (pdw) dw += part_w[size_t(ch * D + i)];
-        if (pdb) db += part_b[size_t(ch * D + i)];
+        if (pdw) dw += double(part_w[size_t(ch * D + i)]);
+        if (pdb) db += double(part_b[size_t(ch * D + i)]);
       }
       if (pdw) pdw[i] = T(dw);
       if (pdb) pdb[i] = T(db);
