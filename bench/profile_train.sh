@@ -4,7 +4,8 @@
 #   THREADS (default 1: clean attribution, no OpenMP spinning), STEPS (default 8, +1 warmup),
 #   FREQ (default 499 Hz). perf data and summaries go to bench/out/profile_<pos>.{data,txt,md};
 #   the GEMM table (RELPOS_GEMM_PROFILE=1, kernels/cpu/gemm.h: perf cannot unwind oneDNN's JIT
-#   code) to bench/out/profile_<pos>.gemm.md.
+#   code) to bench/out/profile_<pos>.gemm.md, followed by the op table (RELPOS_OP_PROFILE=1,
+#   kernels/dispatch.cpp: every raw op, and the time between ops).
 # Needs `perf` and kernel.perf_event_paranoid <= 2 (user-space sampling of own processes).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,7 +21,7 @@ export OMP_NUM_THREADS="$THREADS" OPENBLAS_NUM_THREADS="$THREADS"
 POSLIST=("$@")
 [[ ${#POSLIST[@]} -gt 0 ]] || POSLIST=(t5 rope)
 for pos in "${POSLIST[@]}"; do
-  RELPOS_GEMM_PROFILE=1 perf record -q -F "$FREQ" --call-graph dwarf,32768 -o "$OUT/profile_$pos.data" \
+  RELPOS_GEMM_PROFILE=1 RELPOS_OP_PROFILE=1 perf record -q -F "$FREQ" --call-graph dwarf,32768 -o "$OUT/profile_$pos.data" \
     "$BUILD/relpos_bench_train" --d-model 128 --layers 2 --heads 4 --seq 128 --batch 16 \
     --pos "$pos" --threads "$THREADS" --warmup 1 --steps "$STEPS" >"$OUT/profile_$pos.json" \
     2>"$OUT/profile_$pos.gemm.md"
@@ -28,6 +29,6 @@ for pos in "${POSLIST[@]}"; do
   /usr/bin/python3 "$ROOT/bench/perf_summary.py" "$OUT/profile_$pos.txt" >"$OUT/profile_$pos.md"
   echo "## tiny $pos, $THREADS thread(s): $(cut -c1-200 "$OUT/profile_$pos.json")"
   cat "$OUT/profile_$pos.md"
-  echo "GEMMs of the warmup and the $STEPS timed steps:"
+  echo "GEMMs and ops of the warmup and the $STEPS timed steps:"
   cat "$OUT/profile_$pos.gemm.md"
 done

@@ -350,6 +350,10 @@ std::string cpu_gemm_path(GemmInputs inputs);
 // The kernels behind the fused attention's float32 tile products (kernels/cpu/tile_gemm.h), e.g.
 // "avx512 micro-kernels (12 x 32 blocks)"; for `relpos info` and the benchmarks.
 std::string cpu_attention_tile_path();
+// Whether RELPOS_OP_PROFILE=1 times every raw op of kernels/op_table.inc (kernels/dispatch.cpp:
+// one table on stderr at process exit, per op and dtype, with the share of the run no op covers).
+// Read once; a value other than unset, "", 0 or 1 is a named error (here, and at the first op).
+bool op_profile_on();
 // Let cuBLAS use TF32 tensor cores for float32 GEMMs (faster, ~1e-3 relative error).
 // Off by default, so CPU and GPU runs agree to float32 rounding; `train.allow_tf32`.
 void set_allow_tf32(bool allow);

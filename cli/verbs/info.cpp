@@ -70,6 +70,8 @@ int run() {
   fmt::print("CPU GEMM fp16: {}\n", k::cpu_gemm_path(k::GemmInputs::FP16));
   fmt::print("CPU attention tiles: {}\n", k::cpu_attention_tile_path());
   fmt::print("CPU threads:  {} (OpenMP)\n", k::num_threads());
+  fmt::print("op profile:   {} (RELPOS_OP_PROFILE=1: every op timed, one table at exit)\n",
+             k::op_profile_on() ? "on" : "off");
   print_devices();
   return 0;
 }

@@ -44,6 +44,7 @@
 
 #include "core/float16.h"
 #include "kernels/backend.h"
+#include "kernels/cpu/bf16_convert.h"
 #include "kernels/cpu/fast_math.h"
 #include "kernels/cpu/tile_gemm.h"
 
@@ -410,7 +411,11 @@ void tile_by_rows(const AttentionArgs& a, int64_t r, int64_t c, bool transposed,
       const int64_t np = (K + 1) / 2;
       TilePairs g{M, dh, np, alpha, nullptr, np, pack_row_pairs(y, ldy, K, dh, yw), dh, out, ldo};
       g.accumulate = true;
-      if (transposed) {  // A(i, p) = (x[2p, i], x[2p + 1, i])
+      if (transposed && cpu_converts_bf16()) {  // A(i, p) = (x[2p, i], x[2p + 1, i]), by row of A
+        uint32_t* w = xw.get(size_t(M * np));
+        bf16_col_pair_words_native(x, c, r, c, w, np);
+        g.a = w;
+      } else if (transposed) {  // the same words read with a stride (AMX copies them by row first)
         g.a = pack_row_pairs(x, c, r, c, xw);
         g.a_rs = 1, g.a_ps = c;
       } else {

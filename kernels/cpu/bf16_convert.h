@@ -18,5 +18,14 @@ void bf16_pair_words_native(const float* src, int64_t n, uint32_t* out);
 // out[j] = (bf16 of hi[j]) << 16 | (bf16 of lo[j]), j < n; lo == nullptr reads zeros: pairs of two
 // rows (tile_gemm.h, pack_row_pairs). Only where cpu_converts_bf16().
 void bf16_row_pair_words_native(const float* hi, const float* lo, int64_t n, uint32_t* out);
+// out[i ldo + p] = (bf16 of x[2p, i]) << 16 | (bf16 of x[2p + 1, i]) for i < cols, p < ceil(rows / 2)
+// (x row-major, leading dim ld; an odd row count's last word has a zero low half): the pairs of
+// two rows, stored by column — X^T as the row-major A operand of tile_gemm_pairs (a_rs = ldo,
+// a_ps = 1), where pack_row_pairs' words would be read with a stride. 16 x 16 blocks of words
+// transposed in registers. col_sums (or nullptr): col_sums[i] = the float64 sum of x[0 .. rows, i],
+// the rows added in order from 0 (a weight gradient's bias gradient, from the float32 values, while
+// they are in registers). Only where cpu_converts_bf16().
+void bf16_col_pair_words_native(const float* x, int64_t ld, int64_t rows, int64_t cols, uint32_t* out, int64_t ldo,
+                                double* col_sums = nullptr);
 
 }  // namespace relpos::k::cpu

@@ -45,6 +45,7 @@
 #include "kernels/backend.h"
 #include "kernels/cpu/bf16_convert.h"
 #include "kernels/cpu/scratch.h"
+#include "kernels/cpu/tile_gemm.h"
 #include "kernels/cpu/unary_value.h"
 
 #if RELPOS_WITH_DNNL
@@ -215,6 +216,15 @@ const uint16_t* pack_bf16(const float* src, int64_t rows, int64_t cols, int64_t 
   return out;
 }
 
+// Whether bf16 products with A transposed and B not (the weight gradients: both operands stored
+// K-major) run on relpos's own AMX pair kernel (kernels/cpu/tile_gemm.h) instead of oneDNN's: where
+// the tile products do (the process's tile ISA is amxbf16: AMX-BF16 and no RELPOS_TILE_GEMM saying
+// otherwise). oneDNN copies A^T into its own layout after relpos has packed it to bf16; the pair
+// packing converts and transposes in one pass, and the AMX instruction sequence is the same.
+bool tn_pairs_on_amx() {
+  return cpu::tile_isa() == cpu::TileIsa::AmxBf16 && cpu::cpu_converts_bf16();
+}
+
 // C = op(A) op(B), float32 operands (rounded to bf16 while packed when bf16), any K. Above one
 // chunk (kMaxK, kMaxKBf16 for bf16) each chunk's product is formed on its own — in a buffer, or C
 // for chunk 0 — and they are added into C in chunk order: C = ((P0 + P1) + P2) + ... . The
@@ -243,6 +253,20 @@ void onednn_product(bool bf16, bool ta, bool tb, int64_t M, int64_t N, int64_t K
     const float* bc = tb ? b + k0 : b + k0 * ldb;  // B stored [N, K] or [K, N]
     if (!bf16) {
       onednn_call(false, ta, tb, M, N, kc, ac, lda, bc, ldb, dst, ldd);
+    } else if (ta && !tb && tn_pairs_on_amx()) {
+      // Both operands K-major (a weight gradient): A^T's pairs by column, B's by row, on AMX.
+      thread_local cpu::Scratch<uint32_t> wa, wb;
+      const int64_t np = (kc + 1) / 2;
+      uint32_t* a_words = wa.get(size_t(M * np));
+      // (a_sums: A's sums along this chunk, made while packing it, in sum_a_rows' order)
+      cpu::bf16_col_pair_words_native(ac, lda, kc, M, a_words, np, sum_parts ? sum_parts + j * M : nullptr);
+      cpu::TilePairs g;
+      g.M = M, g.N = N, g.pairs = np;
+      g.a = a_words, g.a_rs = np;
+      g.b = cpu::pack_row_pairs(bc, ldb, kc, N, wb), g.ldb = N;
+      g.c = dst, g.ldc = ldd;
+      cpu::tile_gemm_pairs(cpu::TileIsa::AmxBf16, g);
+      return;
     } else {
       thread_local cpu::Scratch<uint16_t> pa, pb;
       const uint16_t* a16 = pack_bf16(ac, ta ? kc : M, ta ? M : kc, lda, pa);
@@ -450,7 +474,7 @@ void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_
 #if RELPOS_WITH_DNNL
   const bool onednn_path = requested_provider() == Provider::OneDNN && K > 0;
   if (onednn_path && inputs == GemmInputs::BF16 && onednn().bf16_units) {
-    if (K > kMaxKBf16 || ep.a_sums) {  // all of C at once, then its epilogue
+    if (K > kMaxKBf16 || ep.a_sums || (ta && !tb && tn_pairs_on_amx())) {  // all of C at once, then its epilogue
       onednn_product(true, ta, tb, M, N, K, a, lda, b, ldb, c, ldc, ep.a_sums);
       if (epilogue) finish(0, M);
       return;
@@ -578,6 +602,7 @@ std::string cpu_gemm_path(GemmInputs inputs) {
   const bool bf16 = inputs == GemmInputs::BF16 && onednn().bf16_units;
   const Primitive probe = primitive({bf16, false, false, 256, 256, 256, 256, 256, 256, false, omp_get_max_threads()});
   std::string path = lib + " matmul " + probe.impl + (bf16 ? " (bf16 x bf16 -> float32)" : "");
+  if (bf16 && tn_pairs_on_amx()) path += "; A^T B (weight gradients) on relpos's AMX pair kernel";
   if (inputs == GemmInputs::BF16 && !bf16) path += ", on the bf16 values in float32: this CPU has no bf16 units";
   if (inputs == GemmInputs::FP16) path += ", on the float16 values in float32: oneDNN 2.6 has no CPU float16 matmul";
   return path;

@@ -2,6 +2,7 @@
 // a float64 loop, the same bits at every thread count (oneDNN's K-parallel reduction avoided),
 // bf16 operands on the bf16 units against float64 from the same bf16 values, and the path
 // `relpos info` reports.
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "core/float16.h"
+#include "kernels/cpu/tile_gemm.h"
 #include "kernels/ops.h"
 #include "tests/cli_run.h"
 
@@ -143,13 +146,22 @@ TEST_CASE("gemm: bf16 operands multiply with float32 accumulation, as float64 fr
           "[kernels][gemm][precision]") {
   const std::string path = k::cpu_gemm_path(k::GemmInputs::BF16);
   INFO("path: " << path);
-  for (auto [M, N, K] : {std::array<int64_t, 3>{5, 3, 7}, {64, 96, 128}, {130, 70, 1500}})
-    for (bool ta : {false, true})
-      for (bool tb : {false, true}) {
-        Tensor a = operand({M, K}, ta, 7, true), b = operand({K, N}, tb, 8, true);
-        check_close(k::matmul(a, b, k::GemmInputs::BF16), a, b,
-                    fmt::format("bf16 M={} N={} K={} ta={} tb={}", M, N, K, ta, tb));
-      }
+  // With AMX, A^T B runs on relpos's pair kernel; the float32 tiles' ISA sends it to oneDNN's.
+  std::vector<std::optional<k::cpu::TileIsa>> isas{std::nullopt};
+  if (k::cpu::tile_isa() == k::cpu::TileIsa::AmxBf16) isas.push_back(k::cpu::TileIsa::Avx512);
+  for (const auto& isa : isas) {
+    k::cpu::set_tile_isa(isa);
+    for (auto [M, N, K] :
+         {std::array<int64_t, 3>{5, 3, 7}, {64, 96, 128}, {130, 70, 1500}, {33, 17, 513}, {128, 128, 2048}})
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+          Tensor a = operand({M, K}, ta, 7, true), b = operand({K, N}, tb, 8, true);
+          check_close(k::matmul(a, b, k::GemmInputs::BF16), a, b,
+                      fmt::format("bf16 M={} N={} K={} ta={} tb={} tiles {}", M, N, K, ta, tb,
+                                  k::cpu::tile_isa_name(k::cpu::tile_isa())));
+        }
+  }
+  k::cpu::set_tile_isa(std::nullopt);
   // NaN and inf operands propagate as in float32.
   Tensor a = bf16_valued({4, 8}, 1), b = bf16_valued({8, 4}, 2);
   std::vector<float> av = a.to_vector<float>();
@@ -174,6 +186,9 @@ TEST_CASE("gemm: the path names the bf16 units where the CPU has them, and relpo
       CHECK((bf16.find("avx512_core_bf16") != std::string::npos || bf16.find("amx") != std::string::npos));
     else
       CHECK(bf16.find("no bf16 units") != std::string::npos);
+    // The weight gradients run on the AMX pair kernel exactly where the tile products do.
+    const bool pairs = k::cpu::tile_isa() == k::cpu::TileIsa::AmxBf16 && __builtin_cpu_supports("avx512bf16");
+    CHECK((bf16.find("on relpos's AMX pair kernel") != std::string::npos) == pairs);
 #endif
   } else {
     CHECK(bf16.find("on the bf16 values in float32") != std::string::npos);
@@ -249,6 +264,67 @@ TEST_CASE("gemm: RELPOS_GEMM_PROFILE=1 prints every GEMM of a run as one table a
   const auto bad = test::shell_run("RELPOS_GEMM_PROFILE=yes " + test::shell_quote(RELPOS_CLI_PATH) + " info");
   CHECK(bad.code != 0);
   CHECK(bad.out.find("RELPOS_GEMM_PROFILE=yes: expected 0 or 1") != std::string::npos);
+}
+
+TEST_CASE("ops: RELPOS_OP_PROFILE=1 prints every op of a run as one table at exit, with the time outside ops",
+          "[kernels][profile]") {
+  const std::string dir = (std::filesystem::temp_directory_path() / "relpos_op_profile").string();
+  const std::string train = test::shell_quote(RELPOS_CLI_PATH) +
+                            " train configs/quickstart.yaml --set train.steps=2 --set optim.warmup=0 "
+                            "--set train.eval_every=2 --set output.dir=" +
+                            test::shell_quote(dir);
+  const auto run = test::shell_run("RELPOS_OP_PROFILE=1 " + train);
+  std::filesystem::remove_all(dir);
+  REQUIRE(run.code == 0);
+  INFO(run.out);
+  const auto head = run.out.find("relpos op profile (RELPOS_OP_PROFILE=1): ");
+  REQUIRE(head != std::string::npos);
+  long long calls = 0;
+  double in_ops = 0, span = 0, outside = 0;
+  REQUIRE(std::sscanf(run.out.c_str() + head + std::strlen("relpos op profile (RELPOS_OP_PROFILE=1): "),
+                      "%lld calls, %lf ms in ops of the %lf ms from the first op to the last (%lf%% outside ops)",
+                      &calls, &in_ops, &span, &outside) == 4);
+  // Every row: | op | dtype | calls | ms | ms/call | share |, an op of the table; the rows add up
+  // to the header (each rounded to 0.01 ms), and one thread's ops fit in the span they lie in.
+  std::istringstream rows(run.out.substr(head));
+  std::string line;
+  long long row_calls = 0;
+  double row_ms = 0;
+  int n_rows = 0;
+  bool fc1 = false, adam = false, unknown = false;
+  while (std::getline(rows, line)) {
+    char op[64], dtype[16];
+    long long c;
+    double ms;
+    if (std::sscanf(line.c_str(), "| %63s | %15s | %lld | %lf |", op, dtype, &c, &ms) != 4) continue;
+    ++n_rows;
+    row_calls += c, row_ms += ms;
+    const std::string name(op);
+    unknown = unknown || std::find(k::op_names.begin(), k::op_names.end(), name) == k::op_names.end();
+    fc1 = fc1 || name == "matmul_act";
+    adam = adam || name == "adam_update";
+  }
+  CHECK(n_rows > 5);
+  CHECK_FALSE(unknown);
+  CHECK(calls > 0);
+  CHECK(row_calls == calls);
+  CHECK(std::abs(row_ms - in_ops) <= 0.01 * n_rows);
+  CHECK(in_ops > 0);
+  CHECK(in_ops <= span + 0.1);
+  CHECK(outside >= 0);
+  CHECK(fc1);
+  CHECK(adam);
+  // Off by default; relpos info says which; any value but 0 or 1 is named.
+  const auto off = test::shell_run(train);
+  std::filesystem::remove_all(dir);
+  CHECK(off.code == 0);
+  CHECK(off.out.find("op profile") == std::string::npos);
+  CHECK(test::cli_run("info").out.find("op profile:   off") != std::string::npos);
+  CHECK(test::shell_run("RELPOS_OP_PROFILE=1 " + test::shell_quote(RELPOS_CLI_PATH) + " info")
+            .out.find("op profile:   on") != std::string::npos);
+  const auto bad = test::shell_run("RELPOS_OP_PROFILE=yes " + test::shell_quote(RELPOS_CLI_PATH) + " info");
+  CHECK(bad.code != 0);
+  CHECK(bad.out.find("RELPOS_OP_PROFILE=yes: expected 0 or 1") != std::string::npos);
 }
 
 TEST_CASE("gemm: two threads multiplying at once get the serial results, bit for bit (sweep --jobs)",

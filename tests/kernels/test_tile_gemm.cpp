@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/float16.h"
+#include "kernels/cpu/bf16_convert.h"
 #include "kernels/cpu/tile_gemm.h"
 #include "kernels/ops.h"
 #include "tests/cli_run.h"
@@ -434,6 +435,73 @@ TEST_CASE(
           }
           return std::pair{prev + 0.375 * v, std::abs(prev) + 0.375 * m};
         });
+      }
+    }
+}
+
+TEST_CASE(
+    "bf16_col_pair_words_native: the pair words of two rows stored by column and the columns' float64 sums, every "
+    "edge, nothing written past a row's pairs: as A they give the strided row pairs' products bit for bit",
+    "[kernels][tile_gemm][precision]") {
+  // X^T as the row-major A operand (the weight gradients' dY^T, the attention backward's P^T and
+  // dS^T): out[i ldo + p] = (x[2p, i], x[2p + 1, i]); the 16 x 16 in-register transpose at every
+  // partial block of columns and of pairs, an odd row count's zero low half.
+  if (!k::cpu::cpu_converts_bf16()) {
+    WARN("this CPU has no AVX512-BF16 conversion: bf16_col_pair_words_native is never called here");
+    return;
+  }
+  using k::cpu::TilePairs;
+  uint64_t seed = 131;
+  for (int64_t rows : {1, 2, 3, 31, 32, 33, 64, 65})
+    for (int64_t cols : {1, 15, 16, 17, 33, 130}) {
+      INFO("rows=" << rows << " cols=" << cols);
+      std::mt19937_64 rng(seed++);
+      std::normal_distribution<float> nd(0.0f, 1.0f);
+      const int64_t ld = cols + 5, np = (rows + 1) / 2, ldo = np + 3;
+      std::vector<float> x(size_t(rows * ld));
+      for (float& v : x) v = nd(rng);
+      std::vector<uint32_t> out(size_t(cols * ldo), 0xDEADBEEFu), out2(out.size(), 0xDEADBEEFu);
+      k::cpu::bf16_col_pair_words_native(x.data(), ld, rows, cols, out.data(), ldo);
+      // with the column sums: the same words, and each sum the float64 one with the rows in order
+      std::vector<double> sums(size_t(cols + 1), -1.0);
+      k::cpu::bf16_col_pair_words_native(x.data(), ld, rows, cols, out2.data(), ldo, sums.data());
+      CHECK(out2 == out);
+      bool sums_ok = sums[size_t(cols)] == -1.0;
+      for (int64_t i = 0; i < cols; ++i) {
+        double s = 0.0;
+        for (int64_t r = 0; r < rows; ++r) s += double(x[size_t(r * ld + i)]);
+        sums_ok = sums_ok && sums[size_t(i)] == s;
+      }
+      CHECK(sums_ok);
+      bool words_ok = true, untouched = true;
+      for (int64_t i = 0; i < cols; ++i)
+        for (int64_t p = 0; p < ldo; ++p) {
+          const uint32_t w = out[size_t(i * ldo + p)];
+          if (p >= np) {
+            untouched = untouched && w == 0xDEADBEEFu;
+            continue;
+          }
+          const float lo = 2 * p + 1 < rows ? x[size_t((2 * p + 1) * ld + i)] : 0.0f;
+          words_ok = words_ok && w == (uint32_t(bf16_bits(x[size_t(2 * p * ld + i)])) << 16 | bf16_bits(lo));
+        }
+      CHECK(words_ok);
+      CHECK(untouched);
+      // C = X^T Y from these words (a_ps = 1) and from pack_row_pairs' words read with stride cols.
+      const int64_t N = 19;
+      std::vector<float> y(size_t(rows * N));
+      for (float& v : y) v = nd(rng);
+      k::cpu::Scratch<uint32_t> sx, sy;
+      const uint32_t* yw = k::cpu::pack_row_pairs(y.data(), N, rows, N, sy);
+      const uint32_t* xw = k::cpu::pack_row_pairs(x.data(), ld, rows, cols, sx);
+      for (TileIsa isa : {TileIsa::Avx512Bf16, TileIsa::AmxBf16}) {
+        if (!k::cpu::tile_isa_supported(isa)) continue;
+        INFO(k::cpu::tile_isa_name(isa));
+        std::vector<float> by_rows(size_t(cols * N)), strided(by_rows.size());
+        k::cpu::tile_gemm_pairs(isa, TilePairs{cols, N, np, 0.5f, out.data(), ldo, yw, N, by_rows.data(), N});
+        TilePairs g{cols, N, np, 0.5f, xw, 1, yw, N, strided.data(), N};
+        g.a_ps = cols;
+        k::cpu::tile_gemm_pairs(isa, g);
+        CHECK(std::memcmp(by_rows.data(), strided.data(), by_rows.size() * sizeof(float)) == 0);
       }
     }
 }
