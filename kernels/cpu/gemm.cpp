@@ -216,12 +216,14 @@ const uint16_t* pack_bf16(const float* src, int64_t rows, int64_t cols, int64_t 
   return out;
 }
 
-// Whether bf16 products with A transposed and B not (the weight gradients: both operands stored
-// K-major) run on relpos's own AMX pair kernel (kernels/cpu/tile_gemm.h) instead of oneDNN's: where
-// the tile products do (the process's tile ISA is amxbf16: AMX-BF16 and no RELPOS_TILE_GEMM saying
-// otherwise). oneDNN copies A^T into its own layout after relpos has packed it to bf16; the pair
-// packing converts and transposes in one pass, and the AMX instruction sequence is the same.
-bool tn_pairs_on_amx() {
+// Whether bf16 products run on relpos's own AMX pair kernel (kernels/cpu/tile_gemm.h) instead of
+// oneDNN's: where the tile products do (the process's tile ISA is amxbf16: AMX-BF16 and no
+// RELPOS_TILE_GEMM saying otherwise). The weight gradients (A transposed, B not: both operands
+// stored K-major) by K chunks in onednn_product; the others by blocks of rows, pairs_rows_product.
+// oneDNN converts nothing itself: relpos packed the operands to bf16 and oneDNN copied them again
+// into its own layouts (A^T, and B in every call); the pair packing converts into the AMX layout in
+// one pass, and the AMX instruction sequence is the same (the same bits, bench/RESULTS.md).
+bool pairs_on_amx() {
   return cpu::tile_isa() == cpu::TileIsa::AmxBf16 && cpu::cpu_converts_bf16();
 }
 
@@ -253,7 +255,7 @@ void onednn_product(bool bf16, bool ta, bool tb, int64_t M, int64_t N, int64_t K
     const float* bc = tb ? b + k0 : b + k0 * ldb;  // B stored [N, K] or [K, N]
     if (!bf16) {
       onednn_call(false, ta, tb, M, N, kc, ac, lda, bc, ldb, dst, ldd);
-    } else if (ta && !tb && tn_pairs_on_amx()) {
+    } else if (ta && !tb && pairs_on_amx()) {
       // Both operands K-major (a weight gradient): A^T's pairs by column, B's by row, on AMX.
       thread_local cpu::Scratch<uint32_t> wa, wb;
       const int64_t np = (kc + 1) / 2;
@@ -454,6 +456,44 @@ namespace cpu {
 
 namespace {
 
+#if RELPOS_WITH_DNNL
+// The rows of C that one thread takes whole in pairs_rows_product: fixed, so the bits do not depend
+// on the thread count (each element's sum is the same whichever thread makes it in any case).
+constexpr int64_t kPairBlockRows = 128;
+
+// C = A op(B) (A not transposed: the forward products X W^T, the backward's dY W) on the AMX pair
+// kernel, bf16 operands rounded while packed. B as pair words once (all of K; the weights: small),
+// then C in blocks of kPairBlockRows rows, each taken whole by one thread: the block's rows of A
+// packed as pair words in that thread's cache, multiplied by each K chunk of kMaxKBf16 (chunk 0
+// into C, the later ones accumulated onto it: fma(1, P_j, C) = C + P_j, onednn_product's sum in
+// its order), then the epilogue (finish) while the block is in cache. K odd with B transposed is
+// not taken here (its pair packing needs an even K).
+template <typename Finish>
+void pairs_rows_product(bool tb, int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, const float* b,
+                        int64_t ldb, float* c, int64_t ldc, bool epilogue, const Finish& finish) {
+  thread_local Scratch<uint32_t> bw;
+  // B(k, j) pairs along k: [ceil(K / 2), N] words; chunk j's start at pair j kMaxKBf16 / 2
+  const uint32_t* bwords = tb ? pack_pairs_cols(b, ldb, N, K, bw) : pack_row_pairs(b, ldb, K, N, bw);
+  const int64_t chunks = (K + kMaxKBf16 - 1) / kMaxKBf16, blocks = (M + kPairBlockRows - 1) / kPairBlockRows;
+#pragma omp parallel for schedule(static) if (blocks > 1 && !omp_in_parallel())
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t i0 = blk * kPairBlockRows, rows = std::min(kPairBlockRows, M - i0);
+    thread_local Scratch<uint32_t> aw;
+    for (int64_t j = 0; j < chunks; ++j) {
+      const int64_t k0 = j * kMaxKBf16, kc = std::min(kMaxKBf16, K - k0), np = (kc + 1) / 2;
+      TilePairs g;
+      g.M = rows, g.N = N, g.pairs = np;
+      g.a = pack_pairs_rows(a + i0 * lda + k0, lda, rows, kc, aw), g.a_rs = np;
+      g.b = bwords + k0 / 2 * N, g.ldb = N;
+      g.c = c + i0 * ldc, g.ldc = ldc;
+      g.accumulate = j > 0;
+      tile_gemm_pairs(TileIsa::AmxBf16, g);
+    }
+    if (epilogue) finish(i0, rows);
+  }
+}
+#endif
+
 // gemm_f32 without its timing; round_output is only ever set with 16-bit inputs (gemm_f32 says so).
 void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
                   const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
@@ -474,7 +514,9 @@ void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_
 #if RELPOS_WITH_DNNL
   const bool onednn_path = requested_provider() == Provider::OneDNN && K > 0;
   if (onednn_path && inputs == GemmInputs::BF16 && onednn().bf16_units) {
-    if (K > kMaxKBf16 || ep.a_sums || (ta && !tb && tn_pairs_on_amx())) {  // all of C at once, then its epilogue
+    if (!ta && !ep.a_sums && (!tb || K % 2 == 0) && pairs_on_amx())
+      return pairs_rows_product(tb, M, N, K, a, lda, b, ldb, c, ldc, epilogue, finish);
+    if (K > kMaxKBf16 || ep.a_sums || (ta && !tb && pairs_on_amx())) {  // all of C at once, then its epilogue
       onednn_product(true, ta, tb, M, N, K, a, lda, b, ldb, c, ldc, ep.a_sums);
       if (epilogue) finish(0, M);
       return;
@@ -602,7 +644,9 @@ std::string cpu_gemm_path(GemmInputs inputs) {
   const bool bf16 = inputs == GemmInputs::BF16 && onednn().bf16_units;
   const Primitive probe = primitive({bf16, false, false, 256, 256, 256, 256, 256, 256, false, omp_get_max_threads()});
   std::string path = lib + " matmul " + probe.impl + (bf16 ? " (bf16 x bf16 -> float32)" : "");
-  if (bf16 && tn_pairs_on_amx()) path += "; A^T B (weight gradients) on relpos's AMX pair kernel";
+  if (bf16 && pairs_on_amx())
+    path =
+        "relpos's AMX pair kernel (bf16 x bf16 -> float32; A B^T with an odd K: " + lib + " matmul " + probe.impl + ")";
   if (inputs == GemmInputs::BF16 && !bf16) path += ", on the bf16 values in float32: this CPU has no bf16 units";
   if (inputs == GemmInputs::FP16) path += ", on the float16 values in float32: oneDNN 2.6 has no CPU float16 matmul";
   return path;
