@@ -119,6 +119,24 @@ RELPOS_BF16_TARGET void transpose16x16(__m512i* r) {
     r[12 + j] = _mm512_maskz_shuffle_i32x4(all, e, ee, 0xdd);
   }
 }
+
+// 16 floats as two 8-double halves added to s[0], s[1] (the maskz forms: GCC 12's
+// _mm512_castps512_ps256 and the unmasked extract warn, see row_pair_words16).
+RELPOS_BF16_TARGET void add_sums16(__m512d* s, __m512 v) {
+  const __mmask8 all8 = 0xFF;
+  const __m256 lower = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(__mmask8(0xF), _mm512_castps_pd(v), 0));
+  const __m256 upper = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(__mmask8(0xF), _mm512_castps_pd(v), 1));
+  s[0] = _mm512_add_pd(s[0], _mm512_maskz_cvtps_pd(all8, lower));
+  s[1] = _mm512_add_pd(s[1], _mm512_maskz_cvtps_pd(all8, upper));
+}
+
+// (h's bf16 << 16) | l's bf16, lane by lane: the pair words of two rows.
+RELPOS_BF16_TARGET __m512i pair_words16(__m512 h, __m512 l) {
+  const __mmask16 all = 0xFFFF;
+  return _mm512_or_si512(
+      _mm512_maskz_slli_epi32(all, _mm512_maskz_cvtepu16_epi32(all, (__m256i)_mm512_cvtneps_pbh(h)), 16),
+      _mm512_maskz_cvtepu16_epi32(all, (__m256i)_mm512_cvtneps_pbh(l)));
+}
 }  // namespace
 #endif
 
@@ -126,21 +144,6 @@ RELPOS_BF16_TARGET void bf16_col_pair_words_native(const float* x, int64_t ld, i
                                                    uint32_t* out, int64_t ldo, double* col_sums) {
 #if defined(__x86_64__)
   const int64_t np = (rows + 1) / 2;
-  const __mmask16 all = 0xFFFF;
-  // 16 floats as two 8-double halves added to s[0], s[1]
-  const auto add_sums = [](__m512d* s, __m512 v) {
-    const __mmask8 all8 = 0xFF;
-    // (the halves by maskz extracts: GCC 12's _mm512_castps512_ps256 is an unmasked one, see above)
-    const __m256 lower = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(__mmask8(0xF), _mm512_castps_pd(v), 0));
-    const __m256 upper = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(__mmask8(0xF), _mm512_castps_pd(v), 1));
-    s[0] = _mm512_add_pd(s[0], _mm512_maskz_cvtps_pd(all8, lower));
-    s[1] = _mm512_add_pd(s[1], _mm512_maskz_cvtps_pd(all8, upper));
-  };
-  const auto words = [&](__m512 h, __m512 l) {  // (h's bf16 << 16) | l's, lane by lane
-    return _mm512_or_si512(
-        _mm512_maskz_slli_epi32(all, _mm512_maskz_cvtepu16_epi32(all, (__m256i)_mm512_cvtneps_pbh(h)), 16),
-        _mm512_maskz_cvtepu16_epi32(all, (__m256i)_mm512_cvtneps_pbh(l)));
-  };
   for (int64_t i0 = 0; i0 < cols; i0 += 16) {  // 16 columns of x: 16 rows of out
     const int64_t nc = std::min<int64_t>(16, cols - i0);
     const __mmask16 cm = __mmask16((1u << nc) - 1);
@@ -157,10 +160,10 @@ RELPOS_BF16_TARGET void bf16_col_pair_words_native(const float* x, int64_t ld, i
         const __m512 h = _mm512_maskz_loadu_ps(cm, x + row * ld + i0);
         const __m512 l = row + 1 < rows ? _mm512_maskz_loadu_ps(cm, x + (row + 1) * ld + i0) : _mm512_setzero_ps();
         if (col_sums) {
-          add_sums(sums, h);
-          if (row + 1 < rows) add_sums(sums, l);
+          add_sums16(sums, h);
+          if (row + 1 < rows) add_sums16(sums, l);
         }
-        r[q] = words(h, l);
+        r[q] = pair_words16(h, l);
       }
       transpose16x16(r);
       const __mmask16 pm = __mmask16((1u << npb) - 1);
