@@ -140,6 +140,38 @@ RELPOS_BF16_TARGET __m512i pair_words16(__m512 h, __m512 l) {
 }  // namespace
 #endif
 
+RELPOS_BF16_TARGET void bf16_pair_words_transposed_native(const float* x, int64_t ld, int64_t rows, int64_t cols,
+                                                          uint32_t* out, int64_t ldo) {
+#if defined(__x86_64__)
+  const int64_t np = (cols + 1) / 2;
+  for (int64_t r0 = 0; r0 < rows; r0 += 16) {  // 16 rows of x: 16 words of each row of out
+    const int64_t nr = std::min<int64_t>(16, rows - r0);
+    const __mmask16 rm = __mmask16((1u << nr) - 1);
+    for (int64_t p0 = 0; p0 < np; p0 += 16) {  // 32 columns of x: 16 rows of out
+      const int64_t npb = std::min<int64_t>(16, np - p0), c0 = 2 * p0;
+      const int64_t nlo = std::clamp<int64_t>(cols - c0, 0, 16), nhi = std::clamp<int64_t>(cols - c0 - 16, 0, 16);
+      const __mmask16 mlo = __mmask16((1u << nlo) - 1), mhi = __mmask16((1u << nhi) - 1);
+      __m512i r[16];
+      for (int64_t q = 0; q < 16; ++q) {
+        if (q >= nr) {
+          r[q] = _mm512_setzero_si512();
+          continue;
+        }
+        const float* xr = x + (r0 + q) * ld + c0;
+        // 32 bf16 in memory order (element 2p in a word's low half), each word rotated to put it high
+        const __m512i v =
+            (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(mhi, xr + 16), _mm512_maskz_loadu_ps(mlo, xr));
+        r[q] = _mm512_maskz_ror_epi32(__mmask16(0xFFFF), v, 16);
+      }
+      transpose16x16(r);
+      for (int64_t p = 0; p < npb; ++p) _mm512_mask_storeu_epi32(out + (p0 + p) * ldo + r0, rm, r[p]);
+    }
+  }
+#else
+  (void)x, (void)ld, (void)rows, (void)cols, (void)out, (void)ldo;
+#endif
+}
+
 RELPOS_BF16_TARGET void bf16_col_pair_words_native(const float* x, int64_t ld, int64_t rows, int64_t cols,
                                                    uint32_t* out, int64_t ldo, double* col_sums) {
 #if defined(__x86_64__)

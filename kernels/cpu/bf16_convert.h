@@ -18,6 +18,12 @@ void bf16_pair_words_native(const float* src, int64_t n, uint32_t* out);
 // out[j] = (bf16 of hi[j]) << 16 | (bf16 of lo[j]), j < n; lo == nullptr reads zeros: pairs of two
 // rows (tile_gemm.h, pack_row_pairs). Only where cpu_converts_bf16().
 void bf16_row_pair_words_native(const float* hi, const float* lo, int64_t n, uint32_t* out);
+// out[p ldo + r] = (bf16 of x[r, 2p]) << 16 | (bf16 of x[r, 2p + 1]) for r < rows, p < ceil(cols / 2)
+// (an odd column count's last word has a zero low half): the pair words of each row, stored by
+// column — X^T as the B operand of tile_gemm_pairs (ldb = ldo; the weights W of X W^T, the keys
+// of Q K^T), 16 x 16 blocks of words transposed in registers. Only where cpu_converts_bf16().
+void bf16_pair_words_transposed_native(const float* x, int64_t ld, int64_t rows, int64_t cols, uint32_t* out,
+                                       int64_t ldo);
 // out[i ldo + p] = (bf16 of x[2p, i]) << 16 | (bf16 of x[2p + 1, i]) for i < cols, p < ceil(rows / 2)
 // (x row-major, leading dim ld; an odd row count's last word has a zero low half): the pairs of
 // two rows, stored by column — X^T as the row-major A operand of tile_gemm_pairs (a_rs = ldo,

@@ -628,20 +628,13 @@ const uint32_t* pack_pairs_cols(const float* x, int64_t ld, int64_t rows, int64_
   RELPOS_CHECK(cols % 2 == 0, "pack_pairs_cols: {} columns, expected an even count", cols);
   const int64_t np = cols / 2;
   uint32_t* words = out.get(size_t(rows * np));
-  const bool native = cpu_converts_bf16();
-  constexpr int64_t kR = 16;  // 16 rows at a time: runs of 16 contiguous writes per pair, reads from L1
-  thread_local Scratch<uint32_t> tile;  // the block's rows as words, [kR, np] (native conversion)
+  if (cpu_converts_bf16()) {  // 16 x 16 blocks of words transposed in registers
+    bf16_pair_words_transposed_native(x, ld, rows, cols, words, rows);
+    return words;
+  }
+  constexpr int64_t kR = 16;  // 16 rows at a time: runs of 16 contiguous writes per pair
   for (int64_t r0 = 0; r0 < rows; r0 += kR) {
     const int64_t nr = std::min(kR, rows - r0);
-    if (native) {
-      uint32_t* t = tile.get(size_t(kR * np));
-      for (int64_t rr = 0; rr < nr; ++rr) bf16_pair_words_native(x + (r0 + rr) * ld, cols, t + rr * np);
-      for (int64_t p = 0; p < np; ++p) {
-        uint32_t* o = words + p * rows + r0;
-        for (int64_t rr = 0; rr < nr; ++rr) o[rr] = t[rr * np + p];
-      }
-      continue;
-    }
     for (int64_t p = 0; p < np; ++p) {
       uint32_t* o = words + p * rows + r0;
       const float* xp = x + r0 * ld + 2 * p;

@@ -505,3 +505,30 @@ TEST_CASE(
       }
     }
 }
+
+TEST_CASE("pack_pairs_cols: each row's pair words stored by column, every edge, the scalar words bit for bit",
+          "[kernels][tile_gemm][precision]") {
+  // B = X^T for the pair kernels (the weights of X W^T, the keys and values of a head): on a CPU
+  // with the bf16 conversion, 16 x 16 blocks of words transposed in registers; the same words as
+  // pair_word on the same values (round to nearest even; no subnormal inputs here).
+  uint64_t seed = 171;
+  for (int64_t rows : {1, 5, 16, 17, 40})
+    for (int64_t cols : {2, 6, 30, 32, 34, 66}) {
+      INFO("rows=" << rows << " cols=" << cols);
+      std::mt19937_64 rng(seed++);
+      std::normal_distribution<float> nd(0.0f, 1.0f);
+      const int64_t ld = cols + 3;
+      std::vector<float> x(size_t(rows * ld));
+      for (float& v : x) v = nd(rng);
+      k::cpu::Scratch<uint32_t> s;
+      const uint32_t* w = k::cpu::pack_pairs_cols(x.data(), ld, rows, cols, s);
+      bool ok = true;
+      for (int64_t p = 0; p < cols / 2; ++p)
+        for (int64_t r = 0; r < rows; ++r) {
+          const uint32_t want =
+              uint32_t(bf16_bits(x[size_t(r * ld + 2 * p)])) << 16 | bf16_bits(x[size_t(r * ld + 2 * p + 1)]);
+          ok = ok && w[p * rows + r] == want;
+        }
+      CHECK(ok);
+    }
+}
