@@ -15,6 +15,13 @@ constexpr bool takes_int64(Op op) {
   return op == Op::binary || op == Op::where || op == Op::index_select;
 }
 
+// An on/off environment switch of the kernels (RELPOS_GEMM_PROFILE, RELPOS_OP_PROFILE): off when
+// unset, empty or "0", on for "1", anything else an error naming the variable and its value.
+bool env_switch(const char* name);
+
+// Milliseconds on the steady clock, for the profiles' timings.
+double steady_ms();
+
 }  // namespace relpos::k
 
 namespace relpos::k::cpu {

@@ -52,16 +52,11 @@ class OpProfile {
  public:
   static OpProfile* get() {
     static OpProfile* const p = []() -> OpProfile* {
-      const char* e = std::getenv("RELPOS_OP_PROFILE");
-      if (!e || !*e || std::strcmp(e, "0") == 0) return nullptr;
-      RELPOS_CHECK(std::strcmp(e, "1") == 0, "RELPOS_OP_PROFILE={}: expected 0 or 1", e);
+      if (!env_switch("RELPOS_OP_PROFILE")) return nullptr;
       static OpProfile profile;
       return &profile;
     }();
     return p;
-  }
-  static double now_ms() {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
   }
   void record(Op op, DType dtype, double t0, double t1) {
     std::lock_guard lock(mu_);
@@ -123,11 +118,11 @@ class OpTimer {
     };
     (pick(ts), ...);
     (void)pick;  // (no tensor: an op without tensor inputs)
-    t0_ = OpProfile::now_ms();
+    t0_ = steady_ms();
   }
   ~OpTimer() {
     if (!profile_ || --depth_ > 0) return;
-    profile_->record(op_, dtype_, t0_, OpProfile::now_ms());
+    profile_->record(op_, dtype_, t0_, steady_ms());
   }
   OpTimer(const OpTimer&) = delete;
   OpTimer& operator=(const OpTimer&) = delete;
@@ -143,6 +138,17 @@ class OpTimer {
 thread_local int OpTimer::depth_ = 0;
 
 }  // namespace
+
+bool env_switch(const char* name) {
+  const char* e = std::getenv(name);
+  if (!e || !*e || std::strcmp(e, "0") == 0) return false;
+  RELPOS_CHECK(std::strcmp(e, "1") == 0, "{}={}: expected 0 or 1", name, e);
+  return true;
+}
+
+double steady_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 bool op_profile_on() {
   return OpProfile::get() != nullptr;

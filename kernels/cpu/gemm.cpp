@@ -379,16 +379,11 @@ class GemmProfile {
   // The profile, or nullptr when RELPOS_GEMM_PROFILE is off (read once).
   static GemmProfile* get() {
     static GemmProfile* const p = []() -> GemmProfile* {
-      const char* e = std::getenv("RELPOS_GEMM_PROFILE");
-      if (!e || !*e || std::strcmp(e, "0") == 0) return nullptr;
-      RELPOS_CHECK(std::strcmp(e, "1") == 0, "RELPOS_GEMM_PROFILE={}: expected 0 or 1", e);
+      if (!env_switch("RELPOS_GEMM_PROFILE")) return nullptr;
       static GemmProfile profile;
       return &profile;
     }();
     return p;
-  }
-  static double now_ms() {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
   }
   void record(const char* inputs, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const std::string& epilogue,
               double ms) {
@@ -610,22 +605,22 @@ void gemm_f32(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_t M,
   if (M == 0 || N == 0) return;
   round_output = round_output && inputs != GemmInputs::F32;  // float32 products are not rounded
   GemmProfile* profile = GemmProfile::get();
-  const double t0 = profile ? GemmProfile::now_ms() : 0.0;
+  const double t0 = profile ? steady_ms() : 0.0;
   gemm_f32_run(inputs, round_output, ta, tb, M, N, K, a, lda, b, ldb, c, ldc, ep);
   if (profile)
     profile->record(inputs == GemmInputs::BF16   ? "bf16"
                     : inputs == GemmInputs::FP16 ? "fp16"
                                                  : "f32",
-                    ta, tb, M, N, K, describe_epilogue(round_output, ep), GemmProfile::now_ms() - t0);
+                    ta, tb, M, N, K, describe_epilogue(round_output, ep), steady_ms() - t0);
 }
 
 void gemm_f64(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* a, int64_t lda, const double* b,
               int64_t ldb, double* c, int64_t ldc, const GemmEpilogue<double>& ep) {
   if (M == 0 || N == 0) return;
   GemmProfile* profile = GemmProfile::get();
-  const double t0 = profile ? GemmProfile::now_ms() : 0.0;
+  const double t0 = profile ? steady_ms() : 0.0;
   gemm_f64_run(ta, tb, M, N, K, a, lda, b, ldb, c, ldc, ep);
-  if (profile) profile->record("f64", ta, tb, M, N, K, describe_epilogue(false, ep), GemmProfile::now_ms() - t0);
+  if (profile) profile->record("f64", ta, tb, M, N, K, describe_epilogue(false, ep), steady_ms() - t0);
 }
 
 }  // namespace cpu

@@ -72,6 +72,18 @@ Tensor operand(const Shape& s, bool trans, uint64_t seed, bool bf16) {
   return trans ? t.transpose(0, 1) : t;
 }
 
+// The quickstart trained 2 steps by `relpos train` into a temporary run directory (removed again),
+// with env ("VAR=value ", or "") before the command.
+test::CliRun quickstart_two_steps(const std::string& env, const std::string& dir_name) {
+  const std::string dir = (std::filesystem::temp_directory_path() / dir_name).string();
+  auto run = test::shell_run(env + test::shell_quote(RELPOS_CLI_PATH) +
+                             " train configs/quickstart.yaml --set train.steps=2 --set optim.warmup=0 "
+                             "--set train.eval_every=2 --set output.dir=" +
+                             test::shell_quote(dir));
+  std::filesystem::remove_all(dir);
+  return run;
+}
+
 }  // namespace
 
 TEST_CASE("gemm: float32 products in every layout match float64, K past the 1024 chunk included", "[kernels][gemm]") {
@@ -215,13 +227,7 @@ TEST_CASE("gemm: the path names the bf16 units where the CPU has them, and relpo
 }
 
 TEST_CASE("gemm: RELPOS_GEMM_PROFILE=1 prints every GEMM of a run as one table at exit", "[kernels][gemm][profile]") {
-  const std::string dir = (std::filesystem::temp_directory_path() / "relpos_gemm_profile").string();
-  const std::string train = test::shell_quote(RELPOS_CLI_PATH) +
-                            " train configs/quickstart.yaml --set train.steps=2 --set optim.warmup=0 "
-                            "--set train.eval_every=2 --set output.dir=" +
-                            test::shell_quote(dir);
-  const auto run = test::shell_run("RELPOS_GEMM_PROFILE=1 " + train);
-  std::filesystem::remove_all(dir);
+  const auto run = quickstart_two_steps("RELPOS_GEMM_PROFILE=1 ", "relpos_gemm_profile");
   REQUIRE(run.code == 0);
   INFO(run.out);
   const auto head = run.out.find("relpos GEMM profile (RELPOS_GEMM_PROFILE=1, ");
@@ -257,8 +263,7 @@ TEST_CASE("gemm: RELPOS_GEMM_PROFILE=1 prints every GEMM of a run as one table a
   CHECK(std::abs(row_flop * 1e-9 - gflop) < 0.006);
   CHECK(fc1);
   // Off by default; any value but 0 or 1 is named.
-  const auto off = test::shell_run(train);
-  std::filesystem::remove_all(dir);
+  const auto off = quickstart_two_steps("", "relpos_gemm_profile");
   CHECK(off.code == 0);
   CHECK(off.out.find("GEMM profile") == std::string::npos);
   const auto bad = test::shell_run("RELPOS_GEMM_PROFILE=yes " + test::shell_quote(RELPOS_CLI_PATH) + " info");
@@ -268,13 +273,7 @@ TEST_CASE("gemm: RELPOS_GEMM_PROFILE=1 prints every GEMM of a run as one table a
 
 TEST_CASE("ops: RELPOS_OP_PROFILE=1 prints every op of a run as one table at exit, with the time outside ops",
           "[kernels][profile]") {
-  const std::string dir = (std::filesystem::temp_directory_path() / "relpos_op_profile").string();
-  const std::string train = test::shell_quote(RELPOS_CLI_PATH) +
-                            " train configs/quickstart.yaml --set train.steps=2 --set optim.warmup=0 "
-                            "--set train.eval_every=2 --set output.dir=" +
-                            test::shell_quote(dir);
-  const auto run = test::shell_run("RELPOS_OP_PROFILE=1 " + train);
-  std::filesystem::remove_all(dir);
+  const auto run = quickstart_two_steps("RELPOS_OP_PROFILE=1 ", "relpos_op_profile");
   REQUIRE(run.code == 0);
   INFO(run.out);
   const auto head = run.out.find("relpos op profile (RELPOS_OP_PROFILE=1): ");
@@ -315,8 +314,7 @@ TEST_CASE("ops: RELPOS_OP_PROFILE=1 prints every op of a run as one table at exi
   CHECK(fc1);
   CHECK(adam);
   // Off by default; relpos info says which; any value but 0 or 1 is named.
-  const auto off = test::shell_run(train);
-  std::filesystem::remove_all(dir);
+  const auto off = quickstart_two_steps("", "relpos_op_profile");
   CHECK(off.code == 0);
   CHECK(off.out.find("op profile") == std::string::npos);
   CHECK(test::cli_run("info").out.find("op profile:   off") != std::string::npos);
