@@ -21,7 +21,11 @@
 //     run on another thread (sweep --jobs trains points on several threads of one process)
 //     computed wrong results (tests/kernels/test_gemm.cpp, two threads at once);
 //   - bf16 operands are packed from their float32 storage (round to nearest even, exact for the
-//     bf16-valued floats autocast produces) into per-thread buffers.
+//     bf16-valued floats autocast produces) into per-thread buffers;
+//   - on a CPU with AMX (the tile ISA amxbf16) the bf16 products skip oneDNN: the operands are
+//     packed straight into AMX's pair layout and multiplied on relpos's AMX pair kernel
+//     (kernels/cpu/tile_gemm.h), by blocks of rows (pairs_rows_product) or, for the weight
+//     gradients, by K chunks (onednn_product) — the same instruction order, the same bits.
 #include "kernels/cpu/gemm.h"
 
 #include <cblas.h>
