@@ -9,6 +9,7 @@
 namespace relpos {
 
 enum class DType : uint8_t { F32, F64, I64 };
+inline constexpr size_t kDTypeCount = size_t(DType::I64) + 1;  // the members above; keep with them
 enum class Device : uint8_t { CPU, CUDA };
 
 constexpr size_t dtype_size(DType t) { return t == DType::F32 ? 4 : 8; }

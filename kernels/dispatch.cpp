@@ -95,7 +95,7 @@ class OpProfile {
   }
 
  private:
-  static constexpr size_t kDTypes = 3;  // core/dtype.h: F32, F64, I64
+  static constexpr size_t kDTypes = kDTypeCount;
   struct Row {
     int64_t calls = 0;
     double ms = 0;
