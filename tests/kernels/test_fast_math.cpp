@@ -1,7 +1,10 @@
 // The vectorisable float32 exp (softmax, attention), GELU (erf form) and tanh, against libm in float64.
+#include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "kernels/cpu/fast_math.h"
 
@@ -48,6 +51,49 @@ TEST_CASE("fast gelu_erf_f32 and its derivative are within 1e-6 of the float64 f
   CHECK(relpos::k::fast::gelu_erf_f32(std::numeric_limits<float>::infinity()) == std::numeric_limits<float>::infinity());
   CHECK(relpos::k::fast::gelu_erf_f32(-30.0f) == 0.0f);
   CHECK(relpos::k::fast::gelu_erf_grad_f32(30.0f) == 1.0f);
+}
+
+// gelu_erf_run (the GELU of k::unary and of the GEMM's epilogue: 16 lanes in AVX-512 where the CPU
+// has it) gives the scalar functions' bits: a sweep, the special values, random bit patterns (the
+// whole float range; NaN compared as NaN), in place and into separate outputs, each output alone,
+// lengths that end in a masked tail, and nothing written past n.
+TEST_CASE("fast gelu_erf_run gives gelu_erf_f32's and gelu_erf_grad_f32's bits, in place, any length", "[kernels]") {
+  std::vector<float> x;
+  for (double v = -20.0; v <= 20.0; v += 0.000613) x.push_back(float(v));
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-45f, -1e-45f, -16.0f, 16.0f, -13.2f, -13.21f, -13.3f, -200.0f, inf,
+                  -inf, std::numeric_limits<float>::quiet_NaN(), 3.4e38f, -3.4e38f})
+    x.push_back(v);
+  uint32_t state = 12345;
+  for (int i = 0; i < (1 << 20); ++i) {
+    state = state * 1664525u + 1013904223u;
+    x.push_back(std::bit_cast<float>(state));
+  }
+  const auto same = [](float a, float b) {
+    return (std::isnan(a) && std::isnan(b)) || std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b);
+  };
+  for (const size_t n : {x.size(), size_t(1), size_t(15), size_t(16), size_t(17), size_t(100)}) {
+    const float guard = 1234.5f;
+    std::vector<float> y(n + 1, guard), dy(n + 1, guard), y_only(n + 1, guard), dy_only(n + 1, guard);
+    std::vector<float> in_place(x.begin(), x.begin() + std::ptrdiff_t(n));
+    relpos::k::fast::gelu_erf_run(x.data(), y.data(), dy.data(), int64_t(n));
+    relpos::k::fast::gelu_erf_run(x.data(), y_only.data(), nullptr, int64_t(n));
+    relpos::k::fast::gelu_erf_run(x.data(), nullptr, dy_only.data(), int64_t(n));
+    relpos::k::fast::gelu_erf_run(in_place.data(), in_place.data(), nullptr, int64_t(n));
+    size_t bad = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const float want = relpos::k::fast::gelu_erf_f32(x[i]), want_g = relpos::k::fast::gelu_erf_grad_f32(x[i]);
+      if (!same(y[i], want) || !same(y_only[i], want) || !same(in_place[i], want) || !same(dy[i], want_g) ||
+          !same(dy_only[i], want_g)) {
+        if (++bad <= 5)
+          UNSCOPED_INFO("x = " << x[i] << ": gelu " << y[i] << " vs " << want << ", gelu' " << dy[i] << " vs "
+                               << want_g);
+      }
+    }
+    INFO("n = " << n);
+    CHECK(bad == 0);
+    CHECK((y[n] == guard && dy[n] == guard && y_only[n] == guard && dy_only[n] == guard));
+  }
 }
 
 TEST_CASE("fast tanh_f32 is within 4e-7 relative of std::tanh, odd, +-1 in the tails, NaN for NaN", "[kernels]") {
