@@ -8,12 +8,13 @@
 #      (bf16_vs_fp32.md);
 #   3. with OLD_BIN set (a relpos_bench_train built at the session's start): OLD_BIN against
 #      build/relpos_bench_train, three alternating runs per cell, PE none (ab.md);
-#   4. the ops: relpos_bench_ops (GEMMs at the models' shapes: the roofline's peak; attention)
-#      and torch_ops.py's attention (ops.jsonl, ops_torch.jsonl).
+#   4. the ops: relpos_bench_ops (GEMMs at the models' shapes and square ones; attention) and
+#      torch_ops.py's attention and GEMMs (ops.jsonl, ops_torch.jsonl): the roofline's peaks;
+#   5. the roofline line from 1 and 4 (bench/roofline.py: roofline.md).
 # Summarise 1: python3 bench/summarise_rounds.py fp32|bf16 OUT_DIR. Two builds alone, in more
 # runs: bench/compare_commits.sh.
 set -u
-[[ $# -eq 1 ]] || { sed -n '2,15p' "$0"; exit 2; }
+[[ $# -eq 1 ]] || { sed -n '2,16p' "$0"; exit 2; }
 mkdir -p "$1"
 D=$(cd "$1" && pwd)
 cd "$(dirname "$0")/.."
@@ -63,5 +64,9 @@ if [ -n "${OLD_BIN:-}" ]; then
   } > "$D/ab.md"
 fi
 build/relpos_bench_ops --threads 2 > "$D/ops.jsonl" 2>&1
-bench/.venv-torch2/bin/python bench/torch_ops.py --threads 2 --filter attention > "$D/ops_torch.jsonl" 2>&1
+{
+  bench/.venv-torch2/bin/python bench/torch_ops.py --threads 2 --filter attention
+  bench/.venv-torch2/bin/python bench/torch_ops.py --threads 2 --filter matmul | grep -v '"meta"'
+} > "$D/ops_torch.jsonl" 2>&1
+python3 bench/roofline.py "$D" > "$D/roofline.md" 2>&1
 echo done > "$D/run.done"
