@@ -75,12 +75,17 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
 // gelu_tanh, silu): the activation is applied in the GEMM's epilogue, which also saves act'
 // for the backward (k::matmul_act) — the same values as the two nodes, without their passes.
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias, k::Unary act);
+// residual + linear(x, weight, bias) as one node (a residual connection around a linear layer):
+// residual (the output's shape) is added in the GEMM's epilogue (k::matmul_add) — the values of
+// the two nodes, without the add's pass; its gradient is the output's.
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias, const Variable& residual);
 // A two-layer MLP as one node: linear(linear(x, w1, b1, act), w2, b2) with x [..., D], w1 [F, D],
 // w2 [D', F], biases [F] / [D'] or undefined. The same values forward and backward as the two
 // nodes; the backward multiplies g W2 by act' in that GEMM's epilogue (k::matmul_mul) instead of
-// in a pass of its own.
+// in a pass of its own. With a residual (the output's shape; undefined: none) it is added in the
+// second GEMM's epilogue: residual + mlp(...), as linear's residual above.
 Variable mlp(const Variable& x, const Variable& w1, const Variable& b1, const Variable& w2, const Variable& b2,
-             k::Unary act);
+             k::Unary act, const Variable& residual = Variable());
 
 // ---- softmax family / normalisation / loss ----
 Variable softmax(const Variable& x, int64_t dim);

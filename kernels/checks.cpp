@@ -86,6 +86,20 @@ void matmul_mul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_
                shape_str(m.shape()));
 }
 
+void matmul_add(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& bias,
+                const Tensor& r) {
+  check::matmul(a, b, inputs, round_output, bias);
+  floating(a.dtype(), "matmul_add");
+  RELPOS_CHECK(r.defined(), "matmul_add: the addend is undefined");
+  check_same_dtype_device(a, r, "matmul_add (addend)");
+  Shape ab(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+  Shape out = broadcast_shapes(ab, bb, "matmul_add (batch dims)");
+  out.push_back(a.size(-2));
+  out.push_back(b.size(-1));
+  RELPOS_CHECK(r.shape() == out, "matmul_add: the addend must be {} (the product's shape), got {}", shape_str(out),
+               shape_str(r.shape()));
+}
+
 void matmul_sums(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output) {
   check_defined(a, "matmul_sums", "a");
   check_defined(b, "matmul_sums", "b");

@@ -145,6 +145,12 @@ MatmulActOut matmul_act(const Tensor& a, const Tensor& b, GemmInputs inputs, boo
 // a linear layer through the activation of the layer before it: g_pre = (g W) act'(pre)
 // (autograd's mlp).
 Tensor matmul_mul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& m);
+// matmul(a, b, inputs, round_output, bias) plus r (the result's shape and dtype), added last in
+// float32: the values of k::add(matmul(a, b, inputs, round_output, bias), r) without the pass over
+// memory (the CPU adds each block of rows while it is in cache). A residual connection around a
+// linear layer: x + (h W^T + b) (autograd's linear and mlp with a residual).
+Tensor matmul_add(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& bias,
+                  const Tensor& r);
 struct MatmulSumsOut {
   Tensor y;       // matmul(a, b, inputs, round_output)
   Tensor a_sums;  // [M]: a summed along its last dim (K)

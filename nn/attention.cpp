@@ -160,7 +160,7 @@ Variable MultiHeadAttention::forward(const AttentionInput& in, const AttentionSi
     kp = in.key_padding.to(h.q.device()).to(h.q.dtype()).view({h.B, 1, 1, h.Lk});
   }
   const Variable o = use_fused(p, fusable) ? fused(h, p, in, sinks) : reference(h, p, kp, sinks);  // [B, H, Lq, dh]
-  return o_proj_->forward(reshape(transpose(o, 1, 2), {h.B, h.Lq, cfg_.d_model}));
+  return o_proj_->forward(reshape(transpose(o, 1, 2), {h.B, h.Lq, cfg_.d_model}), in.residual);
 }
 
 // k::attention, with dropout on P drawn inside it (the draws dropout_mask would make for P

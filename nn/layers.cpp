@@ -48,13 +48,13 @@ MLP::MLP(int64_t d_model, int64_t d_ff, double dropout, Generator& gen, DType dt
   fc2_ = register_module("fc2", std::make_shared<Linear>(d_ff, d_model, true, gen, dtype));
 }
 
-Variable MLP::forward(const Variable& x, Generator* gen) const {
+Variable MLP::forward(const Variable& x, Generator* gen, const Variable& residual) const {
   // No dropout between the layers: one node (autograd mlp), whose backward multiplies by gelu' in
   // a GEMM's epilogue.
   if (!dropout_applies(dropout_, is_training(), gen))
-    return mlp(x, fc1_->weight(), fc1_->bias(), fc2_->weight(), fc2_->bias(), k::Unary::GeluErf);
+    return mlp(x, fc1_->weight(), fc1_->bias(), fc2_->weight(), fc2_->bias(), k::Unary::GeluErf, residual);
   Variable h = fc1_->forward(x, k::Unary::GeluErf);  // gelu in fc1's GEMM epilogue
-  return fc2_->forward(apply_dropout(h, dropout_, is_training(), gen));
+  return fc2_->forward(apply_dropout(h, dropout_, is_training(), gen), residual);
 }
 
 }  // namespace relpos::nn

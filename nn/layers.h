@@ -78,7 +78,9 @@ class Dropout : public Module {
 class MLP : public Module {
  public:
   MLP(int64_t d_model, int64_t d_ff, double dropout, Generator& gen, DType dtype = DType::F32);
-  Variable forward(const Variable& x, Generator* gen) const;
+  // residual (x's shape; undefined: none) is added to the output: in fc2's GEMM epilogue where
+  // there is no dropout between the layers (autograd mlp), else as an add.
+  Variable forward(const Variable& x, Generator* gen, const Variable& residual = Variable()) const;
 
  private:
   std::shared_ptr<Linear> fc1_, fc2_;

@@ -18,6 +18,10 @@ Variable Linear::forward(const Variable& x) const {
   return linear(x, weight_, bias_);
 }
 
+Variable Linear::forward(const Variable& x, const Variable& residual) const {
+  return residual.defined() ? linear(x, weight_, bias_, residual) : linear(x, weight_, bias_);
+}
+
 Variable Linear::forward(const Variable& x, k::Unary act) const {
   return linear(x, weight_, bias_, act);
 }

@@ -14,6 +14,9 @@ class Linear : public Module {
   Variable forward(const Variable& x) const;
   // act(forward(x)) as one node, act in the GEMM's epilogue (autograd linear with an activation).
   Variable forward(const Variable& x, k::Unary act) const;
+  // residual + forward(x) as one node, the add in the GEMM's epilogue (autograd linear with a
+  // residual); an undefined residual: forward(x).
+  Variable forward(const Variable& x, const Variable& residual) const;
   const Variable& weight() const { return weight_; }
   const Variable& bias() const { return bias_; }
 

@@ -37,7 +37,8 @@ Variable TransformerBlock::forward(const Variable& x, bool causal, const Tensor&
   const Tensor mem = state ? state->memory : Tensor();
   // h: this segment's attention input (after norm1 in pre-LN). Memory goes through the same
   // norm, so its keys/values are those the layer would compute for the positions themselves.
-  auto self_attn = [&](const Variable& h) {
+  // residual: added to the attention's output in its output projection (undefined: none).
+  auto self_attn = [&](const Variable& h, const Variable& residual) {
     if (!mem.defined())
       return attn_->forward({.xq = h,
                              .xkv = h,
@@ -45,7 +46,8 @@ Variable TransformerBlock::forward(const Variable& x, bool causal, const Tensor&
                              .key_padding = padding,
                              .q_offset = offset,
                              .k_offset = offset,
-                             .position_index = position_index},
+                             .position_index = position_index,
+                             .residual = residual},
                             {.cache = cache, .gen = gen, .stats = stats});
     RELPOS_CHECK(cache->length() == 0, "block: segment memory cannot be combined with a KV cache");
     RELPOS_CHECK(mem.dim() == 3 && mem.size(0) == h.size(0) && mem.size(2) == h.size(2),
@@ -62,31 +64,33 @@ Variable TransformerBlock::forward(const Variable& x, bool causal, const Tensor&
                            .key_padding = kp,
                            .q_offset = offset,
                            .k_offset = offset - M,
-                           .position_index = position_index},
+                           .position_index = position_index,
+                           .residual = residual},
                           {.gen = gen, .stats = stats});
+  };
+  // h + dropout(sublayer(input)): without dropout the add is the sublayer's last GEMM's epilogue
+  // (sublayer(input, h); the same values, one pass over [B, L, D] fewer), else an add.
+  const bool fuse = !dropout_applies(cfg_.dropout, train, gen);
+  const auto residual = [&](const Variable& h, const auto& sublayer, const Variable& input) -> Variable {
+    if (fuse) return sublayer(input, h);
+    return h + apply_dropout(sublayer(input, Variable()), cfg_.dropout, train, gen);
   };
   Variable h = x;
   if (pre) {
-    h = h + apply_dropout(self_attn(norm1_->forward(h)), cfg_.dropout, train, gen);
+    h = residual(h, self_attn, norm1_->forward(h));
   } else {
-    h = norm1_->forward(h + apply_dropout(self_attn(h), cfg_.dropout, train, gen));
+    h = norm1_->forward(residual(h, self_attn, h));
   }
   if (cross_) {
     RELPOS_CHECK(memory.defined(), "decoder block with cross-attention needs the encoder output");
-    if (pre) {
-      Variable q = norm_c_->forward(h);
-      h = h + apply_dropout(cross_->forward({.xq = q, .xkv = memory, .key_padding = memory_padding, .q_offset = offset},
-                                            {.gen = gen}),
-                            cfg_.dropout, train, gen);
-    } else {
-      h = norm_c_->forward(
-          h + apply_dropout(cross_->forward({.xq = h, .xkv = memory, .key_padding = memory_padding, .q_offset = offset},
-                                            {.gen = gen}),
-                            cfg_.dropout, train, gen));
-    }
+    const auto cross = [&](const Variable& q, const Variable& r) {
+      return cross_->forward({.xq = q, .xkv = memory, .key_padding = memory_padding, .q_offset = offset, .residual = r},
+                             {.gen = gen});
+    };
+    h = pre ? residual(h, cross, norm_c_->forward(h)) : norm_c_->forward(residual(h, cross, h));
   }
-  Variable out = pre ? h + apply_dropout(mlp_->forward(norm2_->forward(h), gen), cfg_.dropout, train, gen)
-                     : norm2_->forward(h + apply_dropout(mlp_->forward(h, gen), cfg_.dropout, train, gen));
+  const auto mlp = [&](const Variable& in, const Variable& r) { return mlp_->forward(in, gen, r); };
+  Variable out = pre ? residual(h, mlp, norm2_->forward(h)) : norm2_->forward(residual(h, mlp, h));
   if (stats) monitor_output(out.data(), *stats);
   return out;
 }

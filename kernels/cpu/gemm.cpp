@@ -332,12 +332,13 @@ const float* round_copy(GemmInputs inputs, const float* src, int64_t rows, int64
 // row goes through every step while it is in L1; three passes, each its own parallel region, took
 // 1.9 ms a call on the small model's bf16 fc1, 2048 x 1024): rounded to bf16 / fp16 when
 // round_output, then bias added, then the activation, act' first into g (leading dim ldg) when g
-// is set, then the product with m (leading dim ldg) when set — the same per-element functions, in
-// the same order, as k::unary, k::add and k::mul (kernels/cpu/unary_value.h).
+// is set, then the product with m (leading dim ldg) when set, then the addend r (leading dim ldg)
+// when set — the same per-element functions, in the same order, as k::unary, k::add and k::mul
+// (kernels/cpu/unary_value.h).
 template <typename T>
 void finish_rows(GemmInputs inputs, bool round_output, T* c, int64_t rows, int64_t cols, int64_t ld,
-                 const cpu::GemmEpilogue<T>& ep, T* g, int64_t ldg, const T* m) {
-  const auto row_epilogue = [&]<bool Act, Unary A>(T* cr, T* gr, const T* mr) {
+                 const cpu::GemmEpilogue<T>& ep, T* g, int64_t ldg, const T* m, const T* r) {
+  const auto row_epilogue = [&]<bool Act, Unary A>(T* cr, T* gr, const T* mr, const T* rr) {
     if constexpr (std::is_same_v<T, float>)
       if (round_output) round_block(inputs == GemmInputs::BF16, cr, ld, cr, ld, 1, cols);
     if (const T* bias = ep.bias) {
@@ -359,11 +360,16 @@ void finish_rows(GemmInputs inputs, bool round_output, T* c, int64_t rows, int64
 #pragma omp simd
       for (int64_t j = 0; j < cols; ++j) cr[j] *= mr[j];
     }
+    if (rr) {
+#pragma omp simd
+      for (int64_t j = 0; j < cols; ++j) cr[j] += rr[j];
+    }
   };
   const auto run = [&]<bool Act, Unary A>() {
 #pragma omp parallel for schedule(static) if (rows * cols >= (int64_t(1) << 14))
-    for (int64_t r = 0; r < rows; ++r)
-      row_epilogue.template operator()<Act, A>(c + r * ld, g ? g + r * ldg : nullptr, m ? m + r * ldg : nullptr);
+    for (int64_t i = 0; i < rows; ++i)
+      row_epilogue.template operator()<Act, A>(c + i * ld, g ? g + i * ldg : nullptr, m ? m + i * ldg : nullptr,
+                                               r ? r + i * ldg : nullptr);
   };
   if (!ep.has_act) return run.template operator()<false, Unary::Neg>();  // (A unused)
   cpu::visit_unary(ep.act, [&]<Unary A>() {
@@ -436,6 +442,7 @@ std::string describe_epilogue(bool round_output, const cpu::GemmEpilogue<T>& ep)
   if (ep.bias) add("bias");
   if (ep.has_act) add(ep.act_grad ? "act+grad" : "act");
   if (ep.mul) add("mul");
+  if (ep.add) add("add");
   if (ep.a_sums) add("sums");
   return s.empty() ? "-" : s;
 }
@@ -502,14 +509,14 @@ void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_
   // C in blocks of rows (A's rows i0 .. i0+rows-1: row i0 of A, or column i0 when A is stored
   // transposed), each block rounded and given its bias right after its product while it is in
   // cache (the epilogue).
-  const bool epilogue = round_output || ep.bias != nullptr || ep.has_act || ep.mul != nullptr;
+  const bool epilogue = round_output || ep.bias != nullptr || ep.has_act || ep.mul != nullptr || ep.add != nullptr;
   const auto block_rows = [&](int64_t bytes) {
     return epilogue ? std::min(M, std::max<int64_t>(64, bytes / (4 * N))) : M;
   };
   const auto a_rows = [ta](const auto* p, int64_t i0, int64_t ld) { return ta ? p + i0 : p + i0 * ld; };
   const auto finish = [&](int64_t i0, int64_t rows) {
     finish_rows(inputs, round_output, c + i0 * ldc, rows, N, ldc, ep, ep.act_grad ? ep.act_grad + i0 * ep.ldg : nullptr,
-                ep.ldg, ep.mul ? ep.mul + i0 * ep.ldg : nullptr);
+                ep.ldg, ep.mul ? ep.mul + i0 * ep.ldg : nullptr, ep.add ? ep.add + i0 * ep.ldg : nullptr);
   };
 #if RELPOS_WITH_DNNL
   const bool onednn_path = requested_provider() == Provider::OneDNN && K > 0;
@@ -555,7 +562,8 @@ void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_
 #if RELPOS_WITH_DNNL
   // A float32 product whose epilogue is only its bias: oneDNN adds it in its kernel, one call for
   // all of C (no blocks, no second pass; the same values).
-  if (onednn_path && inputs == GemmInputs::F32 && !round_output && !ep.has_act && !ep.mul && ep.bias && K <= kMaxK) {
+  if (onednn_path && inputs == GemmInputs::F32 && !round_output && !ep.has_act && !ep.mul && !ep.add && ep.bias &&
+      K <= kMaxK) {
     onednn_call(false, ta, tb, M, N, K, a, lda, b, ldb, c, ldc, ep.bias);
     return;
   }
@@ -583,8 +591,8 @@ void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_
   // its epilogue. The blocks are the same at every thread count, and so are the bits
   // (tests/kernels/test_gemm.cpp). Measured on the small model's fc1, 2048 x 1024 x 256, 2
   // threads: 4.05 -> 3.55 ms a call.
-  if (onednn_path && inputs == GemmInputs::F32 && !round_output && (ep.has_act || ep.mul) && K <= kMaxK && M > block &&
-      !omp_in_parallel()) {
+  if (onednn_path && inputs == GemmInputs::F32 && !round_output && (ep.has_act || ep.mul || ep.add) && K <= kMaxK &&
+      M > block && !omp_in_parallel()) {
 #pragma omp parallel for schedule(static)
     for (int64_t i0 = 0; i0 < M; i0 += block) f32_block(i0);
     return;
@@ -598,8 +606,8 @@ void gemm_f64_run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const doubl
   ensure_blas_core();
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
               1.0, a, int(lda), b, int(ldb), 0.0, c, int(ldc));
-  if (ep.bias || ep.has_act || ep.mul)
-    finish_rows(GemmInputs::F32, false, c, M, N, ldc, ep, ep.act_grad, ep.ldg, ep.mul);
+  if (ep.bias || ep.has_act || ep.mul || ep.add)
+    finish_rows(GemmInputs::F32, false, c, M, N, ldc, ep, ep.act_grad, ep.ldg, ep.mul, ep.add);
   if (ep.a_sums) sum_a_rows(ta, a, lda, M, K, ep.a_sums);
 }
 

@@ -22,6 +22,8 @@
 //                          values of k::unary / k::unary(derivative_of(act)) on pre.
 //   epilogue.mul ([M, N], leading dim ldg; nullptr = none): C is multiplied by it elementwise,
 //                          last, in the same blocks (k::matmul_mul).
+//   epilogue.add ([M, N], leading dim ldg; nullptr = none): added to C elementwise, last, in the
+//                          same blocks (k::matmul_add: a residual around a linear layer).
 //   epilogue.a_sums ([M], nullptr = none): the sums of op(A)'s rows along K, of A's float32
 //                          values (not rounded to 16 bits), accumulated in float64 and rounded
 //                          once; on the oneDNN path each K chunk's part is summed by the thread
@@ -61,6 +63,7 @@ struct GemmEpilogue {
   // Not a step on C but a by-product of reading A: a_sums[m] = the sum of op(A)'s row m along K
   // ([M]; nullptr = none) — a linear layer's bias gradient beside its weight gradient (k::matmul_sums).
   T* a_sums = nullptr;
+  const T* add = nullptr;  // [M, N] with leading dim ldg (C's), or nullptr: C += add last (a residual)
 };
 
 void gemm_f32(GemmInputs inputs, bool round_output, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,

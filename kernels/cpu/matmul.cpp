@@ -42,6 +42,7 @@ struct Epilogue {
   bool want_grad = false;
   Tensor act_grad;
   Tensor mul;  // the output's shape, contiguous: C *= mul after everything else
+  Tensor add;  // the output's shape, contiguous: C += add after everything else (matmul_add)
   bool want_sums = false;  // (2-D products only) a's sums along K, made by the GEMM into a_sums
   Tensor a_sums;
 };
@@ -55,7 +56,8 @@ void gemm(GemmInputs inputs, bool round_output, MatLayout la, MatLayout lb, int6
                     ep.act_grad.defined() ? ep.act_grad.data<T>() + c_offset : nullptr,
                     ldc,
                     ep.mul.defined() ? ep.mul.data<T>() + c_offset : nullptr,
-                    ep.a_sums.defined() ? ep.a_sums.data<T>() : nullptr};
+                    ep.a_sums.defined() ? ep.a_sums.data<T>() : nullptr,
+                    ep.add.defined() ? ep.add.data<T>() + c_offset : nullptr};
   if constexpr (std::is_same_v<T, float>)
     gemm_f32(inputs, round_output, la.trans, lb.trans, M, N, K, a, la.ld, b, lb.ld, c, ldc, e);
   else
@@ -82,9 +84,10 @@ MatmulOut matmul_with(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs,
     else
       ep.a_sums = Tensor::empty({M}, a_in.dtype());
   }
-  if (K == 0) {  // empty sum: zeros, plus the bias, then the activation or the multiplier
+  if (K == 0) {  // empty sum: zeros, plus the bias, then the activation, the multiplier or the addend
     Tensor z = Tensor::zeros(out_shape, a_in.dtype());
     if (ep.bias.defined() && z.numel() > 0) z = cpu::binary(Binary::Add, z, ep.bias);
+    if (ep.add.defined() && z.numel() > 0) return {cpu::binary(Binary::Add, z, ep.add), ep.act_grad, ep.a_sums};
     if (ep.mul.defined() && z.numel() > 0) return {cpu::binary(Binary::Mul, z, ep.mul), ep.act_grad, ep.a_sums};
     if (!ep.has_act || z.numel() == 0) return {z, ep.act_grad, ep.a_sums};
     if (ep.want_grad) ep.act_grad = cpu::unary(derivative_of(ep.act), z, 0.0, 0.0);
@@ -94,6 +97,7 @@ MatmulOut matmul_with(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs,
   if (out.numel() == 0) return {out, ep.act_grad, ep.a_sums};
   if (ep.bias.defined()) ep.bias = ep.bias.contiguous();
   if (ep.mul.defined()) ep.mul = ep.mul.contiguous();
+  if (ep.add.defined()) ep.add = ep.add.contiguous();
 
   Tensor a = a_in, b = b_in;
   MatLayout la{}, lb{};
@@ -148,6 +152,13 @@ MatmulActOut matmul_act(const Tensor& a, const Tensor& b, GemmInputs inputs, boo
 
 Tensor matmul_mul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& m) {
   return matmul_with(a, b, inputs, round_output, {Tensor(), false, Unary::Relu, false, Tensor(), m}).y;
+}
+
+Tensor matmul_add(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& bias,
+                  const Tensor& r) {
+  Epilogue ep;
+  ep.bias = bias, ep.add = r;
+  return matmul_with(a, b, inputs, round_output, ep).y;
 }
 
 MatmulSumsOut matmul_sums(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output) {

@@ -156,6 +156,13 @@ Tensor matmul_mul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool roun
   return cuda::binary(Binary::Mul, cuda::matmul(a, b, inputs, round_output, Tensor()), m);
 }
 
+// The addend as an elementwise kernel on matmul's result (the CPU adds it to each block of rows
+// while it is in cache).
+Tensor matmul_add(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& bias,
+                  const Tensor& r) {
+  return cuda::binary(Binary::Add, cuda::matmul(a, b, inputs, round_output, bias), r);
+}
+
 // The sums as the reduction kernel over a's last dim (the CPU sums each K chunk of a while it is in
 // cache).
 MatmulSumsOut matmul_sums(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output) {

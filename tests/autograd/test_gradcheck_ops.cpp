@@ -411,6 +411,28 @@ TEST_CASE("gradcheck: mlp (two linear layers and an activation as one node), bat
                     {transposed_leaf(3, 4, 185), transposed_leaf(6, 4, 186), transposed_leaf(5, 6, 187)});
 }
 
+TEST_CASE("gradcheck: linear and mlp with a residual added in the GEMM's epilogue, batched and strided",
+          "[gradcheck]") {
+  require_gradcheck("linear [2,3,4] W[5,4] b[5] + r[2,3,5]", [](Inputs v) { return linear(v[0], v[1], v[2], v[3]); },
+                    {rand_var({2, 3, 4}, 195), rand_var({5, 4}, 196), rand_var({5}, 197), rand_var({2, 3, 5}, 198)});
+  require_gradcheck("linear, no bias, transposed leaves + a transposed residual",
+                    [](Inputs v) { return linear(v[0], v[1], Variable(), v[2]); },
+                    {transposed_leaf(3, 4, 199), transposed_leaf(5, 4, 200), transposed_leaf(3, 5, 201)});
+  require_gradcheck("mlp [2,3,4] W1[6,4] b1[6] W2[5,6] b2[5] + r[2,3,5]",
+                    [](Inputs v) { return mlp(v[0], v[1], v[2], v[3], v[4], k::Unary::GeluErf, v[5]); },
+                    {rand_var({2, 3, 4}, 202), rand_var({6, 4}, 203), rand_var({6}, 204), rand_var({5, 6}, 205),
+                     rand_var({5}, 206), rand_var({2, 3, 5}, 207)});
+  // A frozen residual: no gradient asked for it, the others' still right.
+  const Variable r = rand_var({3, 5}, 208, -1.0, 1.0, /*requires_grad=*/false);
+  require_gradcheck("linear [3,4] W[5,4] b[5] + frozen r", [r](Inputs v) { return linear(v[0], v[1], v[2], r); },
+                    {rand_var({3, 4}, 209), rand_var({5, 4}, 210), rand_var({5}, 211)});
+  CHECK_THROWS_WITH(linear(rand_var({3, 4}, 212), rand_var({5, 4}, 213), Variable(), rand_var({3, 4}, 214)),
+                    Catch::Contains("linear: the residual must be [3, 5]") && Catch::Contains("[3, 4]"));
+  CHECK_THROWS_WITH(mlp(rand_var({3, 4}, 215), rand_var({6, 4}, 216), Variable(), rand_var({5, 6}, 217), Variable(),
+                        k::Unary::GeluErf, rand_var({5}, 218)),
+                    Catch::Contains("mlp: the residual must be [3, 5]"));
+}
+
 TEST_CASE("gradcheck: matmul with transposed, permuted and narrowed operands", "[gradcheck]") {
   require_gradcheck("matmul transposed views",
                     [](Inputs v) { return matmul(transpose(v[0], 0, 1), transpose(v[1], 0, 1)); },

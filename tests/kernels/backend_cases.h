@@ -473,6 +473,24 @@ inline void add_matmul(std::vector<OpCase>& cs) {
                 mmul});
   cs.back().rtol32 = 1e-4, cs.back().atol32 = 1e-5;
   cs.push_back({"matmul_mul (K = 0)", "matmul_mul", {in({3, 0}), in({0, 4}), in({3, 4})}, mmul});
+  // The addend epilogue (a residual around a linear layer).
+  const RunFn madd = [](const std::vector<Tensor>& x, Device) {
+    return std::vector<Tensor>{k::matmul_add(x[0], x[1], k::GemmInputs::F32, false, x[2], x[3])};
+  };
+  cs.push_back({"matmul_add [2, 3, 4] @ [4, 5] + bias + [2, 3, 5]",
+                "matmul_add",
+                {in({2, 3, 4}), in({4, 5}), in({5}), in({2, 3, 5})},
+                madd});
+  cs.back().rtol32 = 1e-4, cs.back().atol32 = 1e-5;
+  cs.back().grad = [](const std::vector<Variable>& v) { return linear(v[0], transpose(v[1], 0, 1), v[2], v[3]); };
+  cs.push_back({"matmul_add b transposed, batched, addend strided, no bias",
+                "matmul_add",
+                {in({2, 3, 17}), in({2, 17, 5}, Layout::Transposed), in({2, 3, 5}, Layout::Strided)},
+                [](const std::vector<Tensor>& x, Device) {
+                  return std::vector<Tensor>{k::matmul_add(x[0], x[1], k::GemmInputs::F32, false, Tensor(), x[2])};
+                }});
+  cs.back().rtol32 = 1e-4, cs.back().atol32 = 1e-5;
+  cs.push_back({"matmul_add (K = 0)", "matmul_add", {in({3, 0}), in({0, 4}), in({4}), in({3, 4})}, madd});
   // The product and a's sums along K (a linear layer's dW = g^T x and db): a transposed with K past
   // the CPU's 1024 chunk, a row-major, and the empty cases.
   const RunFn msum = [](const std::vector<Tensor>& x, Device) {

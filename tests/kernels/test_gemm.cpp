@@ -524,6 +524,43 @@ TEST_CASE("gemm: the multiplier epilogue (matmul_mul) is k::mul of the product i
                     Catch::Contains("multiplier must be [5, 4]") && Catch::Contains("[5, 5]"));
 }
 
+TEST_CASE("gemm: the addend epilogue (matmul_add) is k::add of the biased product in every block, after the rounding",
+          "[kernels][gemm][precision]") {
+  // A residual around a linear layer. M = 300 x N = 2048: float32 blocks of 128 rows, each thread
+  // taking whole blocks (the path of the activation and the multiplier); N = 256 with K = 64 and
+  // K = 1024: the shapes of the small model's output projection and fc2. An addend missing from a
+  // block, added before the rounding or the bias, or to the wrong rows shows here.
+  for (const auto& [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{300, 2048, 64}, {300, 256, 64}, {130, 256, 1024}})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        INFO("M=" << M << " N=" << N << " K=" << K << " ta=" << ta << " tb=" << tb);
+        const Tensor a = operand({M, K}, ta, 71, false), b = operand({K, N}, tb, 72, false);
+        Generator gr(73);
+        const Tensor r = Tensor::randn({M, N}, gr), bias = Tensor::randn({N}, gr);
+        for (const Tensor& bi : {bias, Tensor()}) {
+          CHECK(bitwise_equal(k::matmul_add(a, b, k::GemmInputs::F32, false, bi, r),
+                              k::add(k::matmul(a, b, k::GemmInputs::F32, false, bi), r)));
+          for (auto in : {k::GemmInputs::BF16, k::GemmInputs::FP16})
+            CHECK(bitwise_equal(k::matmul_add(a, b, in, true, bi, r), k::add(k::matmul(a, b, in, true, bi), r)));
+        }
+      }
+  // A batched product with a strided addend, float64, K = 0, and shapes refused with both named.
+  Generator g(74);
+  const Tensor a = Tensor::randn({2, 5, 7}, g), b = Tensor::randn({7, 4}, g), bias = Tensor::randn({4}, g);
+  const Tensor rt = Tensor::randn({2, 4, 5}, g).transpose(1, 2);
+  CHECK(bitwise_equal(k::matmul_add(a, b, k::GemmInputs::F32, false, bias, rt),
+                      k::add(k::matmul(a, b, k::GemmInputs::F32, false, bias), rt)));
+  const Tensor a64 = Tensor::randn({5, 7}, g, DType::F64), b64 = Tensor::randn({7, 4}, g, DType::F64),
+               r64 = Tensor::randn({5, 4}, g, DType::F64);
+  CHECK(k::matmul_add(a64, b64, k::GemmInputs::F32, false, Tensor(), r64).to_vector<double>() ==
+        k::add(k::matmul(a64, b64), r64).to_vector<double>());
+  const Tensor r0 = Tensor::randn({3, 4}, g), bias4 = Tensor::randn({4}, g);
+  CHECK(bitwise_equal(k::matmul_add(Tensor::zeros({3, 0}), Tensor::zeros({0, 4}), k::GemmInputs::F32, false, bias4, r0),
+                      k::add(k::add(Tensor::zeros({3, 4}), bias4), r0)));
+  CHECK_THROWS_WITH(k::matmul_add(a64, b64, k::GemmInputs::F32, false, Tensor(), Tensor::zeros({5, 5}, DType::F64)),
+                    Catch::Contains("addend must be [5, 4]") && Catch::Contains("[5, 5]"));
+}
+
 TEST_CASE("gemm: matmul_sums gives matmul's product and a's sums along K, in every layout, K chunks and precision",
           "[kernels][gemm][precision]") {
   // dW = g^T x with db = the sums of g^T: K = 3000 is three float32 chunks of 1024 and six bf16
