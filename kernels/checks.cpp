@@ -73,31 +73,31 @@ void matmul_act(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_
   floating(a.dtype(), "matmul_act");
 }
 
-void matmul_mul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& m) {
-  check::matmul(a, b, inputs, round_output, Tensor());
-  floating(a.dtype(), "matmul_mul");
-  RELPOS_CHECK(m.defined(), "matmul_mul: the multiplier is undefined");
-  check_same_dtype_device(a, m, "matmul_mul (multiplier)");
+namespace {
+// An elementwise operand t of a product's epilogue (`what`: the multiplier, the addend) for op:
+// defined, a's dtype and device, the product's shape (floating a: matmul's checks ran first).
+void check_product_shaped(const Tensor& a, const Tensor& b, const Tensor& t, const char* op, const char* what) {
+  floating(a.dtype(), op);
+  RELPOS_CHECK(t.defined(), "{}: the {} is undefined", op, what);
+  check_same_dtype_device(a, t, fmt::format("{} ({})", op, what).c_str());
   Shape ab(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
-  Shape out = broadcast_shapes(ab, bb, "matmul_mul (batch dims)");
+  Shape out = broadcast_shapes(ab, bb, fmt::format("{} (batch dims)", op).c_str());
   out.push_back(a.size(-2));
   out.push_back(b.size(-1));
-  RELPOS_CHECK(m.shape() == out, "matmul_mul: the multiplier must be {} (the product's shape), got {}", shape_str(out),
-               shape_str(m.shape()));
+  RELPOS_CHECK(t.shape() == out, "{}: the {} must be {} (the product's shape), got {}", op, what, shape_str(out),
+               shape_str(t.shape()));
+}
+}  // namespace
+
+void matmul_mul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& m) {
+  check::matmul(a, b, inputs, round_output, Tensor());
+  check_product_shaped(a, b, m, "matmul_mul", "multiplier");
 }
 
 void matmul_add(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& bias,
                 const Tensor& r) {
   check::matmul(a, b, inputs, round_output, bias);
-  floating(a.dtype(), "matmul_add");
-  RELPOS_CHECK(r.defined(), "matmul_add: the addend is undefined");
-  check_same_dtype_device(a, r, "matmul_add (addend)");
-  Shape ab(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
-  Shape out = broadcast_shapes(ab, bb, "matmul_add (batch dims)");
-  out.push_back(a.size(-2));
-  out.push_back(b.size(-1));
-  RELPOS_CHECK(r.shape() == out, "matmul_add: the addend must be {} (the product's shape), got {}", shape_str(out),
-               shape_str(r.shape()));
+  check_product_shaped(a, b, r, "matmul_add", "addend");
 }
 
 void matmul_sums(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output) {
