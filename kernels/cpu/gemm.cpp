@@ -585,7 +585,8 @@ void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_
     finish(i0, rows);
   };
 #if RELPOS_WITH_DNNL
-  // A float32 product with an activation (fc1) or a multiplier (its backward): each thread takes
+  // A float32 product with an activation (fc1), a multiplier (its backward) or an addend (a
+  // residual: the output projection, fc2): each thread takes
   // whole blocks, multiplies each on its own (oneDNN runs single-threaded inside a parallel
   // region) and finishes it in its own L2 right away: no barrier between a block's product and
   // its epilogue. The blocks are the same at every thread count, and so are the bits

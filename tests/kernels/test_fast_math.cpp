@@ -54,10 +54,14 @@ TEST_CASE("fast gelu_erf_f32 and its derivative are within 1e-6 of the float64 f
 }
 
 // gelu_erf_run (the GELU of k::unary and of the GEMM's epilogue: 16 lanes in AVX-512 where the CPU
-// has it) gives the scalar functions' bits: a sweep, the special values, random bit patterns (the
+// has it) and the scalar pair gelu_erf_and_grad_f32 (the epilogue's form without AVX-512) give the
+// scalar functions' bits: a sweep, the special values, random bit patterns (the
 // whole float range; NaN compared as NaN), in place and into separate outputs, each output alone,
 // lengths that end in a masked tail, and nothing written past n.
-TEST_CASE("fast gelu_erf_run gives gelu_erf_f32's and gelu_erf_grad_f32's bits, in place, any length", "[kernels]") {
+TEST_CASE(
+    "fast gelu_erf_run and gelu_erf_and_grad_f32 give gelu_erf_f32's and gelu_erf_grad_f32's bits, in place, any "
+    "length",
+    "[kernels]") {
   std::vector<float> x;
   for (double v = -20.0; v <= 20.0; v += 0.000613) x.push_back(float(v));
   const float inf = std::numeric_limits<float>::infinity();
@@ -83,6 +87,12 @@ TEST_CASE("fast gelu_erf_run gives gelu_erf_f32's and gelu_erf_grad_f32's bits, 
     size_t bad = 0;
     for (size_t i = 0; i < n; ++i) {
       const float want = relpos::k::fast::gelu_erf_f32(x[i]), want_g = relpos::k::fast::gelu_erf_grad_f32(x[i]);
+      // the scalar pair from one evaluation (the epilogue's form on CPUs without AVX-512) too
+      float pair_y = 0, pair_dy = 0;
+      relpos::k::fast::gelu_erf_and_grad_f32(x[i], pair_y, pair_dy);
+      if (!same(pair_y, want) || !same(pair_dy, want_g)) {
+        if (++bad <= 5) UNSCOPED_INFO("x = " << x[i] << ": gelu_erf_and_grad_f32 " << pair_y << ", " << pair_dy);
+      }
       if (!same(y[i], want) || !same(y_only[i], want) || !same(in_place[i], want) || !same(dy[i], want_g) ||
           !same(dy_only[i], want_g)) {
         if (++bad <= 5)
