@@ -106,7 +106,7 @@ inline void square_f32(float x, float& hi, float& lo) {
 // exp(-hi / 2) (1 - lo / 2) (|lo| <= ulp(x^2) / 2): rounding x^2 would cost ~x^2 ulp of relative
 // error in the tail. (Numerical Recipes' erfcc, used before, writes the same t-expansion as
 // exp(P(t)) and so needed a second exp.) Within 1e-6 relative of float64 (tested).
-// two_phi_f32's R(t), highest coefficient first (also gelu_erf16's, below).
+// two_phi_f32's R(t), highest coefficient first (also gelu_erf_and_grad16's, below).
 inline constexpr float kTwoPhiPoly[11] = {3.839082271e-02f, -2.057284713e-01f, 4.174175262e-01f, -3.402777016e-01f,
                                           2.337212674e-02f, 8.550760336e-03f,  6.552905589e-02f, 1.828070730e-01f,
                                           2.456393987e-01f, 2.822091579e-01f,  2.820902765e-01f};
