@@ -86,10 +86,10 @@ Tensor unary(Unary op, const Tensor& x, double p, double q) {
       for_each_run<2>(x.shape(), {out.strides(), x.strides()}, [&](auto off, int64_t n, auto st) {
         T* po = o + off[0];
         const T* xx = px + off[1];
-        if constexpr (std::is_same_v<T, float> && (OP == Unary::GeluErf || OP == Unary::GeluErfGrad)) {
-          if (st[1] == 1)  // the GELU's 16-lane form: the same values
-            return fast::gelu_erf_run(xx, OP == Unary::GeluErf ? po : nullptr, OP == Unary::GeluErf ? nullptr : po, n);
-        }
+        if constexpr (OP == Unary::GeluErf || OP == Unary::GeluErfGrad)
+          if (st[1] == 1 &&
+              gelu_erf_run_if_f32(xx, OP == Unary::GeluErf ? po : nullptr, OP == Unary::GeluErf ? nullptr : po, n))
+            return;
         if (st[1] == 1)
           for (int64_t i = 0; i < n; ++i) po[i] = unary_value<OP>(xx[i], tp, tq);
         else

@@ -347,8 +347,8 @@ void finish_rows(GemmInputs inputs, bool round_output, T* c, int64_t rows, int64
     }
     if constexpr (!Act) {
       (void)gr;
-    } else if constexpr (A == Unary::GeluErf && std::is_same_v<T, float>) {
-      fast::gelu_erf_run(cr, cr, gr, cols);  // (its 16-lane form: the same values)
+    } else if (A == Unary::GeluErf && cpu::gelu_erf_run_if_f32<T>(cr, cr, gr, cols)) {
+      // (the float32 GELU in its 16-lane form: the same values)
     } else if (gr) {
 #pragma omp simd
       for (int64_t j = 0; j < cols; ++j) cpu::activation_and_grad<A>(cr[j], cr[j], gr[j]);

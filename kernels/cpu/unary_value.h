@@ -113,4 +113,19 @@ inline void activation_and_grad(T x, T& y, T& dy) {
   }
 }
 
+// The float32 GELU (erf) of a contiguous run, y and / or dy (either may be null; y may be x), in its
+// 16-lane form (fast::gelu_erf_run: the values of unary_value<GeluErf> / <GeluErfGrad> and of
+// activation_and_grad): true for float32; false, nothing done, for other types (k::unary and the
+// GEMM's epilogue then take their per-element loops).
+template <typename T>
+bool gelu_erf_run_if_f32(const T* x, T* y, T* dy, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    fast::gelu_erf_run(x, y, dy, n);
+    return true;
+  } else {
+    (void)x, (void)y, (void)dy, (void)n;
+    return false;
+  }
+}
+
 }  // namespace relpos::k::cpu
