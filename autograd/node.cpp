@@ -46,13 +46,25 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
                shape_str(g.shape()), shape_str(v->data.shape()), v->name.empty() ? "" : " '" + v->name + "'");
   // A leaf owns its .grad: the incoming tensor may alias another leaf's gradient (add's
   // backward hands the same tensor to both inputs) or a view of the graph's buffers, so the
-  // first gradient is copied; later ones are added out of place, so references taken
-  // earlier keep their values. Optimizers and clipping may then modify .grad in place.
+  // first gradient is copied unless nothing else can see it (owned_by_leaf); later ones are
+  // added out of place, so references taken earlier keep their values. Optimizers and clipping
+  // may then modify .grad in place.
   if (!v->grad.defined())
-    v->grad = g.clone();
+    v->grad = owned_by_leaf(g, grad_output) ? g : g.clone();
   else
     v->grad = k::add(v->grad, g);
   return {};
+}
+
+// The first gradient can become .grad without a copy when its storage is held only by the
+// engine's handle (grad_output) and this call's own (g; or g alone where a hook returned a new
+// tensor) — not by another edge's gradient, a hook or a saved tensor — and g is the whole
+// storage, dense: the same values either way, without a serial copy of every parameter's
+// gradient each step (perf: ~0.6% of a small float32 step in Tensor::clone).
+bool AccumulateGrad::owned_by_leaf(const Tensor& g, const Tensor& grad_output) {
+  const long handles = g.shares_storage(grad_output) ? 2 : 1;
+  return g.storage().use_count() == handles && g.offset() == 0 && g.is_contiguous() &&
+         size_t(g.numel()) * dtype_size(g.dtype()) == g.storage()->nbytes();
 }
 
 }  // namespace relpos

@@ -78,6 +78,8 @@ class AccumulateGrad : public Node {
  public:
   explicit AccumulateGrad(std::weak_ptr<VariableImpl> var);
   std::vector<Tensor> apply(const Tensor& grad_output) override;
+  // Whether g (grad_output after the leaf's hooks) can become .grad itself (node.cpp).
+  static bool owned_by_leaf(const Tensor& g, const Tensor& grad_output);
 
  private:
   std::weak_ptr<VariableImpl> var_;

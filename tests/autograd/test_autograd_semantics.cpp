@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "autograd/grad_mode.h"
+#include "autograd/node.h"
 #include "autograd/ops.h"
 
 using namespace relpos;
@@ -152,4 +153,59 @@ TEST_CASE("autograd: accumulating into a gradient another edge shares leaves tha
   Variable h = y * 1.0;
   sum(h * 2.0 + h * 3.0 + h * 4.0).backward();
   CHECK(y.grad().to_vector<double>() == std::vector<double>{9, 9});
+}
+
+TEST_CASE("autograd: a leaf's first gradient becomes .grad without a copy only when nothing else holds it",
+          "[autograd]") {
+  // add's backward hands one tensor to both leaves: each .grad its own storage, and changing one
+  // in place (as clipping and optimizers do) leaves the other's values.
+  Variable a = leaf({1, 2}, {2}), b = leaf({3, 4}, {2});
+  sum((a + b) * 5.0).backward();
+  REQUIRE_FALSE(a.grad().shares_storage(b.grad()));
+  k::mul_(a.grad(), 0.0);
+  CHECK(b.grad().to_vector<double>() == std::vector<double>{5, 5});
+  // A hook that keeps the gradient: .grad is a copy, so the kept tensor keeps its values.
+  Variable x = leaf({1, 2}, {2});
+  Tensor kept;
+  x.register_hook([&](const Tensor& g) {
+    kept = g;
+    return Tensor();
+  });
+  sum(x * 3.0).backward();
+  REQUIRE_FALSE(x.grad().shares_storage(kept));
+  k::mul_(x.grad(), 0.0);
+  CHECK(kept.to_vector<double>() == std::vector<double>{3, 3});
+  // A later gradient is added out of place: a reference to the first .grad keeps its values.
+  Variable y = leaf({1, 2}, {2});
+  sum(y * 2.0).backward();
+  const Tensor first = y.grad();
+  sum(y * 3.0).backward();
+  CHECK(first.to_vector<double>() == std::vector<double>{2, 2});
+  CHECK(y.grad().to_vector<double>() == std::vector<double>{5, 5});
+
+  // The predicate itself (autograd/node.cpp): held by the engine's handle and this call's only,
+  // dense, the whole storage.
+  Tensor t = Tensor::ones({4, 3}, DType::F64);
+  {
+    const Tensor g = t;  // the engine's handle (t) and the call's own (g)
+    CHECK(AccumulateGrad::owned_by_leaf(g, t));
+    const Tensor third = t;  // a third handle: another edge, a hook or a saved tensor
+    CHECK_FALSE(AccumulateGrad::owned_by_leaf(g, t));
+  }
+  {
+    Tensor replaced = Tensor::ones({4, 3}, DType::F64);  // a hook's new tensor, held by the call alone
+    CHECK(AccumulateGrad::owned_by_leaf(replaced, t));
+  }
+  Tensor base = Tensor::ones({4, 3}, DType::F64);
+  const Tensor part = base.narrow(0, 1, 2);
+  base = Tensor();
+  CHECK_FALSE(AccumulateGrad::owned_by_leaf(part, Tensor()));  // part of a larger storage
+  Tensor wide = Tensor::ones({3, 4}, DType::F64);
+  const Tensor tr = wide.transpose(0, 1);
+  wide = Tensor();
+  CHECK_FALSE(AccumulateGrad::owned_by_leaf(tr, Tensor()));  // not dense in row-major order
+  Tensor off = Tensor::ones({5}, DType::F64);
+  const Tensor tail = off.narrow(0, 1, 4);
+  off = Tensor();
+  CHECK_FALSE(AccumulateGrad::owned_by_leaf(tail, Tensor()));  // offset 1
 }

@@ -201,6 +201,50 @@ TEST_CASE("fused attention backward is the same at 1 and 2 threads (deterministi
   CHECK(b1.dk.to_vector<float>() == b2.dk.to_vector<float>());
 }
 
+TEST_CASE("fused attention writes every element of o, dq, dk, dv: NaN left in reused memory never shows") {
+  // Keys seen by no query (causal, queries 0..5 against keys 0..11; one padded key) get dK = dV
+  // = 0, and every other element is a sum the kernel starts from zero itself (each thread zeroes
+  // the (b, h) it accumulates). The allocator's cache hands back freed blocks of the same size:
+  // NaN-filled ones first, so a missed element shows.
+  for (DType dt : {DType::F32, DType::F64}) {
+    INFO(dtype_name(dt));
+    Generator g(12);
+    const int64_t B = 2, H = 3, Lq = 6, Lk = 12, dh = 40;                   // dh > 32: a masked tail in each row
+    Tensor q = Tensor::randn({B, Lq, H, dh}, g, dt).permute({0, 2, 1, 3});  // the heads layout the model hands over
+    Tensor kk = Tensor::randn({B, H, Lk, dh}, g, dt), v = Tensor::randn({B, H, Lk, dh}, g, dt);
+    Tensor go = Tensor::randn({B, H, Lq, dh}, g, dt);
+    Tensor kp = Tensor::from_vector(std::vector<int64_t>{0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0,  //
+                                                         0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                    {B, Lk});
+    const k::AttentionArgs a{0.3, true, 0, 0};
+    const auto run = [&] {
+      auto f = k::attention(q, kk, v, Tensor(), kp, a);
+      auto b = k::attention_backward(go, q, kk, v, Tensor(), kp, f, a);
+      return std::vector<Tensor>{f.o, b.dq, b.dk, b.dv};
+    };
+    const std::vector<Tensor> clean = run();
+    for (int rep = 0; rep < 2; ++rep) {
+      {  // NaN blocks of each output's size into the cache
+        std::vector<Tensor> poison;
+        for (int64_t L : {Lq, Lk, Lk, Lk})
+          for (int i = 0; i < 3; ++i) poison.push_back(Tensor::full({B, L, H, dh}, std::nan(""), dt));
+      }
+      const std::vector<Tensor> out = run();
+      for (size_t i = 0; i < out.size(); ++i) {
+        INFO("output " << i << " (o, dq, dk, dv)");
+        const std::vector<double> x = out[i].to_vector<double>(), y = clean[i].to_vector<double>();
+        CHECK(std::all_of(x.begin(), x.end(), [](double e) { return std::isfinite(e); }));
+        CHECK(x == y);
+      }
+      for (const Tensor& d : {out[2], out[3]}) {  // dk, dv: keys 6.. seen by no query, key 2 of batch 0 padded
+        CHECK(k::sum_squares(d.narrow(2, Lq, Lk - Lq)).item() == 0.0);
+        CHECK(k::sum_squares(d.narrow(0, 0, 1).narrow(2, 2, 1)).item() == 0.0);
+        CHECK(k::sum_squares(d.narrow(2, 0, Lq)).item() > 0.0);
+      }
+    }
+  }
+}
+
 TEST_CASE("attention layers: fused path on == off for every encoding it serves (values, gradients, monitors)") {
   for (const char* type : {"none", "t5", "alibi", "rope", "kerple_log", "sandwich", "xpos", "dynamic_bias", "shaw"}) {
     for (bool causal : {true, false}) {
