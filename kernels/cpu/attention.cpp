@@ -2,7 +2,8 @@
 // bias, forward and backward side by side, never materialising [B, H, Lq, Lk].
 //
 // Per (batch b, head h) — one OpenMP thread owns the pair — per block of R query rows, and per
-// tile of C keys (FlashAttention-2's order: the [R, C] score tile stays in L2):
+// tile of C keys (FlashAttention-2's order; R = 32 or 64 (row_block), C = 256: the [R, C] score
+// tile stays in L1 / L2):
 //   S   = scale * Q_blk K_tile^T                 [r, c]  (one GEMM; tiles past the block's last
 //                                                          visible key are skipped)
 //   S  += T[h, j - i + Lq - 1]  (+ table[idx[(b,) i, j], h], index bias [NT, H]);
@@ -52,7 +53,18 @@ namespace relpos::k::cpu {
 
 namespace {
 
-constexpr int64_t kRowBlock = 64;   // query rows per block
+// Query rows per block (row_block): 32 on the float32 and float64 tiles up to 512 keys, else 64.
+// With 32 rows a [32, 256] float32 score tile (32 KiB) stays in L1 between its product and the
+// row passes over it, and a causal block computes half as many hidden cells on its diagonal; but
+// each key tile's dK and dV are then loaded and stored once per 32 rows instead of 64, which
+// costs more than it saves with many key tiles. Measured fwd / bwd ms (causal, 8 heads, dh 32,
+// 2 threads), 32 rows vs 64: [8, 128 keys] 0.57-0.62 / 1.08-1.14 vs 0.73-0.76 / 1.27-1.39;
+// [8, 256] 1.71 / 3.46 vs 1.85 / 3.74; [4, 512] 2.99-3.05 / 6.16-6.25 vs 3.28-3.50 / 6.71-7.01;
+// [2, 1024] within the noise; [1, 2048] 11.8-12.6 / 26.3-27.9 vs 11.0-11.8 / 22.6-24.1. (dK and
+// dV sum their rows' products 32 at a time: float32 rounding-level changes; o, lse and dq the
+// same bits.) The bf16 pairs keep 64 rows: 32 measured within the noise there, and their AMX
+// sums would regroup.
+constexpr int64_t kRowBlock = 64;   // the most: the tiles' size
 constexpr int64_t kKeyBlock = 256;  // keys per tile: [64, 256] floats = 64 KiB
 
 // C[M, N] = (C +) alpha A B with A(i, k) = a[i a_rs + k a_cs] (A or A^T of a row-major matrix;
@@ -382,6 +394,10 @@ bool use_pairs(const Dims& d, const AttentionArgs& a) {
   return std::is_same_v<T, float> && a.inputs == GemmInputs::BF16 && d.dh % 2 == 0 && tile_pairs_enabled();
 }
 
+constexpr int64_t row_block(bool pairs, int64_t Lk) {
+  return pairs || Lk > 512 ? kRowBlock : kRowBlock / 2;
+}
+
 // C[r, c] = alpha A B for a block of rows i0.. of A (row-major, stride lda) and columns j0.. of B^T
 // ([dh, L], row stride transposed_ld(L)): the float32 / float64 product, or the pair product on the same values
 // packed as words (aw [., dh / 2], bw [dh / 2, L]).
@@ -609,6 +625,7 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
       std::vector<RowState<T>> st(static_cast<size_t>(kRowBlock));
       const bool rounding = std::is_same_v<T, float> && a.inputs != GemmInputs::F32;
       const bool pairs = use_pairs<T>(d, a);
+      const int64_t rows = row_block(pairs, d.Lk);
 #pragma omp for schedule(static)
       for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
         const int64_t b = bh / d.H, h = bh % d.H;
@@ -638,8 +655,8 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
           transpose_rows<T>(K, hk.ld, d.Lk, d.dh, a.inputs, kt);
           so.kt = kt.data();
         }
-        for (int64_t i0 = 0; i0 < d.Lq; i0 += kRowBlock) {
-          const int64_t r = std::min(kRowBlock, d.Lq - i0), kend = block_key_end(d, a, i0, r);
+        for (int64_t i0 = 0; i0 < d.Lq; i0 += rows) {
+          const int64_t r = std::min(rows, d.Lq - i0), kend = block_key_end(d, a, i0, r);
           T* acc = O + i0 * ho.ld;  // [r, dh] (row stride ho.ld), the unnormalised output
           zero_rows(acc, ho.ld, r, d.dh);
           std::fill(st.begin(), st.end(), RowState<T>{});
@@ -758,6 +775,7 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
       const uint32_t *dO_words = nullptr, *v_words = nullptr;
       const bool rounding = std::is_same_v<T, float> && a.inputs != GemmInputs::F32;
       const bool pairs = use_pairs<T>(d, a);
+      const int64_t rows = row_block(pairs, d.Lk);
 #pragma omp for schedule(static)
       for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
         const int64_t b = bh / d.H, h = bh % d.H;
@@ -804,8 +822,8 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
           transpose_rows<T>(V, hv.ld, d.Lk, d.dh, a.inputs, vt);
           so.kt = kt.data();
         }
-        for (int64_t i0 = 0; i0 < d.Lq; i0 += kRowBlock) {
-          const int64_t r = std::min(kRowBlock, d.Lq - i0), kend = block_key_end(d, a, i0, r);
+        for (int64_t i0 = 0; i0 < d.Lq; i0 += rows) {
+          const int64_t r = std::min(rows, d.Lq - i0), kend = block_key_end(d, a, i0, r);
           for (int64_t ii = 0; ii < r; ++ii) {  // D = rowsum(dO * O) (+ g_w . w)
             const T* gi = G + (i0 + ii) * ldg;
             const T* oi = O + (i0 + ii) * ho.ld;

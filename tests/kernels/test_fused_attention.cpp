@@ -119,6 +119,8 @@ TEST_CASE("fused attention equals the materialised ops, values and all four grad
       // more than one key tile (256 keys): the online softmax rescales across tiles
       {1, 2, 600, 600, 3, true, true, false, 0, 0},
       {1, 1, 70, 530, 4, false, true, true, 0, 0},
+      {1, 2, 100, 400, 3, false, true, true, 0, 0},  // 32-row blocks (row_block: <= 512 keys), two key tiles
+      {2, 1, 40, 40, 4, true, true, true, 0, 0},     // 32-row blocks: a full block, then an 8-row tail
       {1, 2, 3, 700, 3, true, true, false, 697, 0},  // decode steps against a long cache
       // keys start 2 positions after the queries: a block of 3 rows whose only visible key is
       // one (a 1-key tile, so dK's product has one row and unit strides)
