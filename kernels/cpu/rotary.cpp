@@ -85,6 +85,21 @@ Tensor rotary(const Tensor& x_in, const Tensor& cs_in, bool interleaved, bool in
       }
       for (int64_t e = 2 * half; e < dh; ++e) yr[e] = xr[e];
     };
+    // The heads of a projection ([B, H, L, dh] viewed from [B, L, H, dh]; out in the same layout):
+    // rows in memory order, position by position with the heads inside, so that both tensors are
+    // read and written as whole streams (matrix by matrix, each row was a 128-byte run H dh apart).
+    if (x.dim() == 4 && x.strides()[1] == dh && x_ld == x.size(1) * dh && out.strides()[1] == dh && out_ld == x_ld &&
+        x.strides()[0] == L * x_ld && out.strides()[0] == x.strides()[0]) {
+      const int64_t B = x.size(0), H = x.size(1);
+#pragma omp parallel for schedule(static) if (B * L * H * dh >= 32768)
+      for (int64_t bm = 0; bm < B * L; ++bm) {
+        const int64_t m = bm % L;
+        const T* xr = px + bm * x_ld;
+        T* yr = po + bm * x_ld;
+        for (int64_t h = 0; h < H; ++h) rotate_row(xr + h * dh, yr + h * dh, m);
+      }
+      return;
+    }
 #pragma omp parallel for schedule(static) if (matrices * L * dh >= 32768)
     for (int64_t n = 0; n < matrices; ++n) {  // matrix n: [L, dh] at one offset, its rows ld apart
       const T* xn = px + matrix_offset(x, n);
