@@ -107,11 +107,11 @@ inline void square_f32(float x, float& hi, float& lo) {
 // error in the tail. (Numerical Recipes' erfcc, used before, writes the same t-expansion as
 // exp(P(t)) and so needed a second exp.) Within 1e-6 relative of float64 (tested).
 // exp(-x^2 / 2) is taken as 0 from x^2 > kGaussFlush = 160 (|x| > 12.65) on: there erfc(z) < 2^-118,
-// so 2 Phi is 2 and gelu' 1 for x > 0 either way, and for x < 0 gelu and gelu' (below 3e-35) become
-// 0. Without the flush, |x| in [12.98, 13.21] (exp_f32 flushes only below -87.3) made erfc and
-// erfc / 2 subnormal: microcode assists on the whole 16-lane vector, x = -13.1 ran 15.3 ns a value
-// against 0.58 (N(0, 10^2) pre-activations: 2.2x slower). With it every intermediate is 0 or a
-// normal number (erfc / 2 >= 3e-37 where not flushed).
+// so 2 Phi is 2 and gelu' 1 for x > 0 either way, and for x < 0 gelu (below 1e-35) and gelu' (below
+// 1e-34 in magnitude) become 0. Without the flush, |x| in [12.98, 13.21] (exp_f32 flushes only below -87.3) made erfc
+// and erfc / 2 subnormal: microcode assists on the whole 16-lane vector, x = -13.1 ran 15.3 ns a value against 0.58
+// (N(0, 10^2) pre-activations: 2.2x slower). With it every intermediate is 0 or a normal number (erfc / 2 >= 3e-37
+// where not flushed).
 inline constexpr float kGaussFlush = 160.0f;
 // two_phi_f32's R(t), highest coefficient first (also gelu_erf_and_grad16's, below).
 inline constexpr float kTwoPhiPoly[11] = {3.839082271e-02f, -2.057284713e-01f, 4.174175262e-01f, -3.402777016e-01f,
