@@ -88,8 +88,9 @@ Tensor rotary(const Tensor& x_in, const Tensor& cs_in, bool interleaved, bool in
     // The heads of a projection ([B, H, L, dh] viewed from [B, L, H, dh]; out in the same layout):
     // rows in memory order, position by position with the heads inside, so that both tensors are
     // read and written as whole streams (matrix by matrix, each row was a 128-byte run H dh apart).
-    if (x.dim() == 4 && x.strides()[1] == dh && x_ld == x.size(1) * dh && out.strides()[1] == dh && out_ld == x_ld &&
-        x.strides()[0] == L * x_ld && out.strides()[0] == x.strides()[0]) {
+    // (out, from empty_like_layout, then has x's strides.)
+    if (x.dim() == 4 && x.strides()[1] == dh && x_ld == x.size(1) * dh && x.strides()[0] == L * x_ld &&
+        out.strides() == x.strides()) {
       const int64_t B = x.size(0), H = x.size(1);
 #pragma omp parallel for schedule(static) if (B * L * H * dh >= 32768)
       for (int64_t bm = 0; bm < B * L; ++bm) {
