@@ -32,6 +32,11 @@
 #   the median over the rounds with ratio = faster peer median / relpos median
 #   (bench/summarise_rounds.py): on a machine whose speed drifts, the numbers to quote.
 # RELPOS_GEMM=openblas|onednn (kernels/cpu/gemm.h) is passed through to relpos.
+# Machine-speed probe: right before each cell (each round), relpos_bench_ops times relpos's
+#   float32 GEMM at the small model's 2048x256x1024 shape (~1 s) and the relpos line of the cell
+#   carries it as "probe_gflops" (summarise_rounds.py prints it per round). On a shared VM the
+#   same binary's step moved 150 -> 195 ms within an hour while this probe moved with it: a
+#   ratio from a slow phase reads differently from one taken at full speed. PROBE=0 skips it.
 #   Smoke test: TINY_WARMUP=1 TINY_STEPS=2 SIZES=tiny POS="none t5" PEERS="torch2 torch2c" \
 #               bench/run_train_bench.sh --check
 set -euo pipefail
@@ -43,7 +48,7 @@ for arg in "$@"; do
   case "$arg" in
     --check) CHECK=1 ;;
     --check-only) CHECK=1; RUN=0 ;;
-    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,41p' "$0"; exit 0 ;;
     *) [[ "$arg" =~ ^[0-9]+$ ]] || { echo "usage: $0 [THREADS] [--check] [--check-only]" >&2; exit 2; }; THREADS="$arg" ;;
   esac
 done
@@ -99,7 +104,22 @@ fi
 if [[ ! -f "$BUILD/CMakeCache.txt" ]]; then
   cmake -S "$ROOT" -B "$BUILD" >/dev/null
 fi
-cmake --build "$BUILD" -j2 --target relpos_bench_train >/dev/null
+cmake --build "$BUILD" -j2 --target relpos_bench_train relpos_bench_ops >/dev/null
+PROBE=${PROBE:-1}
+# probe_gflops: relpos's float32 GEMM 2048x256x1024 on THREADS threads now, in GFLOP/s ("null"
+# when PROBE=0 or the probe printed nothing).
+probe_gflops() {
+  local g=""
+  if [[ $PROBE != 0 ]]; then
+    g="$("$BUILD/relpos_bench_ops" --threads "$THREADS" --filter "matmul 2048x256x1024" 2>/dev/null |
+      "$PY" -c 'import json, sys
+for line in sys.stdin:
+    d = json.loads(line)
+    if d.get("op") == "matmul":
+        print(d["gflops"])' 2>/dev/null || true)"
+  fi
+  echo "${g:-null}"
+}
 
 # Same thread count for both, everywhere (OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are left alone).
 export OMP_NUM_THREADS="$THREADS" OPENBLAS_NUM_THREADS="$THREADS" MKL_NUM_THREADS="$THREADS"
@@ -176,10 +196,11 @@ for round in $(seq "$ROUNDS"); do
       # cell does not always favour the same side.
       impls=(relpos $PEERS)
       (( round % 2 == 0 )) && impls=($PEERS relpos)
+      probe="$(probe_gflops)"
       for impl in "${impls[@]}"; do
         if [[ $impl == relpos ]]; then
           # shellcheck disable=SC2086
-          "$BIN" $args | sed "s/^{/{\"size\":\"$size\",/" >>"$RES"
+          "$BIN" $args | sed "s/^{/{\"size\":\"$size\",\"probe_gflops\":$probe,/" >>"$RES"
         else
           # shellcheck disable=SC2086
           run_peer "$impl" $args | sed "s/^{/{\"size\":\"$size\",/" >>"$RES"

@@ -4,7 +4,9 @@ usage: python3 bench/summarise_rounds.py fp32|bf16 DIR   (reads DIR/train_<prec>
        python3 bench/summarise_rounds.py ROUND.jsonl...  (ROUNDS=N bench/run_train_bench.sh)
 Each file holds one round: the JSON lines bench/run_train_bench.sh writes. The peers are the
 impls other than relpos (torch: Debian's torch 1.13; torch2: PyTorch 2.x eager; torch2c: the
-same compiled), in order of appearance; the ratio is against the faster peer's median."""
+same compiled), in order of appearance; the ratio is against the faster peer's median.
+Where the relpos lines carry "probe_gflops" (run_train_bench.sh's machine-speed probe before each
+cell), a last column lists it per round: the machine's float32 GEMM rate when the cell ran."""
 import glob
 import json
 import os
@@ -19,20 +21,22 @@ elif args and all(a.endswith(".jsonl") for a in args):
     files = args
 else:
     sys.exit(__doc__)
-runs, peers = {}, []
+runs, peers, probes = {}, [], {}
 for f in files:
     for line in open(f):
         if not line.strip():
             continue
         d = json.loads(line)
         runs.setdefault((d["size"], d["pos"], d["impl"]), []).append(d["ms_per_step_median"])
+        if d["impl"] == "relpos" and d.get("probe_gflops") is not None:
+            probes.setdefault((d["size"], d["pos"]), []).append(d["probe_gflops"])
         if d["impl"] != "relpos" and d["impl"] not in peers:
             peers.append(d["impl"])
 order = ["tiny", "small", "long"]
 cells = sorted({(s, p) for s, p, _ in runs}, key=lambda c: (order.index(c[0]) if c[0] in order else 9, c[1]))
 print("| size | PE | rounds | relpos ms (each round) | " + "".join(f"{LABEL.get(p, p + ' ms')} | " for p in peers) +
-      "relpos median | faster peer median | ratio |")
-print("|---|---|---:|---|" + "---|" * len(peers) + "---:|---:|---:|")
+      "relpos median | faster peer median | ratio |" + (" GEMM probe GFLOP/s (each round) |" if probes else ""))
+print("|---|---|---:|---|" + "---|" * len(peers) + "---:|---:|---:|" + ("---|" if probes else ""))
 fmt = lambda xs: ", ".join(f"{x:.1f}" for x in xs)
 for s, p in cells:
     r = runs.get((s, p, "relpos"), [])
@@ -42,4 +46,5 @@ for s, p in cells:
     rm = statistics.median(r)
     pm = min(statistics.median(x) for x in got if x)
     print(f"| {s} | {p} | {len(r)} | {fmt(r)} | " + "".join(f"{fmt(x)} | " for x in got) +
-          f"{rm:.1f} | {pm:.1f} | {pm / rm:.2f} |")
+          f"{rm:.1f} | {pm:.1f} | {pm / rm:.2f} |" +
+          (f" {', '.join(f'{g:.0f}' for g in probes.get((s, p), [])) or '—'} |" if probes else ""))
