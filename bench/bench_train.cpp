@@ -11,6 +11,8 @@
 //   {"impl":"relpos", ..., "ms_per_step_median":..., "ms_per_step_mean":..., "tokens_per_s":...,
 //    "peak_rss_mb":..., "rss_start_mb":..., "final_loss":..., "losses":[...]}
 // tokens_per_s = B * L / median step time; peak_rss_mb from getrusage(RUSAGE_SELF).ru_maxrss;
+// with RELPOS_OP_PROFILE=1 / RELPOS_GEMM_PROFILE=1 the tables at exit cover the timed steps only
+// (k::restart_profiles after the warmup);
 // rss_start_mb is the resident size before the model was built (the process baseline).
 //
 // --dump DIR (for bench/torch_train.py --load DIR, the cross-check): writes the initial
@@ -187,6 +189,7 @@ int main(int argc, char** argv) {
   using Clock = std::chrono::steady_clock;
   std::vector<double> ms, losses;
   for (int64_t s = 0; s < total; ++s) {
+    if (s == a.warmup) k::restart_profiles();  // RELPOS_OP_PROFILE / RELPOS_GEMM_PROFILE: the timed steps only
     const auto t0 = Clock::now();
     Variable loss;
     {

@@ -28,6 +28,7 @@ namespace relpos::k::cpu {
 #define RELPOS_OP(ret, name, params, args, devices) ret name params;
 #include "kernels/op_table.inc"
 bool supports(Op op, DType dtype);  // kernels/cpu/supports.cpp
+void restart_gemm_profile();        // kernels/cpu/gemm.cpp: RELPOS_GEMM_PROFILE's rows forgotten (k::restart_profiles)
 }  // namespace relpos::k::cpu
 
 namespace relpos::k::cuda {

@@ -66,6 +66,11 @@ class OpProfile {
     first_ = std::min(first_, t0);
     last_ = std::max(last_, t1);
   }
+  void restart() {
+    std::lock_guard lock(mu_);
+    rows_ = {};
+    first_ = 1e300, last_ = -1e300;
+  }
   ~OpProfile() {
     struct Line {
       Op op;
@@ -152,6 +157,11 @@ double steady_ms() {
 
 bool op_profile_on() {
   return OpProfile::get() != nullptr;
+}
+
+void restart_profiles() {
+  if (OpProfile* p = OpProfile::get()) p->restart();
+  cpu::restart_gemm_profile();
 }
 
 bool supports(Device device, Op op, DType dtype) {

@@ -403,6 +403,10 @@ class GemmProfile {
     ++r.calls;
     r.ms += ms;
   }
+  void restart() {
+    std::lock_guard lock(mu_);
+    rows_.clear();
+  }
   ~GemmProfile() {
     std::vector<std::pair<Key, Row>> rows(rows_.begin(), rows_.end());
     std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.second.ms > y.second.ms; });
@@ -613,6 +617,10 @@ void gemm_f64_run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const doubl
 }
 
 }  // namespace
+
+void restart_gemm_profile() {
+  if (GemmProfile* p = GemmProfile::get()) p->restart();
+}
 
 void gemm_f32(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a,
               int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, const GemmEpilogue<float>& ep) {

@@ -325,6 +325,39 @@ TEST_CASE("ops: RELPOS_OP_PROFILE=1 prints every op of a run as one table at exi
   CHECK(bad.out.find("RELPOS_OP_PROFILE=yes: expected 0 or 1") != std::string::npos);
 }
 
+#ifdef RELPOS_BENCH_TRAIN_PATH
+TEST_CASE("profiles: relpos_bench_train's op and GEMM tables cover its timed steps, not the warmup",
+          "[kernels][profile]") {
+  // k::restart_profiles after the warmup: 2 warmup steps and 2 timed steps record twice the calls
+  // of 2 warmup steps and 1 timed step (the steps after the first are alike); without the restart
+  // the tables would count 4 and 3 steps.
+  const auto calls = [](int64_t steps) {
+    const auto run = test::shell_run("RELPOS_OP_PROFILE=1 RELPOS_GEMM_PROFILE=1 OMP_NUM_THREADS=1 " +
+                                     test::shell_quote(RELPOS_BENCH_TRAIN_PATH) +
+                                     " --d-model 32 --layers 1 --heads 2 --seq 16 --batch 2 --threads 1 --warmup 2"
+                                     " --steps " +
+                                     std::to_string(steps));
+    INFO(run.out);
+    REQUIRE(run.code == 0);
+    const char* op_head = "relpos op profile (RELPOS_OP_PROFILE=1): ";
+    const char* gemm_head = "relpos GEMM profile (RELPOS_GEMM_PROFILE=1, 1 OpenMP threads): ";
+    const auto o = run.out.find(op_head), g = run.out.find(gemm_head);
+    REQUIRE(o != std::string::npos);
+    REQUIRE(g != std::string::npos);
+    long long ops = 0, gemms = 0;
+    REQUIRE(std::sscanf(run.out.c_str() + o + std::strlen(op_head), "%lld calls", &ops) == 1);
+    REQUIRE(std::sscanf(run.out.c_str() + g + std::strlen(gemm_head), "%lld calls", &gemms) == 1);
+    return std::pair{ops, gemms};
+  };
+  const auto [ops1, gemms1] = calls(1);
+  const auto [ops2, gemms2] = calls(2);
+  CHECK(ops1 > 0);
+  CHECK(gemms1 > 0);
+  CHECK(ops2 == 2 * ops1);
+  CHECK(gemms2 == 2 * gemms1);
+}
+#endif
+
 TEST_CASE("gemm: two threads multiplying at once get the serial results, bit for bit (sweep --jobs)",
           "[kernels][gemm][threads]") {
   // A sweep with --jobs N trains N points on N threads of one process: GEMM state (cached
