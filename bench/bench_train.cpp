@@ -11,9 +11,9 @@
 //   {"impl":"relpos", ..., "ms_per_step_median":..., "ms_per_step_mean":..., "tokens_per_s":...,
 //    "peak_rss_mb":..., "rss_start_mb":..., "final_loss":..., "losses":[...]}
 // tokens_per_s = B * L / median step time; peak_rss_mb from getrusage(RUSAGE_SELF).ru_maxrss;
-// with RELPOS_OP_PROFILE=1 / RELPOS_GEMM_PROFILE=1 the tables at exit cover the timed steps only
-// (k::restart_profiles after the warmup);
 // rss_start_mb is the resident size before the model was built (the process baseline).
+// With RELPOS_OP_PROFILE=1 / RELPOS_GEMM_PROFILE=1 the tables printed at exit cover the timed
+// steps only (k::restart_profiles after the warmup).
 //
 // --dump DIR (for bench/torch_train.py --load DIR, the cross-check): writes the initial
 // parameters (params.txt: "name dims..." per line, params.bin: their float32 values in that
