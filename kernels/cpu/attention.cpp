@@ -290,8 +290,10 @@ T max_row(const T* x, int64_t c) {
   if constexpr (std::is_same_v<T, float>) {
     const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
     __m512 acc = ninf;
-    for (int64_t j = 0; j < c; j += 16)  // vmaxps returns its second operand (acc) when either is NaN
-      acc = _mm512_mask_max_ps(acc, __mmask16(0xFFFF), _mm512_mask_loadu_ps(ninf, tail_mask(c - j), x + j), acc);
+    int64_t j = 0;
+    for (; j + 16 <= c; j += 16)  // vmaxps returns its second operand (acc) when either is NaN
+      acc = _mm512_mask_max_ps(acc, __mmask16(0xFFFF), _mm512_loadu_ps(x + j), acc);
+    if (j < c) acc = _mm512_mask_max_ps(acc, __mmask16(0xFFFF), _mm512_mask_loadu_ps(ninf, tail_mask(c - j), x + j), acc);
     return reduce16(
         acc, [](__m512 a, __m512 b) { return _mm512_mask_max_ps(a, __mmask16(0xFFFF), a, b); });  // a > b ? a : b
   }
@@ -688,7 +690,7 @@ AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_i
               const T alpha = online_row<T>(st[size_t(ii)], si, c, pmax != nullptr,
                                             a.dropout_p > 0 ? mrow.data() : nullptr);
               T* wi = W ? W + (i0 + ii) * nb : nullptr;
-              if (alpha != T(1)) {  // rescale what earlier tiles accumulated
+              if (alpha != T(1) && j0 > 0) {  // rescale what earlier tiles accumulated (none before tile 0)
                 T* ai = acc + ii * ho.ld;
                 for (int64_t e = 0; e < d.dh; ++e) ai[e] *= alpha;
                 if (wi)
