@@ -150,13 +150,15 @@ int main(int argc, char** argv) {
                          return k::matmul_act(a, b, inputs, false, bias, k::Unary::GeluErf, true).y;
                        }});
   }
-  // The fused causal attention, forward + backward (q, k, v [B, H, L, dh]; the tiny and long
-  // models' shapes); flops: the forward's two products 4 B H L^2 dh and the backward's
+  // The fused causal attention, forward + backward (q, k, v [B, H, L, dh]; the tiny, small and
+  // long models' shapes); flops: the forward's two products 4 B H L^2 dh and the backward's
   // recomputed scores and four products 10 B H L^2 dh, halved by the causal mask. PyTorch:
   // scaled_dot_product_attention(is_causal=True) and torch.autograd.grad.
   // "heads view": q, k, v and the gradient as the model hands them over, [B, L, H, dh] tensors
   // viewed as [B, H, L, dh] (row stride H dh), not dense per head.
   for (auto [B, H, L, dh, view] : {std::tuple<int64_t, int64_t, int64_t, int64_t, bool>{16, 4, 128, 32, false},
+                                   {8, 8, 256, 32, false},
+                                   {8, 8, 256, 32, true},
                                    {1, 4, 2048, 32, false},
                                    {1, 4, 2048, 32, true}}) {
     auto heads = [&, B = B, H = H, L = L, dh = dh, view = view] {

@@ -90,7 +90,7 @@ def cases():
     if not has_sdpa:
         print(f"torch_ops.py: torch {torch.__version__} has no scaled_dot_product_attention; the attention "
               "cases are left out (PYTHON=bench/.venv-torch2/bin/python runs them)", file=sys.stderr)
-    for b, h, l, dh in ((16, 4, 128, 32), (1, 4, 2048, 32)) if has_sdpa else ():
+    for b, h, l, dh in ((16, 4, 128, 32), (8, 8, 256, 32), (1, 4, 2048, 32)) if has_sdpa else ():
         q, k, v, go = (randn(b, h, l, dh) for _ in range(4))
         for t in (q, k, v):
             t.requires_grad_(True)
