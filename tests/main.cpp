@@ -1,4 +1,4 @@
-// The Catch2 (v2) main of relpos_tests: the session runs inside a temporary directory owned by
+// The Catch2 (v2) main of relpos_tests: the test run happens inside a temporary directory owned by
 // this process (tests/temp_root.h), removed with its contents when the process ends.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>

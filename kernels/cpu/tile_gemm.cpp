@@ -491,8 +491,7 @@ bool probe_tile_isa(TileIsa isa) {
 
 bool tile_isa_supported(TileIsa isa) {
   // Probed once: every tile product asks, and CPUID is a VM exit under a hypervisor (12.6 us a
-  // __get_cpuid_count on the KVM Xeon of the eighteenth session; asked per product it was 44% of
-  // a T = 2048 step).
+  // __get_cpuid_count on a KVM Xeon; asked per product it was 44% of a T = 2048 step there).
   static const auto supported = [] {
     std::array<bool, kTileIsaCount> s{};
     for (int i = 0; i < kTileIsaCount; ++i) s[size_t(i)] = probe_tile_isa(TileIsa(i));
