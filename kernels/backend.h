@@ -1,12 +1,14 @@
 // kernels/backend.h — the backends behind kernels/ops.h. Each backend namespace declares the
 // same contract, generated from kernels/op_table.inc (one entry per op, the public op's
-// signature), plus supports(); kernels/dispatch.cpp is the only caller. A backend entry gets
-// inputs that are all on its device, with shapes and dtypes kernels/checks.cpp has checked.
+// signature, or for an op with a plan its plan first: kernels/plans.h), plus supports();
+// kernels/dispatch.cpp is the only caller. A backend entry gets inputs that are all on its
+// device, with shapes and dtypes kernels/checks.cpp has checked.
 //   k::cpu  — kernels/cpu/*.cpp: OpenBLAS GEMM + OpenMP loops (core/strided.h)
 //   k::cuda — kernels/cuda/*.cu: cuBLAS + CUDA kernels; kernels/cuda/stub.cpp when built
 //             without nvcc (every entry throws "built without CUDA support")
 #pragma once
 #include "kernels/ops.h"
+#include "kernels/plans.h"
 
 namespace relpos::k {
 
@@ -26,6 +28,7 @@ double steady_ms();
 
 namespace relpos::k::cpu {
 #define RELPOS_OP(ret, name, params, args, devices) ret name params;
+#define RELPOS_OP_PLAN(ret, name, params, args, devices, Plan, bparams, bargs) ret name bparams;
 #include "kernels/op_table.inc"
 bool supports(Op op, DType dtype);  // kernels/cpu/supports.cpp
 void restart_gemm_profile();        // kernels/cpu/gemm.cpp: RELPOS_GEMM_PROFILE's rows forgotten (k::restart_profiles)
@@ -33,6 +36,7 @@ void restart_gemm_profile();        // kernels/cpu/gemm.cpp: RELPOS_GEMM_PROFILE
 
 namespace relpos::k::cuda {
 #define RELPOS_OP(ret, name, params, args, devices) ret name params;
+#define RELPOS_OP_PLAN(ret, name, params, args, devices, Plan, bparams, bargs) ret name bparams;
 #include "kernels/op_table.inc"
 bool supports(Op op, DType dtype);  // kernels/cuda/supports.cpp, or stub.cpp
 }  // namespace relpos::k::cuda

@@ -20,14 +20,15 @@ void floating(DType t, const char* op) {
 
 // The softmax family: x (and gy) of one shape, dim a dim of it, a floating dtype. The CPU did
 // not check that x is defined (the CUDA backend did; kept).
-void rowwise(const Tensor& x, const Tensor* gy, int64_t dim, const char* op) {
+RowsPlan rowwise(const Tensor& x, const Tensor* gy, int64_t dim, const char* op) {
   if (gy) check_same_dtype_device(x, *gy, op);
   check_defined(x, op, "input");
-  wrap_dim(dim, x.dim(), op);
+  const RowsPlan plan = plan_rows(x, dim, op);
   if (gy)
     RELPOS_CHECK(gy->shape() == x.shape(), "{}: shapes differ: {} vs {}", op, shape_str(x.shape()),
                  shape_str(gy->shape()));
   floating(x.dtype(), op);
+  return plan;
 }
 
 }  // namespace
@@ -46,80 +47,74 @@ void sum_squares(const Tensor& x) {
 }
 
 // Empty products (K == 0 or an empty output) are zeros of any dtype, on both backends.
-void matmul(const Tensor& a, const Tensor& b, GemmInputs, bool, const Tensor& bias) {
+MatmulPlan matmul(const Tensor& a, const Tensor& b, GemmInputs, bool, const Tensor& bias) {
   check_same_dtype_device(a, b, "matmul");
-  RELPOS_CHECK(a.dim() >= 2 && b.dim() >= 2, "matmul: both operands need at least 2 dims, got {} and {}",
-               shape_str(a.shape()), shape_str(b.shape()));
-  const int64_t M = a.size(-2), K = a.size(-1), N = b.size(-1);
-  RELPOS_CHECK(b.size(-2) == K, "matmul: inner dims differ: {} @ {} ({} vs {})", shape_str(a.shape()),
-               shape_str(b.shape()), K, b.size(-2));
+  const MatmulPlan plan = plan_matmul(a, b);
   if (bias.defined()) {
     check_same_dtype_device(a, bias, "matmul (bias)");
-    RELPOS_CHECK(bias.dim() == 1 && bias.size(0) == N, "matmul: bias must be [{}] (the output's last dim), got {}", N,
-                 shape_str(bias.shape()));
+    RELPOS_CHECK(bias.dim() == 1 && bias.size(0) == plan.N,
+                 "matmul: bias must be [{}] (the output's last dim), got {}", plan.N, shape_str(bias.shape()));
   }
-  const Shape batch = broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2),
-                                       Shape(b.shape().begin(), b.shape().end() - 2), "matmul (batch dims)");
-  if (K == 0 || numel_of(batch) * M * N == 0) return;
-  floating(a.dtype(), "matmul");
+  if (!plan.empty()) floating(a.dtype(), "matmul");
+  return plan;
 }
 
 // matmul's checks, then an activation from is_activation's table on floating data.
-void matmul_act(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& bias, Unary act,
-                bool) {
-  check::matmul(a, b, inputs, round_output, bias);
+MatmulPlan matmul_act(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& bias,
+                      Unary act, bool) {
+  const MatmulPlan plan = check::matmul(a, b, inputs, round_output, bias);
   RELPOS_CHECK(is_activation(act), "matmul_act: op {} is not an activation (expected relu, gelu, gelu_tanh or silu)",
                int(act));
   floating(a.dtype(), "matmul_act");
+  return plan;
 }
 
 namespace {
 // An elementwise operand t of a product's epilogue (`what`: the multiplier, the addend) for op:
 // defined, a's dtype and device, the product's shape (floating a: matmul's checks ran first).
-void check_product_shaped(const Tensor& a, const Tensor& b, const Tensor& t, const char* op, const char* what) {
+void check_product_shaped(const Tensor& a, const MatmulPlan& plan, const Tensor& t, const char* op, const char* what) {
   floating(a.dtype(), op);
   RELPOS_CHECK(t.defined(), "{}: the {} is undefined", op, what);
   check_same_dtype_device(a, t, fmt::format("{} ({})", op, what).c_str());
-  Shape ab(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
-  Shape out = broadcast_shapes(ab, bb, fmt::format("{} (batch dims)", op).c_str());
-  out.push_back(a.size(-2));
-  out.push_back(b.size(-1));
-  RELPOS_CHECK(t.shape() == out, "{}: the {} must be {} (the product's shape), got {}", op, what, shape_str(out),
-               shape_str(t.shape()));
+  RELPOS_CHECK(t.shape() == plan.out_shape, "{}: the {} must be {} (the product's shape), got {}", op, what,
+               shape_str(plan.out_shape), shape_str(t.shape()));
 }
 }  // namespace
 
-void matmul_mul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& m) {
-  check::matmul(a, b, inputs, round_output, Tensor());
-  check_product_shaped(a, b, m, "matmul_mul", "multiplier");
+MatmulPlan matmul_mul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& m) {
+  const MatmulPlan plan = check::matmul(a, b, inputs, round_output, Tensor());
+  check_product_shaped(a, plan, m, "matmul_mul", "multiplier");
+  return plan;
 }
 
-void matmul_add(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& bias,
-                const Tensor& r) {
-  check::matmul(a, b, inputs, round_output, bias);
-  check_product_shaped(a, b, r, "matmul_add", "addend");
+MatmulPlan matmul_add(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& bias,
+                      const Tensor& r) {
+  const MatmulPlan plan = check::matmul(a, b, inputs, round_output, bias);
+  check_product_shaped(a, plan, r, "matmul_add", "addend");
+  return plan;
 }
 
-void matmul_sums(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output) {
+MatmulPlan matmul_sums(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output) {
   check_defined(a, "matmul_sums", "a");
   check_defined(b, "matmul_sums", "b");
   RELPOS_CHECK(a.dim() == 2 && b.dim() == 2, "matmul_sums: a and b must be matrices, got {} and {}",
                shape_str(a.shape()), shape_str(b.shape()));
-  check::matmul(a, b, inputs, round_output, Tensor());
+  const MatmulPlan plan = check::matmul(a, b, inputs, round_output, Tensor());
   floating(a.dtype(), "matmul_sums");
+  return plan;
 }
 
-void softmax(const Tensor& x, int64_t dim) {
-  rowwise(x, nullptr, dim, "softmax");
+RowsPlan softmax(const Tensor& x, int64_t dim) {
+  return rowwise(x, nullptr, dim, "softmax");
 }
-void log_softmax(const Tensor& x, int64_t dim) {
-  rowwise(x, nullptr, dim, "log_softmax");
+RowsPlan log_softmax(const Tensor& x, int64_t dim) {
+  return rowwise(x, nullptr, dim, "log_softmax");
 }
-void softmax_backward(const Tensor& y, const Tensor& gy, int64_t dim) {
-  rowwise(y, &gy, dim, "softmax_backward");
+RowsPlan softmax_backward(const Tensor& y, const Tensor& gy, int64_t dim) {
+  return rowwise(y, &gy, dim, "softmax_backward");
 }
-void log_softmax_backward(const Tensor& y, const Tensor& gy, int64_t dim) {
-  rowwise(y, &gy, dim, "log_softmax_backward");
+RowsPlan log_softmax_backward(const Tensor& y, const Tensor& gy, int64_t dim) {
+  return rowwise(y, &gy, dim, "log_softmax_backward");
 }
 
 void toeplitz_add(const Tensor& s, const Tensor& t) {
@@ -213,21 +208,13 @@ void mul_(const Tensor& dst, double) {
 
 // ------------------------------------------------------------------ reductions
 
-void reduce(Reduce op, const Tensor& x, std::vector<int64_t> dims, bool, int64_t) {
+ReducePlan reduce(Reduce op, const Tensor& x, std::vector<int64_t> dims, bool keepdim, int64_t) {
   check_defined(x, "reduce", "input");
-  const int64_t nd = x.dim();
-  std::vector<bool> red(size_t(std::max<int64_t>(nd, 1)), dims.empty());
-  for (int64_t d : dims) {
-    const int64_t w = wrap_dim(d, nd, "reduce");
-    RELPOS_CHECK(!red[size_t(w)], "reduce: dim {} listed twice", d);
-    red[size_t(w)] = true;
-  }
-  int64_t R = 1;
-  for (int64_t d = 0; d < nd; ++d)
-    if (red[size_t(d)]) R *= x.size(d);
-  RELPOS_CHECK(R > 0 || op == Reduce::Sum || op == Reduce::Mean,
+  ReducePlan plan = plan_reduce(x, dims, keepdim);
+  RELPOS_CHECK(plan.R > 0 || op == Reduce::Sum || op == Reduce::Mean,
                "reduce: cannot take max/min/logsumexp/var over an empty dim (shape {})", shape_str(x.shape()));
   floating(x.dtype(), "reduce");
+  return plan;
 }
 
 // ------------------------------------------------------------------ normalization

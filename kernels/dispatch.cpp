@@ -183,6 +183,13 @@ namespace relpos {
     const k::OpTimer timer(k::Op::name, RELPOS_UNPAREN devices);   \
     return dev == Device::CUDA ? cuda::name args : cpu::name args; \
   }
+#define RELPOS_OP_PLAN(ret, name, params, args, devices, Plan, bparams, bargs) \
+  auto k::name params->ret {                                                   \
+    const Device dev = RELPOS_DEVICE_OF devices;                               \
+    const Plan plan = check::name args;                                        \
+    const k::OpTimer timer(k::Op::name, RELPOS_UNPAREN devices);               \
+    return dev == Device::CUDA ? cuda::name bargs : cpu::name bargs;           \
+  }
 #define RELPOS_OP_ON_DEVICE(ret, name, params, args)                  \
   auto k::name(RELPOS_UNPAREN params, Device device)->ret {           \
     check::name args;                                                 \

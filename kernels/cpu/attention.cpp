@@ -601,132 +601,407 @@ Tensor sum_over_batch(const std::vector<double>& parts, const Dims& d, int64_t n
   return out;
 }
 
+// ---------------------------------------------------------------- forward and backward
+
+// The call's inputs as the kernels read them (forward and backward alike): [B, H, L, dh] views
+// with contiguous rows, the biases contiguous, every bucket and index entry checked.
+struct CallInputs {
+  Dims d{};
+  BucketRuns bucket;
+  IndexRows index;
+  Tensor table;             // [NT, H] (index bias) or undefined
+  Tensor qr;                // [B, H, Lq, NB] (buckets) or undefined
+  int64_t nb = 0;           // NB (0 without buckets)
+  Tensor q, k, v;           // [B, H, L, dh], rows contiguous
+  Tensor bias;              // [H, Lq + Lk - 1] or undefined
+  std::vector<double> pad;  // key padding [B, Lk] (empty: none)
+};
+
+CallInputs call_inputs(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tensor& bias_in,
+                       const Tensor& kp, const AttentionBuckets& bk, const AttentionIndexBias& ib, const char* op) {
+  CallInputs in;
+  in.d = dims_of(q_in, k_in);
+  in.bucket = bucket_index(bk, op);
+  in.index = index_rows(ib, op);
+  in.table = ib.table.defined() ? ib.table.contiguous() : Tensor();
+  in.qr = bk.qr.defined() ? bk.qr.contiguous() : Tensor();
+  in.nb = in.qr.defined() ? in.qr.size(3) : 0;
+  in.q = rows_view(q_in), in.k = rows_view(k_in), in.v = rows_view(v_in);
+  in.bias = bias_in.defined() ? bias_in.contiguous() : Tensor();
+  in.pad = padding_rows(kp);
+  return in;
+}
+
+// The bias operands of head (b, h) that tile_scores adds (null: absent).
+template <typename T>
+struct HeadBias {
+  const T* th = nullptr;          // the Toeplitz row of head h [Lq + Lk - 1]
+  const double* kp_b = nullptr;   // batch b's key padding [Lk]
+  const T* qr = nullptr;          // (b, h)'s bucket terms [Lq, NB]
+  const T* tab_h = nullptr;       // the index-bias table's column h (entry n at tab_h[n H])
+  const int64_t* ix_b = nullptr;  // batch b's index rows [Lq, Lk]
+};
+
+template <typename T>
+HeadBias<T> head_bias(const CallInputs& in, int64_t b, int64_t h) {
+  const Dims& d = in.d;
+  HeadBias<T> hb;
+  if (in.bias.defined()) hb.th = in.bias.data<T>() + h * (d.Lq + d.Lk - 1);
+  if (!in.pad.empty()) hb.kp_b = in.pad.data() + b * d.Lk;
+  if (in.nb > 0) hb.qr = in.qr.data<T>() + (b * d.H + h) * d.Lq * in.nb;
+  if (in.table.defined()) hb.tab_h = in.table.data<T>() + h;
+  hb.ix_b = in.index.rows(d, b);
+  return hb;
+}
+
+// The scores of rows i0 .. i0+r-1 of head (b, h) against keys j0 .. j0+c-1 into s [r, c]
+// (tile_scores with the head's bias operands).
+template <typename T>
+void head_scores(const CallInputs& in, const AttentionArgs& a, const ScoreOperands<T>& so, const HeadBias<T>& hb,
+                 int64_t i0, int64_t r, int64_t j0, int64_t c, T* s) {
+  tile_scores<T>(in.d, a, so, hb.th, hb.kp_b, hb.qr, in.nb, in.bucket, hb.tab_h, hb.ix_b, i0, r, j0, c, s);
+}
+
+// ---------------------------------------------------------------- forward
+
+// One thread's forward scratch: a score tile, a dropout row, the keys transposed and the rounded
+// copies of q and v, the row states of a block.
+template <typename T>
+struct ForwardScratch {
+  std::vector<T> s = std::vector<T>(size_t(kRowBlock * kKeyBlock)), mrow = std::vector<T>(size_t(kKeyBlock)), kt, qbuf,
+                 vbuf;
+  std::vector<RowState<T>> st = std::vector<RowState<T>>(size_t(kRowBlock));
+};
+
+// Where head (b, h) writes: o's rows (the accumulator until normalised), lse, the bucket sums w
+// and the row monitors (indexed by global row (b H + h) Lq + i).
+template <typename T>
+struct ForwardHeadOut {
+  T* o;
+  int64_t ldo;
+  T* lse;   // [Lq]
+  T* w;     // [Lq, NB] or null
+  T* pmax;  // [B H Lq] or null (row_stats)
+  T* pent;  // [B H Lq] or null (row_stats)
+};
+
+// Key tile j0 .. j0+c-1 of a block of r rows at i0: scores, the online softmax of each row (with
+// its bucket sums), then acc += E' V_tile.
+template <typename T>
+void forward_tile(const CallInputs& in, const AttentionArgs& a, const ScoreOperands<T>& so, const HeadBias<T>& hb,
+                  const T* V, int64_t ldv, const ForwardHeadOut<T>& ho, int64_t bh, int64_t i0, int64_t r, int64_t j0,
+                  int64_t c, ForwardScratch<T>& sc) {
+  const Dims& d = in.d;
+  const int64_t nb = in.nb;
+  T* acc = ho.o + i0 * ho.ldo;  // [r, dh] (row stride ldo), the unnormalised output
+  head_scores<T>(in, a, so, hb, i0, r, j0, c, sc.s.data());
+  for (int64_t ii = 0; ii < r; ++ii) {
+    T* si = sc.s.data() + ii * c;
+    const int64_t row = bh * d.Lq + i0 + ii;
+    if (a.dropout_p > 0) dropout_row<T>(a, d.Lk, row, j0, c, sc.mrow.data());
+    const T alpha =
+        online_row<T>(sc.st[size_t(ii)], si, c, ho.pmax != nullptr, a.dropout_p > 0 ? sc.mrow.data() : nullptr);
+    T* wi = ho.w ? ho.w + (i0 + ii) * nb : nullptr;
+    if (alpha != T(1) && j0 > 0) {  // rescale what earlier tiles accumulated (none before tile 0)
+      T* ai = acc + ii * ho.ldo;
+      for (int64_t e = 0; e < d.dh; ++e) ai[e] *= alpha;
+      if (wi)
+        for (int64_t n = 0; n < nb; ++n) wi[n] *= alpha;
+    }
+    if (wi) {  // E' summed per bucket
+      const int64_t t0 = (d.Lq - 1 - (i0 + ii)) + j0;
+      in.bucket.for_runs(t0, t0 + c, [&](int64_t ja, int64_t jb, int64_t n) {
+        T sum = 0;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t jj = ja; jj < jb; ++jj) sum += si[jj];
+        wi[n] += sum;
+      });
+    }
+  }
+  round_tile<T>(a, sc.s.data(), r, c);
+  tile_by_rows<T>(a, r, c, false, T(1), sc.s.data(), V + j0 * ldv, ldv, d.dh, acc, ho.ldo);  // acc += E' V
+}
+
+// After a block's last tile: o = acc / l (rounded under autocast), w /= l, lse = m + log l and the
+// monitors; a row without a visible key keeps o = 0.
+template <typename T>
+void forward_finish(const Dims& d, const AttentionArgs& a, int64_t nb, const ForwardHeadOut<T>& ho, int64_t bh,
+                    int64_t i0, int64_t r, const ForwardScratch<T>& sc) {
+  const bool rounding = std::is_same_v<T, float> && a.inputs != GemmInputs::F32;
+  for (int64_t ii = 0; ii < r; ++ii) {
+    const RowState<T>& sr = sc.st[size_t(ii)];
+    const int64_t row = bh * d.Lq + i0 + ii;
+    if (sr.l == T(0)) {
+      ho.lse[i0 + ii] = -std::numeric_limits<T>::infinity();
+      if (ho.pmax) ho.pmax[row] = ho.pent[row] = T(0);
+      continue;
+    }
+    const T inv = T(1) / sr.l;
+    T* ai = ho.o + (i0 + ii) * ho.ldo;
+    for (int64_t e = 0; e < d.dh; ++e) ai[e] *= inv;
+    if (rounding && a.round_output)
+      for (int64_t e = 0; e < d.dh; ++e) ai[e] = round16(a.inputs, ai[e]);
+    if (ho.w)
+      for (int64_t n = 0; n < nb; ++n) ho.w[(i0 + ii) * nb + n] *= inv;
+    ho.lse[i0 + ii] = sr.m + std::log(sr.l);
+    if (ho.pmax) {
+      ho.pmax[row] = sr.mabs;
+      ho.pent[row] = std::log(sr.l) - sr.ps * inv;  // -sum P log P, P = E / l
+    }
+  }
+}
+
+// Head bh = b H + h: its operands (rounded copies under autocast, K transposed or Q and K as bf16
+// pairs), then each block of query rows over its visible key tiles.
+template <typename T>
+void forward_head(const CallInputs& in, const AttentionArgs& a, AttentionOut& out, int64_t bh, ForwardScratch<T>& sc) {
+  const Dims& d = in.d;
+  const int64_t b = bh / d.H, h = bh % d.H;
+  const HeadRows<const T> hq = head_rows<const T>(in.q), hk = head_rows<const T>(in.k), hv = head_rows<const T>(in.v);
+  const HeadRows<T> hout = head_rows<T>(out.o);
+  thread_local Scratch<uint32_t> qw, kw;  // bf16 pairs (use_pairs)
+  const bool rounding = std::is_same_v<T, float> && a.inputs != GemmInputs::F32;
+  const bool pairs = use_pairs<T>(d, a);
+  const int64_t rows = row_block(pairs, d.Lk);
+  const T* Q = hq.at(b, h);  // q and v rows, rounded copies (dense, row stride dh) under autocast
+  const T* K = hk.at(b, h);
+  const T* V = hv.at(b, h);
+  int64_t ldq = hq.ld, ldv = hv.ld;
+  if (rounding && !pairs) Q = rounded_rows(Q, ldq, d.Lq, d.dh, a.inputs, sc.qbuf), ldq = d.dh;
+  if (rounding) V = rounded_rows(V, ldv, d.Lk, d.dh, a.inputs, sc.vbuf), ldv = d.dh;
+  ScoreOperands<T> so{Q, ldq};
+  if constexpr (std::is_same_v<T, float>) {
+    if (pairs) {
+      so.qw = pack_pairs_rows(Q, ldq, d.Lq, d.dh, qw);  // (rounded while packed)
+      so.kw = pack_pairs_cols(K, hk.ld, d.Lk, d.dh, kw);
+    }
+  }
+  if (!pairs) {
+    transpose_rows<T>(K, hk.ld, d.Lk, d.dh, a.inputs, sc.kt);
+    so.kt = sc.kt.data();
+  }
+  const HeadBias<T> hb = head_bias<T>(in, b, h);
+  const ForwardHeadOut<T> ho{hout.at(b, h),
+                             hout.ld,
+                             out.lse.data<T>() + bh * d.Lq,
+                             in.nb > 0 ? out.w.data<T>() + bh * d.Lq * in.nb : nullptr,
+                             a.row_stats ? out.max_abs.data<T>() : nullptr,
+                             a.row_stats ? out.entropy.data<T>() : nullptr};
+  for (int64_t i0 = 0; i0 < d.Lq; i0 += rows) {
+    const int64_t r = std::min(rows, d.Lq - i0), kend = block_key_end(d, a, i0, r);
+    zero_rows(ho.o + i0 * ho.ldo, ho.ldo, r, d.dh);
+    std::fill(sc.st.begin(), sc.st.end(), RowState<T>{});
+    for (int64_t j0 = 0; j0 < kend; j0 += kKeyBlock)
+      forward_tile<T>(in, a, so, hb, V, ldv, ho, bh, i0, r, j0, std::min(kKeyBlock, kend - j0), sc);
+    forward_finish<T>(d, a, in.nb, ho, bh, i0, r, sc);
+  }
+}
+
+// ---------------------------------------------------------------- backward
+
+// One thread's backward scratch: the P and dS tiles, a block's D, a dropout row, the keys and
+// values transposed and the rounded copies of q, k and dO.
+template <typename T>
+struct BackwardScratch {
+  std::vector<T> p = std::vector<T>(size_t(kRowBlock * kKeyBlock)), ds = std::vector<T>(size_t(kRowBlock * kKeyBlock)),
+                 delta = std::vector<T>(size_t(kRowBlock)), mrow = std::vector<T>(size_t(kKeyBlock)), kt, vt, qbuf,
+                 kbuf, gbuf;
+};
+
+// Head (b, h)'s operands in the backward: Q, K, dO (rounded copies under autocast), V, O, lse, the
+// score operands, dO and V as bf16 pairs for dP (or V transposed), and what it writes.
+template <typename T>
+struct BackwardHead {
+  const T *Q, *K, *V, *G, *O, *lse;
+  int64_t ldq, ldk, ldg, ldo;
+  ScoreOperands<T> so;
+  const T* vt = nullptr;
+  const uint32_t *dO_words = nullptr, *v_words = nullptr;
+  HeadBias<T> hb;
+  const T *w = nullptr, *gw = nullptr;  // [Lq, NB] (buckets; gw null when zero)
+  T *dQ, *dK, *dV;
+  int64_t lddq, lddk, lddv;
+  T* dqr = nullptr;        // [Lq, NB] (buckets)
+  double* dT = nullptr;    // [Lq + Lk - 1] float64 partials of (b, h) (Toeplitz bias)
+  double* dtab = nullptr;  // [NT] float64 partials of (b, h) (index bias)
+};
+
+// Row i0 + ii's dS = P (dP - D) in place in di (dP on entry), from its scores pi (P' on exit),
+// with the bucket, dropout and bias-gradient terms of key tile j0 .. j0+c-1.
+template <typename T>
+void backward_ds_row(const CallInputs& in, const AttentionArgs& a, const BackwardHead<T>& hd, int64_t bh, int64_t i0,
+                     int64_t ii, int64_t j0, int64_t c, T dl, T* pi, T* di, T* mrow) {
+  const Dims& d = in.d;
+  const int64_t nb = in.nb;
+  const int64_t t0 = (d.Lq - 1 - (i0 + ii)) + j0;  // bucket index of cell jj = 0
+  if (hd.gw) {  // dP'_ij += g_w[i, n(i, j)]
+    const T* gwi = hd.gw + (i0 + ii) * nb;
+    in.bucket.for_runs(t0, t0 + c, [&](int64_t ja, int64_t jb, int64_t n) {
+      const T add = gwi[n];
+#pragma omp simd
+      for (int64_t jj = ja; jj < jb; ++jj) di[jj] += add;
+    });
+  }
+  if (a.dropout_p > 0) {  // dP = M dP'
+    dropout_row<T>(a, d.Lk, bh * d.Lq + i0 + ii, j0, c, mrow);
+    for (int64_t jj = 0; jj < c; ++jj) di[jj] *= mrow[size_t(jj)];
+  }
+  probs_and_ds_row(pi, di, c, hd.lse[i0 + ii], dl);  // P = exp(S - lse), dS = P (dP - D)
+  if (hd.dqr) {  // dqr[i, n] = scale sum_{j in bucket n} dS_ij
+    T* dqri = hd.dqr + (i0 + ii) * nb;
+    const T sc = T(a.scale);
+    in.bucket.for_runs(t0, t0 + c, [&](int64_t ja, int64_t jb, int64_t n) {
+      T sum = 0;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t jj = ja; jj < jb; ++jj) sum += di[jj];
+      dqri[n] += sc * sum;
+    });
+  }
+  if (a.dropout_p > 0)  // P' for dV
+    for (int64_t jj = 0; jj < c; ++jj) pi[jj] *= mrow[size_t(jj)];
+  if (hd.dT) {
+    double* diag = hd.dT + (d.Lq - 1 - (i0 + ii)) + j0;  // diag[jj] accumulates T[h, j0 + jj - i + Lq - 1]
+    for (int64_t jj = 0; jj < c; ++jj) diag[jj] += double(di[jj]);
+  }
+  if (hd.dtab) {  // dtab[idx[i, j0 + jj]] += dS_ij
+    const int64_t* ix = hd.hb.ix_b + (i0 + ii) * d.Lk + j0;
+    for (int64_t jj = 0; jj < c; ++jj) hd.dtab[ix[jj]] += double(di[jj]);
+  }
+}
+
+// A block of r rows at i0 of head bh: D = rowsum(dO * O) (+ g_w . w), then per key tile the
+// scores, dP = dO_blk V_tile^T, dS row by row, and the three products.
+template <typename T>
+void backward_block(const CallInputs& in, const AttentionArgs& a, const BackwardHead<T>& hd, int64_t bh, int64_t i0,
+                    int64_t r, BackwardScratch<T>& sc) {
+  const Dims& d = in.d;
+  const int64_t nb = in.nb, kend = block_key_end(d, a, i0, r);
+  for (int64_t ii = 0; ii < r; ++ii) {  // D = rowsum(dO * O) (+ g_w . w)
+    const T* gi = hd.G + (i0 + ii) * hd.ldg;
+    const T* oi = hd.O + (i0 + ii) * hd.ldo;
+    T acc = 0;
+#pragma omp simd reduction(+ : acc)  // (without it a serial chain of dependent adds)
+    for (int64_t e = 0; e < d.dh; ++e) acc += gi[e] * oi[e];
+    if (hd.gw)
+      for (int64_t n = 0; n < nb; ++n) acc += hd.gw[(i0 + ii) * nb + n] * hd.w[(i0 + ii) * nb + n];
+    sc.delta[size_t(ii)] = acc;
+  }
+  for (int64_t j0 = 0; j0 < kend; j0 += kKeyBlock) {
+    const int64_t c = std::min(kKeyBlock, kend - j0);
+    head_scores<T>(in, a, hd.so, hd.hb, i0, r, j0, c, sc.p.data());
+    // dP = dO_blk V_tile^T  [r, c]
+    rows_by_cols<T>(d, d.Lk, T(1), hd.G, hd.ldg, hd.vt, hd.dO_words, hd.v_words, i0, r, j0, c, sc.ds.data());
+    for (int64_t ii = 0; ii < r; ++ii)
+      backward_ds_row<T>(in, a, hd, bh, i0, ii, j0, c, sc.delta[size_t(ii)], sc.p.data() + ii * c,
+                         sc.ds.data() + ii * c, sc.mrow.data());
+    // dQ_blk += scale dS K_tile;  dK_tile += scale dS^T Q_blk;  dV_tile += P'^T dO_blk
+    round_tile<T>(a, sc.ds.data(), r, c);
+    round_tile<T>(a, sc.p.data(), r, c);
+    const T scl = T(a.scale);
+    tile_by_rows<T>(a, r, c, false, scl, sc.ds.data(), hd.K + j0 * hd.ldk, hd.ldk, d.dh, hd.dQ + i0 * hd.lddq, hd.lddq);
+    tile_by_rows<T>(a, r, c, true, scl, sc.ds.data(), hd.Q + i0 * hd.ldq, hd.ldq, d.dh, hd.dK + j0 * hd.lddk, hd.lddk);
+    tile_by_rows<T>(a, r, c, true, T(1), sc.p.data(), hd.G + i0 * hd.ldg, hd.ldg, d.dh, hd.dV + j0 * hd.lddv, hd.lddv);
+  }
+}
+
+// What the backward reads besides the call's inputs and writes besides dq, dk, dv.
+template <typename T>
+struct BackwardExtras {
+  Tensor g, o, lse;  // dO and O as [B, H, Lq, dh] views, lse contiguous
+  const T *w = nullptr, *gw = nullptr;
+  T* dqr = nullptr;
+  std::vector<double>* dbias_parts = nullptr;   // [B, H, Lq + Lk - 1]
+  std::vector<double>* dtable_parts = nullptr;  // [B, H, NT]
+};
+
+// Head (b, h)'s operands: Q, K and dO rounded copies (dense, row stride dh) under autocast (also
+// for the pair packing: packing straight from the strided heads measured slower, perf samples in
+// the packing 8 -> 60 of ~1,700 in a tiny bf16 step); K transposed and V transposed, or Q, K, dO
+// and V as bf16 pairs.
+template <typename T>
+BackwardHead<T> backward_head_operands(const CallInputs& in, const AttentionArgs& a, const BackwardExtras<T>& ex,
+                                       AttentionGrads& out, int64_t bh, BackwardScratch<T>& sc) {
+  const Dims& d = in.d;
+  const int64_t b = bh / d.H, h = bh % d.H, nb = in.nb;
+  thread_local Scratch<uint32_t> qw, kw, dow, vw;  // bf16 pairs (use_pairs)
+  const bool rounding = std::is_same_v<T, float> && a.inputs != GemmInputs::F32;
+  const bool pairs = use_pairs<T>(d, a);
+  const HeadRows<const T> hq = head_rows<const T>(in.q), hk = head_rows<const T>(in.k), hv = head_rows<const T>(in.v),
+                          hg = head_rows<const T>(ex.g), ho = head_rows<const T>(ex.o);
+  const HeadRows<T> hdq = head_rows<T>(out.dq), hdk = head_rows<T>(out.dk), hdv = head_rows<T>(out.dv);
+  BackwardHead<T> hd{hq.at(b, h), hk.at(b, h), hv.at(b, h), hg.at(b, h), ho.at(b, h), ex.lse.template data<T>() + bh * d.Lq,
+                     hq.ld, hk.ld, hg.ld, ho.ld, {}, nullptr, nullptr, nullptr, head_bias<T>(in, b, h), nullptr, nullptr,
+                     hdq.at(b, h), hdk.at(b, h), hdv.at(b, h), hdq.ld, hdk.ld, hdv.ld};
+  if (rounding) {
+    hd.Q = rounded_rows(hd.Q, hd.ldq, d.Lq, d.dh, a.inputs, sc.qbuf), hd.ldq = d.dh;
+    hd.K = rounded_rows(hd.K, hd.ldk, d.Lk, d.dh, a.inputs, sc.kbuf), hd.ldk = d.dh;
+    hd.G = rounded_rows(hd.G, hd.ldg, d.Lq, d.dh, a.inputs, sc.gbuf), hd.ldg = d.dh;
+  }
+  hd.so = ScoreOperands<T>{hd.Q, hd.ldq};
+  if constexpr (std::is_same_v<T, float>) {
+    if (pairs) {  // Q, K and dO already rounded; V rounded while packed
+      hd.so.qw = pack_pairs_rows(hd.Q, hd.ldq, d.Lq, d.dh, qw);
+      hd.so.kw = pack_pairs_cols(hd.K, hd.ldk, d.Lk, d.dh, kw);
+      hd.dO_words = pack_pairs_rows(hd.G, hd.ldg, d.Lq, d.dh, dow);
+      hd.v_words = pack_pairs_cols(hd.V, hv.ld, d.Lk, d.dh, vw);
+    }
+  }
+  if (!pairs) {
+    transpose_rows<T>(hd.K, hd.ldk, d.Lk, d.dh, GemmInputs::F32, sc.kt);  // (K already rounded)
+    transpose_rows<T>(hd.V, hv.ld, d.Lk, d.dh, a.inputs, sc.vt);
+    hd.so.kt = sc.kt.data();
+    hd.vt = sc.vt.data();
+  }
+  if (nb > 0) {
+    hd.w = ex.w + bh * d.Lq * nb;
+    hd.gw = ex.gw ? ex.gw + bh * d.Lq * nb : nullptr;
+    hd.dqr = ex.dqr + bh * d.Lq * nb;
+  }
+  if (!ex.dbias_parts->empty()) hd.dT = ex.dbias_parts->data() + bh * (d.Lq + d.Lk - 1);
+  if (!ex.dtable_parts->empty()) hd.dtab = ex.dtable_parts->data() + bh * in.index.nt;
+  return hd;
+}
+
+// Head bh: its operands, dQ, dK, dV zeroed by the thread that accumulates them (not a serial
+// memset of the whole tensors while the other threads wait: ~1% of a small float32 step), every
+// block of rows, then (autocast) the complete gradients rounded to 16 bits.
+template <typename T>
+void backward_head(const CallInputs& in, const AttentionArgs& a, const BackwardExtras<T>& ex, AttentionGrads& out,
+                   int64_t bh, BackwardScratch<T>& sc) {
+  const Dims& d = in.d;
+  const BackwardHead<T> hd = backward_head_operands<T>(in, a, ex, out, bh, sc);
+  zero_rows(hd.dQ, hd.lddq, d.Lq, d.dh);
+  zero_rows(hd.dK, hd.lddk, d.Lk, d.dh);
+  zero_rows(hd.dV, hd.lddv, d.Lk, d.dh);
+  const int64_t rows = row_block(use_pairs<T>(d, a), d.Lk);
+  for (int64_t i0 = 0; i0 < d.Lq; i0 += rows) backward_block<T>(in, a, hd, bh, i0, std::min(rows, d.Lq - i0), sc);
+  if (std::is_same_v<T, float> && a.inputs != GemmInputs::F32) {  // 16-bit inputs' gradients are 16-bit values
+    round_rows(hd.dQ, hd.lddq, d.Lq, d.dh, a.inputs);
+    round_rows(hd.dK, hd.lddk, d.Lk, d.dh, a.inputs);
+    round_rows(hd.dV, hd.lddv, d.Lk, d.dh, a.inputs);
+  }
+}
+
 }  // namespace
 
 AttentionOut attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tensor& bias_in,
                        const Tensor& kp, const AttentionArgs& a, const AttentionBuckets& bk,
                        const AttentionIndexBias& ib) {
   ensure_blas_core();
-  const Dims d = dims_of(q_in, k_in);
-  const BucketRuns bucket = bucket_index(bk, "attention");
-  const IndexRows index = index_rows(ib, "attention");
-  const Tensor table = ib.table.defined() ? ib.table.contiguous() : Tensor();  // [NT, H]
-  const Tensor qr_t = bk.qr.defined() ? bk.qr.contiguous() : Tensor();
-  const int64_t nb = qr_t.defined() ? qr_t.size(3) : 0;
-  const Tensor q = rows_view(q_in), k = rows_view(k_in), v = rows_view(v_in);
-  const Tensor bias = bias_in.defined() ? bias_in.contiguous() : Tensor();
-  const std::vector<double> pad = padding_rows(kp);
-  AttentionOut out{heads_layout(d.B, d.H, d.Lq, d.dh, q.dtype()), Tensor::empty({d.B, d.H, d.Lq}, q.dtype())};
+  const CallInputs in = call_inputs(q_in, k_in, v_in, bias_in, kp, bk, ib, "attention");
+  const Dims& d = in.d;
+  AttentionOut out{heads_layout(d.B, d.H, d.Lq, d.dh, in.q.dtype()), Tensor::empty({d.B, d.H, d.Lq}, in.q.dtype())};
   if (a.row_stats) {
-    out.max_abs = Tensor::empty({d.B, d.H, d.Lq}, q.dtype());
-    out.entropy = Tensor::empty({d.B, d.H, d.Lq}, q.dtype());
+    out.max_abs = Tensor::empty({d.B, d.H, d.Lq}, in.q.dtype());
+    out.entropy = Tensor::empty({d.B, d.H, d.Lq}, in.q.dtype());
   }
-  if (nb > 0) out.w = Tensor::zeros({d.B, d.H, d.Lq, nb}, q.dtype());
-  visit_float(q.dtype(), "attention", [&]<typename T>() {
-    const HeadRows<const T> hq = head_rows<const T>(q), hk = head_rows<const T>(k), hv = head_rows<const T>(v);
-    const HeadRows<T> ho = head_rows<T>(out.o);
-    const T* pt = bias.defined() ? bias.data<T>() : nullptr;
-    T* pl = out.lse.data<T>();
-    T* pmax = a.row_stats ? out.max_abs.data<T>() : nullptr;
-    T* pent = a.row_stats ? out.entropy.data<T>() : nullptr;
-    const T* pqr = nb > 0 ? qr_t.data<T>() : nullptr;
-    T* pw = nb > 0 ? out.w.data<T>() : nullptr;
-    const T* ptab = table.defined() ? table.data<T>() : nullptr;
+  if (in.nb > 0) out.w = Tensor::zeros({d.B, d.H, d.Lq, in.nb}, in.q.dtype());
+  visit_float(in.q.dtype(), "attention", [&]<typename T>() {
 #pragma omp parallel
     {
-      std::vector<T> s(static_cast<size_t>(kRowBlock * kKeyBlock)), mrow(static_cast<size_t>(kKeyBlock)), kt, qbuf,
-          vbuf;
-      thread_local Scratch<uint32_t> qw, kw;  // bf16 pairs (use_pairs)
-      std::vector<RowState<T>> st(static_cast<size_t>(kRowBlock));
-      const bool rounding = std::is_same_v<T, float> && a.inputs != GemmInputs::F32;
-      const bool pairs = use_pairs<T>(d, a);
-      const int64_t rows = row_block(pairs, d.Lk);
+      ForwardScratch<T> sc;
 #pragma omp for schedule(static)
-      for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
-        const int64_t b = bh / d.H, h = bh % d.H;
-        // q and v rows, rounded copies (dense, row stride dh) under autocast
-        const T* Q = hq.at(b, h);
-        const T* K = hk.at(b, h);
-        const T* V = hv.at(b, h);
-        int64_t ldq = hq.ld, ldv = hv.ld;
-        if (rounding && !pairs) Q = rounded_rows(Q, ldq, d.Lq, d.dh, a.inputs, qbuf), ldq = d.dh;
-        if (rounding) V = rounded_rows(V, ldv, d.Lk, d.dh, a.inputs, vbuf), ldv = d.dh;
-        const T* th = pt ? pt + h * (d.Lq + d.Lk - 1) : nullptr;
-        const double* kp_b = pad.empty() ? nullptr : pad.data() + b * d.Lk;
-        T* O = ho.at(b, h);
-        T* lse = pl + bh * d.Lq;
-        const T* QR = pqr ? pqr + bh * d.Lq * nb : nullptr;
-        T* W = pw ? pw + bh * d.Lq * nb : nullptr;
-        const T* tab_h = ptab ? ptab + h : nullptr;
-        const int64_t* ix_b = index.rows(d, b);
-        ScoreOperands<T> so{Q, ldq};
-        if constexpr (std::is_same_v<T, float>) {
-          if (pairs) {
-            so.qw = pack_pairs_rows(Q, ldq, d.Lq, d.dh, qw);  // (rounded while packed)
-            so.kw = pack_pairs_cols(K, hk.ld, d.Lk, d.dh, kw);
-          }
-        }
-        if (!pairs) {
-          transpose_rows<T>(K, hk.ld, d.Lk, d.dh, a.inputs, kt);
-          so.kt = kt.data();
-        }
-        for (int64_t i0 = 0; i0 < d.Lq; i0 += rows) {
-          const int64_t r = std::min(rows, d.Lq - i0), kend = block_key_end(d, a, i0, r);
-          T* acc = O + i0 * ho.ld;  // [r, dh] (row stride ho.ld), the unnormalised output
-          zero_rows(acc, ho.ld, r, d.dh);
-          std::fill(st.begin(), st.end(), RowState<T>{});
-          for (int64_t j0 = 0; j0 < kend; j0 += kKeyBlock) {
-            const int64_t c = std::min(kKeyBlock, kend - j0);
-            tile_scores<T>(d, a, so, th, kp_b, QR, nb, bucket, tab_h, ix_b, i0, r, j0, c, s.data());
-            for (int64_t ii = 0; ii < r; ++ii) {
-              T* si = s.data() + ii * c;
-              const int64_t row = bh * d.Lq + i0 + ii;
-              if (a.dropout_p > 0) dropout_row<T>(a, d.Lk, row, j0, c, mrow.data());
-              const T alpha = online_row<T>(st[size_t(ii)], si, c, pmax != nullptr,
-                                            a.dropout_p > 0 ? mrow.data() : nullptr);
-              T* wi = W ? W + (i0 + ii) * nb : nullptr;
-              if (alpha != T(1) && j0 > 0) {  // rescale what earlier tiles accumulated (none before tile 0)
-                T* ai = acc + ii * ho.ld;
-                for (int64_t e = 0; e < d.dh; ++e) ai[e] *= alpha;
-                if (wi)
-                  for (int64_t n = 0; n < nb; ++n) wi[n] *= alpha;
-              }
-              if (wi) {  // E' summed per bucket
-                const int64_t t0 = (d.Lq - 1 - (i0 + ii)) + j0;
-                bucket.for_runs(t0, t0 + c, [&](int64_t ja, int64_t jb, int64_t n) {
-                  T sum = 0;
-#pragma omp simd reduction(+ : sum)
-                  for (int64_t jj = ja; jj < jb; ++jj) sum += si[jj];
-                  wi[n] += sum;
-                });
-              }
-            }
-            round_tile<T>(a, s.data(), r, c);
-            tile_by_rows<T>(a, r, c, false, T(1), s.data(), V + j0 * ldv, ldv, d.dh, acc, ho.ld);  // acc += E' V
-          }
-          for (int64_t ii = 0; ii < r; ++ii) {  // normalise; a row without a visible key keeps o = 0
-            const RowState<T>& sr = st[size_t(ii)];
-            const int64_t row = bh * d.Lq + i0 + ii;
-            if (sr.l == T(0)) {
-              lse[i0 + ii] = -std::numeric_limits<T>::infinity();
-              if (pmax) pmax[row] = pent[row] = T(0);
-              continue;
-            }
-            const T inv = T(1) / sr.l;
-            T* ai = acc + ii * ho.ld;
-            for (int64_t e = 0; e < d.dh; ++e) ai[e] *= inv;
-            if (rounding && a.round_output)
-              for (int64_t e = 0; e < d.dh; ++e) ai[e] = round16(a.inputs, ai[e]);
-            if (W)
-              for (int64_t n = 0; n < nb; ++n) W[(i0 + ii) * nb + n] *= inv;
-            lse[i0 + ii] = sr.m + std::log(sr.l);
-            if (pmax) {
-              pmax[row] = sr.mabs;
-              pent[row] = std::log(sr.l) - sr.ps * inv;  // -sum P log P, P = E / l
-            }
-          }
-        }
-      }
+      for (int64_t bh = 0; bh < d.B * d.H; ++bh) forward_head<T>(in, a, out, bh, sc);
     }
   });
   return out;
@@ -737,180 +1012,39 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
                                   const AttentionArgs& a, const AttentionBuckets& bk, const Tensor& gw_in,
                                   const AttentionIndexBias& ib) {
   ensure_blas_core();
-  const Dims d = dims_of(q_in, k_in);
-  const BucketRuns bucket = bucket_index(bk, "attention_backward");
-  const IndexRows index = index_rows(ib, "attention_backward");
-  const Tensor table = ib.table.defined() ? ib.table.contiguous() : Tensor();  // [NT, H]
-  const int64_t ntab = index.nt;
-  const Tensor qr_t = bk.qr.defined() ? bk.qr.contiguous() : Tensor();
-  const int64_t nb = qr_t.defined() ? qr_t.size(3) : 0;
-  RELPOS_CHECK(nb == 0 || (fwd.w.defined() && fwd.w.shape() == qr_t.shape()),
-               "attention_backward: the saved forward has no bucket sums w matching qr {}", describe(qr_t));
-  RELPOS_CHECK(!gw_in.defined() || (nb > 0 && gw_in.shape() == qr_t.shape()),
+  const CallInputs in = call_inputs(q_in, k_in, v_in, bias_in, kp, bk, ib, "attention_backward");
+  const Dims& d = in.d;
+  const int64_t nb = in.nb, nt = d.Lq + d.Lk - 1;
+  RELPOS_CHECK(nb == 0 || (fwd.w.defined() && fwd.w.shape() == in.qr.shape()),
+               "attention_backward: the saved forward has no bucket sums w matching qr {}", describe(in.qr));
+  RELPOS_CHECK(!gw_in.defined() || (nb > 0 && gw_in.shape() == in.qr.shape()),
                "attention_backward: the gradient of w {} must be [B, H, Lq, NB] like qr {}", describe(gw_in),
-               describe(qr_t));
-  const Tensor gw = gw_in.defined() ? gw_in.contiguous() : Tensor();
-  const Tensor w_t = nb > 0 ? fwd.w.contiguous() : Tensor();
+               describe(in.qr));
   RELPOS_CHECK(g_in.shape() == fwd.o.shape() && fwd.lse.defined() && fwd.lse.numel() == d.B * d.H * d.Lq,
                "attention_backward: gradient {} / saved output {} do not match q {}", describe(g_in), describe(fwd.o),
                describe(q_in));
-  const Tensor q = rows_view(q_in), k = rows_view(k_in), v = rows_view(v_in), g = rows_view(g_in);
-  const Tensor o = rows_view(fwd.o), lse_t = fwd.lse.contiguous();
-  const Tensor bias = bias_in.defined() ? bias_in.contiguous() : Tensor();
-  const std::vector<double> pad = padding_rows(kp);
-  const int64_t nt = d.Lq + d.Lk - 1;
-  // dQ, dK, dV: each (b, h) zeroed by the thread that accumulates it (not a serial memset of
-  // the whole tensors while the other threads wait: ~1% of a small float32 step)
-  AttentionGrads out{heads_layout(d.B, d.H, d.Lq, d.dh, q.dtype()),
-                     heads_layout(d.B, d.H, d.Lk, d.dh, q.dtype()),
-                     heads_layout(d.B, d.H, d.Lk, d.dh, q.dtype()),
-                     Tensor(),
-                     Tensor(),
-                     Tensor()};
-  if (nb > 0) out.dqr = Tensor::zeros(qr_t.shape(), q.dtype());
-  std::vector<double> dbias_parts(bias.defined() ? size_t(d.B * d.H * nt) : 0, 0.0);  // [B, H, nt]
-  std::vector<double> dtable_parts(table.defined() ? size_t(d.B * d.H * ntab) : 0, 0.0);  // [B, H, NT]
-  visit_float(q.dtype(), "attention_backward", [&]<typename T>() {
-    const HeadRows<const T> hq = head_rows<const T>(q), hk = head_rows<const T>(k), hv = head_rows<const T>(v),
-                            hg = head_rows<const T>(g), ho = head_rows<const T>(o);
-    const HeadRows<T> hdq = head_rows<T>(out.dq), hdk = head_rows<T>(out.dk), hdv = head_rows<T>(out.dv);
-    const T* pl = lse_t.data<T>();
-    const T* pt = bias.defined() ? bias.data<T>() : nullptr;
-    const T* pqr = nb > 0 ? qr_t.data<T>() : nullptr;
-    const T* pw = nb > 0 ? w_t.data<T>() : nullptr;
-    const T* pgw = gw.defined() ? gw.data<T>() : nullptr;
-    T* pdqr = nb > 0 ? out.dqr.data<T>() : nullptr;
-    const T* ptab = table.defined() ? table.data<T>() : nullptr;
+  const Tensor gw = gw_in.defined() ? gw_in.contiguous() : Tensor();
+  const Tensor w_t = nb > 0 ? fwd.w.contiguous() : Tensor();
+  const DType dtype = in.q.dtype();
+  AttentionGrads out{heads_layout(d.B, d.H, d.Lq, d.dh, dtype), heads_layout(d.B, d.H, d.Lk, d.dh, dtype),
+                     heads_layout(d.B, d.H, d.Lk, d.dh, dtype), Tensor(), Tensor(), Tensor()};
+  if (nb > 0) out.dqr = Tensor::zeros(in.qr.shape(), dtype);
+  std::vector<double> dbias_parts(in.bias.defined() ? size_t(d.B * d.H * nt) : 0, 0.0);              // [B, H, nt]
+  std::vector<double> dtable_parts(in.table.defined() ? size_t(d.B * d.H * in.index.nt) : 0, 0.0);  // [B, H, NT]
+  visit_float(dtype, "attention_backward", [&]<typename T>() {
+    BackwardExtras<T> ex{rows_view(g_in), rows_view(fwd.o), fwd.lse.contiguous()};
+    ex.w = nb > 0 ? w_t.data<T>() : nullptr;
+    ex.gw = gw.defined() ? gw.data<T>() : nullptr;
+    ex.dqr = nb > 0 ? out.dqr.data<T>() : nullptr;
+    ex.dbias_parts = &dbias_parts, ex.dtable_parts = &dtable_parts;
 #pragma omp parallel
     {
-      const size_t tile = size_t(kRowBlock * kKeyBlock);
-      std::vector<T> p(tile), ds(tile), delta(static_cast<size_t>(kRowBlock)), mrow(static_cast<size_t>(kKeyBlock)), kt,
-          vt, qbuf, kbuf, gbuf;
-      thread_local Scratch<uint32_t> qw, kw, dow, vw;  // bf16 pairs (use_pairs)
-      const uint32_t *dO_words = nullptr, *v_words = nullptr;
-      const bool rounding = std::is_same_v<T, float> && a.inputs != GemmInputs::F32;
-      const bool pairs = use_pairs<T>(d, a);
-      const int64_t rows = row_block(pairs, d.Lk);
+      BackwardScratch<T> sc;
 #pragma omp for schedule(static)
-      for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
-        const int64_t b = bh / d.H, h = bh % d.H;
-        // q, k and dO rows, rounded copies (dense, row stride dh) under autocast (also for the
-        // pair packing: packing straight from the strided heads measured slower, perf samples in
-        // the packing 8 -> 60 of ~1,700 in a tiny bf16 step)
-        const T* Q = hq.at(b, h);
-        const T* K = hk.at(b, h);
-        const T* V = hv.at(b, h);
-        const T* G = hg.at(b, h);
-        const T* O = ho.at(b, h);
-        int64_t ldq = hq.ld, ldk = hk.ld, ldg = hg.ld;
-        if (rounding) {
-          Q = rounded_rows(Q, ldq, d.Lq, d.dh, a.inputs, qbuf), ldq = d.dh;
-          K = rounded_rows(K, ldk, d.Lk, d.dh, a.inputs, kbuf), ldk = d.dh;
-          G = rounded_rows(G, ldg, d.Lq, d.dh, a.inputs, gbuf), ldg = d.dh;
-        }
-        const T* lse = pl + bh * d.Lq;
-        const T* th = pt ? pt + h * nt : nullptr;
-        const double* kp_b = pad.empty() ? nullptr : pad.data() + b * d.Lk;
-        T *dQ = hdq.at(b, h), *dK = hdk.at(b, h), *dV = hdv.at(b, h);
-        zero_rows(dQ, hdq.ld, d.Lq, d.dh);
-        zero_rows(dK, hdk.ld, d.Lk, d.dh);
-        zero_rows(dV, hdv.ld, d.Lk, d.dh);
-        double* dT = dbias_parts.empty() ? nullptr : dbias_parts.data() + bh * nt;
-        const T* QR = pqr ? pqr + bh * d.Lq * nb : nullptr;
-        const T* Wb = pw ? pw + bh * d.Lq * nb : nullptr;
-        const T* GW = pgw ? pgw + bh * d.Lq * nb : nullptr;
-        T* dQR = pdqr ? pdqr + bh * d.Lq * nb : nullptr;
-        const T* tab_h = ptab ? ptab + h : nullptr;
-        const int64_t* ix_b = index.rows(d, b);
-        double* dtab = dtable_parts.empty() ? nullptr : dtable_parts.data() + bh * ntab;  // [NT] of (b, h)
-        ScoreOperands<T> so{Q, ldq};
-        if constexpr (std::is_same_v<T, float>) {
-          if (pairs) {  // Q, K and dO already rounded; V rounded while packed
-            so.qw = pack_pairs_rows(Q, ldq, d.Lq, d.dh, qw);
-            so.kw = pack_pairs_cols(K, ldk, d.Lk, d.dh, kw);
-            dO_words = pack_pairs_rows(G, ldg, d.Lq, d.dh, dow);
-            v_words = pack_pairs_cols(V, hv.ld, d.Lk, d.dh, vw);
-          }
-        }
-        if (!pairs) {
-          transpose_rows<T>(K, ldk, d.Lk, d.dh, GemmInputs::F32, kt);  // (K already rounded)
-          transpose_rows<T>(V, hv.ld, d.Lk, d.dh, a.inputs, vt);
-          so.kt = kt.data();
-        }
-        for (int64_t i0 = 0; i0 < d.Lq; i0 += rows) {
-          const int64_t r = std::min(rows, d.Lq - i0), kend = block_key_end(d, a, i0, r);
-          for (int64_t ii = 0; ii < r; ++ii) {  // D = rowsum(dO * O) (+ g_w . w)
-            const T* gi = G + (i0 + ii) * ldg;
-            const T* oi = O + (i0 + ii) * ho.ld;
-            T acc = 0;
-#pragma omp simd reduction(+ : acc)  // (without it a serial chain of dependent adds)
-            for (int64_t e = 0; e < d.dh; ++e) acc += gi[e] * oi[e];
-            if (GW)
-              for (int64_t n = 0; n < nb; ++n) acc += GW[(i0 + ii) * nb + n] * Wb[(i0 + ii) * nb + n];
-            delta[size_t(ii)] = acc;
-          }
-          for (int64_t j0 = 0; j0 < kend; j0 += kKeyBlock) {
-            const int64_t c = std::min(kKeyBlock, kend - j0);
-            tile_scores<T>(d, a, so, th, kp_b, QR, nb, bucket, tab_h, ix_b, i0, r, j0, c, p.data());
-            // dP = dO_blk V_tile^T  [r, c]
-            rows_by_cols<T>(d, d.Lk, T(1), G, ldg, vt.data(), dO_words, v_words, i0, r, j0, c, ds.data());
-            for (int64_t ii = 0; ii < r; ++ii) {  // dS = P (dP - D)
-              T* di = ds.data() + ii * c;
-              T* pi = p.data() + ii * c;
-              const T dl = delta[size_t(ii)];
-              const int64_t t0 = (d.Lq - 1 - (i0 + ii)) + j0;  // bucket index of cell jj = 0
-              if (GW) {  // dP'_ij += g_w[i, n(i, j)]
-                const T* gwi = GW + (i0 + ii) * nb;
-                bucket.for_runs(t0, t0 + c, [&](int64_t ja, int64_t jb, int64_t n) {
-                  const T add = gwi[n];
-#pragma omp simd
-                  for (int64_t jj = ja; jj < jb; ++jj) di[jj] += add;
-                });
-              }
-              if (a.dropout_p > 0) {  // dP = M dP'
-                dropout_row<T>(a, d.Lk, bh * d.Lq + i0 + ii, j0, c, mrow.data());
-                for (int64_t jj = 0; jj < c; ++jj) di[jj] *= mrow[size_t(jj)];
-              }
-              probs_and_ds_row(pi, di, c, lse[i0 + ii], dl);  // P = exp(S - lse), dS = P (dP - D)
-              if (dQR) {  // dqr[i, n] = scale sum_{j in bucket n} dS_ij
-                T* dqri = dQR + (i0 + ii) * nb;
-                const T sc = T(a.scale);
-                bucket.for_runs(t0, t0 + c, [&](int64_t ja, int64_t jb, int64_t n) {
-                  T sum = 0;
-#pragma omp simd reduction(+ : sum)
-                  for (int64_t jj = ja; jj < jb; ++jj) sum += di[jj];
-                  dqri[n] += sc * sum;
-                });
-              }
-              if (a.dropout_p > 0)  // P' for dV
-                for (int64_t jj = 0; jj < c; ++jj) pi[jj] *= mrow[size_t(jj)];
-              if (dT) {
-                double* diag = dT + (d.Lq - 1 - (i0 + ii)) + j0;  // diag[jj] accumulates T[h, j0 + jj - i + Lq - 1]
-                for (int64_t jj = 0; jj < c; ++jj) diag[jj] += double(di[jj]);
-              }
-              if (dtab) {  // dtab[idx[i, j0 + jj]] += dS_ij
-                const int64_t* ix = ix_b + (i0 + ii) * d.Lk + j0;
-                for (int64_t jj = 0; jj < c; ++jj) dtab[ix[jj]] += double(di[jj]);
-              }
-            }
-            // dQ_blk += scale dS K_tile;  dK_tile += scale dS^T Q_blk;  dV_tile += P'^T dO_blk
-            round_tile<T>(a, ds.data(), r, c);
-            round_tile<T>(a, p.data(), r, c);
-            const T sc = T(a.scale);
-            tile_by_rows<T>(a, r, c, false, sc, ds.data(), K + j0 * ldk, ldk, d.dh, dQ + i0 * hdq.ld, hdq.ld);
-            tile_by_rows<T>(a, r, c, true, sc, ds.data(), Q + i0 * ldq, ldq, d.dh, dK + j0 * hdk.ld, hdk.ld);
-            tile_by_rows<T>(a, r, c, true, T(1), p.data(), G + i0 * ldg, ldg, d.dh, dV + j0 * hdv.ld, hdv.ld);
-          }
-        }
-        if (rounding) {  // the gradients of 16-bit inputs are 16-bit values; this head's are complete
-          round_rows(dQ, hdq.ld, d.Lq, d.dh, a.inputs);
-          round_rows(dK, hdk.ld, d.Lk, d.dh, a.inputs);
-          round_rows(dV, hdv.ld, d.Lk, d.dh, a.inputs);
-        }
-      }
+      for (int64_t bh = 0; bh < d.B * d.H; ++bh) backward_head<T>(in, a, ex, out, bh, sc);
     }
-    if (bias.defined()) out.dbias = sum_over_batch<T>(dbias_parts, d, nt, false);      // dT [H, nt]
-    if (table.defined()) out.dtable = sum_over_batch<T>(dtable_parts, d, ntab, true);  // dtable [NT, H]
+    if (in.bias.defined()) out.dbias = sum_over_batch<T>(dbias_parts, d, nt, false);               // dT [H, nt]
+    if (in.table.defined()) out.dtable = sum_over_batch<T>(dtable_parts, d, in.index.nt, true);  // dtable [NT, H]
   });
   return out;
 }

@@ -505,6 +505,43 @@ void pairs_rows_product(bool tb, int64_t M, int64_t N, int64_t K, const float* a
 }
 #endif
 
+#if RELPOS_WITH_DNNL
+// C = op(A) op(B) with bf16 operands on the CPU's bf16 units (gemm_f32_run's bf16 path): relpos's
+// AMX pair kernel where it takes the layout; oneDNN on all of C at once where K runs over one
+// chunk, a's sums are wanted or A^T B would go to the AMX pairs' transposed layout; else oneDNN
+// on blocks of `block` rows of bf16 copies, each finished (finish(i0, rows)) while in cache.
+template <typename Finish>
+void bf16_units_product(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* a, int64_t lda, const float* b,
+                        int64_t ldb, float* c, int64_t ldc, const GemmEpilogue<float>& ep, bool epilogue,
+                        int64_t block, const Finish& finish) {
+  if (!ta && !ep.a_sums && (!tb || K % 2 == 0) && pairs_on_amx())
+    return pairs_rows_product(tb, M, N, K, a, lda, b, ldb, c, ldc, epilogue, finish);
+  if (K > kMaxKBf16 || ep.a_sums || (ta && !tb && pairs_on_amx())) {  // all of C at once, then its epilogue
+    onednn_product(true, ta, tb, M, N, K, a, lda, b, ldb, c, ldc, ep.a_sums);
+    if (epilogue) finish(0, M);
+    return;
+  }
+  thread_local Scratch<uint16_t> pa, pb;
+  // Stored shapes: A is [M, K] ([K, M] when transposed), B is [K, N] ([N, K]).
+  const uint16_t* a16 = pack_bf16(a, ta ? K : M, ta ? M : K, lda, pa);
+  const uint16_t* b16 = pack_bf16(b, tb ? N : K, tb ? K : N, ldb, pb);
+  const int64_t plda = ta ? M : K, pldb = tb ? K : N;
+  for (int64_t i0 = 0; i0 < M; i0 += block) {
+    const int64_t rows = std::min(block, M - i0);
+    onednn_call(true, ta, tb, rows, N, K, ta ? a16 + i0 : a16 + i0 * plda, plda, b16, pldb, c + i0 * ldc, ldc);
+    finish(i0, rows);
+  }
+}
+#endif
+
+// The sums of op(A)'s M rows of K values (float64, rounded once to float32) into sums [M].
+void float_sums_of_a(bool ta, const float* a, int64_t lda, int64_t M, int64_t K, float* sums) {
+  thread_local Scratch<double> acc;
+  double* s = acc.get(size_t(M));
+  sum_a_rows(ta, a, lda, M, K, s);
+  for (int64_t m = 0; m < M; ++m) sums[m] = float(s[m]);
+}
+
 // gemm_f32 without its timing; round_output is only ever set with 16-bit inputs (gemm_f32 says so).
 void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
                   const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
@@ -524,39 +561,16 @@ void gemm_f32_run(GemmInputs inputs, bool round_output, bool ta, bool tb, int64_
   };
 #if RELPOS_WITH_DNNL
   const bool onednn_path = requested_provider() == Provider::OneDNN && K > 0;
-  if (onednn_path && inputs == GemmInputs::BF16 && onednn().bf16_units) {
-    if (!ta && !ep.a_sums && (!tb || K % 2 == 0) && pairs_on_amx())
-      return pairs_rows_product(tb, M, N, K, a, lda, b, ldb, c, ldc, epilogue, finish);
-    if (K > kMaxKBf16 || ep.a_sums || (ta && !tb && pairs_on_amx())) {  // all of C at once, then its epilogue
-      onednn_product(true, ta, tb, M, N, K, a, lda, b, ldb, c, ldc, ep.a_sums);
-      if (epilogue) finish(0, M);
-      return;
-    }
-    thread_local Scratch<uint16_t> pa, pb;
-    // Stored shapes: A is [M, K] ([K, M] when transposed), B is [K, N] ([N, K]).
-    const uint16_t* a16 = pack_bf16(a, ta ? K : M, ta ? M : K, lda, pa);
-    const uint16_t* b16 = pack_bf16(b, tb ? N : K, tb ? K : N, ldb, pb);
-    const int64_t plda = ta ? M : K, pldb = tb ? K : N;
-    const int64_t block = block_rows(kEpilogueBlockBytesBf16);
-    for (int64_t i0 = 0; i0 < M; i0 += block) {
-      const int64_t rows = std::min(block, M - i0);
-      onednn_call(true, ta, tb, rows, N, K, a_rows(a16, i0, plda), plda, b16, pldb, c + i0 * ldc, ldc);
-      finish(i0, rows);
-    }
-    return;
-  }
+  if (onednn_path && inputs == GemmInputs::BF16 && onednn().bf16_units)
+    return bf16_units_product(ta, tb, M, N, K, a, lda, b, ldb, c, ldc, ep, epilogue, block_rows(kEpilogueBlockBytesBf16),
+                              finish);
 #else
   const bool onednn_path = false;
 #endif
   // The sums of op(A) where onednn_product does not make them: from A's own float32 values,
   // before any rounding below.
   const bool f32_whole = onednn_path && inputs == GemmInputs::F32 && !epilogue;  // onednn_product
-  if (ep.a_sums && !f32_whole) {
-    thread_local Scratch<double> acc;
-    double* s = acc.get(size_t(M));
-    sum_a_rows(ta, a, lda, M, K, s);
-    for (int64_t m = 0; m < M; ++m) ep.a_sums[m] = float(s[m]);
-  }
+  if (ep.a_sums && !f32_whole) float_sums_of_a(ta, a, lda, M, K, ep.a_sums);
   thread_local Scratch<float> ra, rb;
   if (inputs != GemmInputs::F32) {  // no 16-bit unit: rounded copies of the operands, multiplied in float32
     a = round_copy(inputs, a, ta ? K : M, ta ? M : K, lda, ra), lda = ta ? M : K;

@@ -13,25 +13,8 @@ namespace relpos::k::cpu {
 
 namespace {
 
-struct MatLayout {
-  bool trans;
-  int64_t ld;
-};
-
-// Describe the last two dims of t (rows x cols) for BLAS, or return false.
-bool blas_layout(const Tensor& t, MatLayout& m) {
-  int64_t rows = t.size(-2), cols = t.size(-1);
-  int64_t rs = t.strides()[t.dim() - 2], cs = t.strides()[t.dim() - 1];
-  if ((cs == 1 || cols == 1) && rs >= std::max<int64_t>(cols, 1)) {
-    m = {false, rows == 1 ? std::max<int64_t>(cols, 1) : rs};
-    return true;
-  }
-  if ((rs == 1 || rows == 1) && cs >= std::max<int64_t>(rows, 1)) {
-    m = {true, cols == 1 ? std::max<int64_t>(rows, 1) : cs};
-    return true;
-  }
-  return false;
-}
+using MatLayout = OperandLayout;
+constexpr auto blas_layout = operand_layout;  // kernels/plans.h
 
 // Epilogue of a (batched) product: the bias, and the activation with its derivative (act_grad:
 // the output's shape, contiguous, made here when want_grad).
@@ -69,18 +52,16 @@ struct MatmulOut {
   Tensor y, act_grad, a_sums;
 };
 
-MatmulOut matmul_with(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs, bool round_output, Epilogue ep) {
-  const int64_t M = a_in.size(-2), K = a_in.size(-1), N = b_in.size(-1);
-  Shape ab(a_in.shape().begin(), a_in.shape().end() - 2);
-  Shape bb(b_in.shape().begin(), b_in.shape().end() - 2);
-  Shape batch = broadcast_shapes(ab, bb, "matmul (batch dims)");
-  Shape out_shape = batch;
-  out_shape.push_back(M);
-  out_shape.push_back(N);
+// a_in [..., M, K] @ b_in [..., K, N] -> plan.out_shape (plan: check::matmul).
+MatmulOut matmul_with(const MatmulPlan& plan, const Tensor& a_in, const Tensor& b_in, GemmInputs inputs,
+                      bool round_output, Epilogue ep) {
+  const int64_t M = plan.M, K = plan.K, N = plan.N;
+  const Shape& batch = plan.batch;
+  const Shape& out_shape = plan.out_shape;
   if (ep.has_act && ep.want_grad) ep.act_grad = Tensor::empty(out_shape, a_in.dtype());
   if (ep.want_sums) {  // 2-D (matmul_sums' check); without a product to make them, made here
     if (K == 0 || N == 0)
-      ep.a_sums = cpu::reduce(Reduce::Sum, a_in, {1}, false, 0);
+      ep.a_sums = cpu::reduce(plan_reduce(a_in, {1}, false), Reduce::Sum, a_in, 0);
     else
       ep.a_sums = Tensor::empty({M}, a_in.dtype());
   }
@@ -106,7 +87,7 @@ MatmulOut matmul_with(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs,
 
   visit_float(a.dtype(), "matmul", [&]<typename T>() {
     // Fold a's batch into rows: b unbatched, a row-major with rows evenly spaced.
-    if (bb.empty() && !ab.empty() && !la.trans) {
+    if (b_in.dim() == 2 && a_in.dim() > 2 && !la.trans) {
       Tensor af = a.reshape({-1, K});  // a view when a's batch and row dims are evenly strided
       if (af.shares_storage(a) || a.is_contiguous()) {
         MatLayout lf{};
@@ -120,7 +101,7 @@ MatmulOut matmul_with(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs,
     ae_shape.insert(ae_shape.end(), {M, K});
     be_shape.insert(be_shape.end(), {K, N});
     Tensor ae = a.expand(ae_shape), be = b.expand(be_shape);
-    const int64_t nb = numel_of(batch);
+    const int64_t nb = plan.batches;
     const int64_t nbd = int64_t(batch.size());
     T* po = out.data<T>();
     for (int64_t i = 0; i < nb; ++i) {
@@ -140,31 +121,34 @@ MatmulOut matmul_with(const Tensor& a_in, const Tensor& b_in, GemmInputs inputs,
 
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& bias) {
-  return matmul_with(a, b, inputs, round_output, {bias}).y;
+Tensor matmul(const MatmulPlan& plan, const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output,
+              const Tensor& bias) {
+  return matmul_with(plan, a, b, inputs, round_output, {bias}).y;
 }
 
-MatmulActOut matmul_act(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& bias,
-                        Unary act, bool want_grad) {
-  MatmulOut r = matmul_with(a, b, inputs, round_output, {bias, true, act, want_grad, Tensor()});
+MatmulActOut matmul_act(const MatmulPlan& plan, const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output,
+                        const Tensor& bias, Unary act, bool want_grad) {
+  MatmulOut r = matmul_with(plan, a, b, inputs, round_output, {bias, true, act, want_grad, Tensor()});
   return {r.y, r.act_grad};
 }
 
-Tensor matmul_mul(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& m) {
-  return matmul_with(a, b, inputs, round_output, {Tensor(), false, Unary::Relu, false, Tensor(), m}).y;
+Tensor matmul_mul(const MatmulPlan& plan, const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output,
+                  const Tensor& m) {
+  return matmul_with(plan, a, b, inputs, round_output, {Tensor(), false, Unary::Relu, false, Tensor(), m}).y;
 }
 
-Tensor matmul_add(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output, const Tensor& bias,
-                  const Tensor& r) {
+Tensor matmul_add(const MatmulPlan& plan, const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output,
+                  const Tensor& bias, const Tensor& r) {
   Epilogue ep;
   ep.bias = bias, ep.add = r;
-  return matmul_with(a, b, inputs, round_output, ep).y;
+  return matmul_with(plan, a, b, inputs, round_output, ep).y;
 }
 
-MatmulSumsOut matmul_sums(const Tensor& a, const Tensor& b, GemmInputs inputs, bool round_output) {
+MatmulSumsOut matmul_sums(const MatmulPlan& plan, const Tensor& a, const Tensor& b, GemmInputs inputs,
+                          bool round_output) {
   Epilogue ep;
   ep.want_sums = true;
-  MatmulOut r = matmul_with(a, b, inputs, round_output, ep);
+  MatmulOut r = matmul_with(plan, a, b, inputs, round_output, ep);
   return {r.y, r.a_sums};
 }
 

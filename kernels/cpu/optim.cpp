@@ -2,6 +2,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/adam_math.h"
 #include "kernels/backend.h"
 
 namespace relpos::k::cpu {
@@ -29,34 +30,32 @@ Tensor sum_squares(const Tensor& x_in) {
   return Tensor::scalar(total, DType::F64);
 }
 
+}  // namespace relpos::k::cpu
+
+namespace relpos::k {
+
+AdamScalars adam_scalars(const AdamStep& s) {
+  return {1.0 - s.lr * s.weight_decay, s.weight_decay, s.beta1, 1.0 - s.beta1, s.beta2, 1.0 - s.beta2,
+          std::sqrt(s.bias_correction2), s.eps, -(s.lr / s.bias_correction1), s.weight_decay != 0.0, s.decoupled};
+}
+
+}  // namespace relpos::k
+
+namespace relpos::k::cpu {
+
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                  const AdamStep& s) {
   const Tensor g_c = grad.contiguous();
+  const AdamScalars scalars = adam_scalars(s);
   visit_float(param.dtype(), "adam_update", [&]<typename T>() {
     T* p = param.data<T>();
     T* m = exp_avg.data<T>();
     T* v = exp_avg_sq.data<T>();
     const T* g = g_c.data<T>();
     const int64_t n = param.numel();
-    // Scalars rounded to T exactly as the unfused sequence of k:: ops rounded them.
-    const T decay = T(1.0 - s.lr * s.weight_decay), wd = T(s.weight_decay);
-    const T b1 = T(s.beta1), one_m_b1 = T(1.0 - s.beta1), b2 = T(s.beta2), one_m_b2 = T(1.0 - s.beta2);
-    const T sqrt_bc2 = T(std::sqrt(s.bias_correction2)), eps = T(s.eps), neg_step = T(-(s.lr / s.bias_correction1));
-    const bool has_wd = s.weight_decay != 0.0, decoupled = s.decoupled;
+    const AdamCoeffs<T> c(scalars);
 #pragma omp parallel for schedule(static) if (n >= 32768)
-    for (int64_t i = 0; i < n; ++i) {
-      T gi = g[i], pi = p[i];
-      if (has_wd) {
-        if (decoupled) pi = pi * decay;  // p = p (1 - lr wd)
-        else gi = gi + wd * pi;          // g = g + wd p
-      }
-      const T mi = m[i] * b1 + one_m_b1 * gi;
-      const T vi = v[i] * b2 + (gi * one_m_b2) * gi;
-      const T denom = std::sqrt(vi) / sqrt_bc2 + eps;
-      m[i] = mi;
-      v[i] = vi;
-      p[i] = pi + (mi * neg_step) / denom;
-    }
+    for (int64_t i = 0; i < n; ++i) adam_step(c, p[i], g[i], m[i], v[i]);
   });
   param.bump_version();
   exp_avg.bump_version();

@@ -11,20 +11,17 @@ namespace relpos::k::cpu {
 
 namespace {
 
-// Apply row_fn(rows..., n) over rows of the given tensors with `dim` moved last.
+// Apply row_fn(rows..., n) over rows of the given tensors with the plan's dim moved last.
 // Returns the result with dim moved back to its place (contiguous).
 template <typename F>
-Tensor rowwise(const std::vector<Tensor>& ins, int64_t dim, const char* op, F&& row_fn) {
+Tensor rowwise(const RowsPlan& plan, const std::vector<Tensor>& ins, const char* op, F&& row_fn) {
   const Tensor& x0 = ins[0];
-  dim = wrap_dim(dim, x0.dim(), op);
-  const int64_t last = std::max<int64_t>(x0.dim() - 1, 0);
+  const int64_t dim = plan.dim, last = plan.last, n = plan.n, rows = plan.rows;
   std::vector<Tensor> cs;
   for (const Tensor& t : ins) {
     cs.push_back((x0.dim() == 0 ? t : t.transpose(dim, last)).contiguous());
   }
   Tensor out = Tensor::empty(cs[0].shape(), x0.dtype());
-  const int64_t n = x0.dim() == 0 ? 1 : x0.size(dim);
-  const int64_t rows = n == 0 ? 0 : x0.numel() / n;
   visit_float(x0.dtype(), op, [&]<typename T>() {
     T* po = out.data<T>();
 #pragma omp parallel for schedule(static) if (rows >= 8 && rows * n >= 16384)
@@ -39,8 +36,8 @@ Tensor rowwise(const std::vector<Tensor>& ins, int64_t dim, const char* op, F&& 
 
 }  // namespace
 
-Tensor softmax(const Tensor& x, int64_t dim) {
-  return rowwise({x}, dim, "softmax", []<typename T>(const T* a, const T*, T* o, int64_t n) {
+Tensor softmax(const RowsPlan& plan, const Tensor& x) {
+  return rowwise(plan, {x}, "softmax", []<typename T>(const T* a, const T*, T* o, int64_t n) {
     T m = -std::numeric_limits<T>::infinity();
 #pragma omp simd reduction(max : m)
     for (int64_t i = 0; i < n; ++i) m = a[i] > m ? a[i] : m;
@@ -73,8 +70,8 @@ Tensor softmax(const Tensor& x, int64_t dim) {
   });
 }
 
-Tensor log_softmax(const Tensor& x, int64_t dim) {
-  return rowwise({x}, dim, "log_softmax", []<typename T>(const T* a, const T*, T* o, int64_t n) {
+Tensor log_softmax(const RowsPlan& plan, const Tensor& x) {
+  return rowwise(plan, {x}, "log_softmax", []<typename T>(const T* a, const T*, T* o, int64_t n) {
     T m = -std::numeric_limits<T>::infinity();
     for (int64_t i = 0; i < n; ++i) m = a[i] > m ? a[i] : m;
     double s = 0.0;
@@ -85,8 +82,8 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
 }
 
 // dx = y * (gy - sum(gy * y))  (float rows vectorise: the dot product accumulates in double)
-Tensor softmax_backward(const Tensor& y, const Tensor& gy, int64_t dim) {
-  return rowwise({y, gy}, dim, "softmax_backward", []<typename T>(const T* yy, const T* g, T* o, int64_t n) {
+Tensor softmax_backward(const RowsPlan& plan, const Tensor& y, const Tensor& gy) {
+  return rowwise(plan, {y, gy}, "softmax_backward", []<typename T>(const T* yy, const T* g, T* o, int64_t n) {
     double dot = 0.0;
 #pragma omp simd reduction(+ : dot)
     for (int64_t i = 0; i < n; ++i) dot += double(yy[i]) * double(g[i]);
@@ -97,8 +94,8 @@ Tensor softmax_backward(const Tensor& y, const Tensor& gy, int64_t dim) {
 }
 
 // dx = gy - exp(y) * sum(gy)
-Tensor log_softmax_backward(const Tensor& y, const Tensor& gy, int64_t dim) {
-  return rowwise({y, gy}, dim, "log_softmax_backward", []<typename T>(const T* yy, const T* g, T* o, int64_t n) {
+Tensor log_softmax_backward(const RowsPlan& plan, const Tensor& y, const Tensor& gy) {
+  return rowwise(plan, {y, gy}, "log_softmax_backward", []<typename T>(const T* yy, const T* g, T* o, int64_t n) {
     double s = 0.0;
 #pragma omp simd reduction(+ : s)
     for (int64_t i = 0; i < n; ++i) s += double(g[i]);

@@ -2,13 +2,16 @@
 // (kernels/cuda/*.cpp, compiled by g++: validation with the CPU's messages, shapes, output
 // allocation, Tensor) and its device side (kernels/cuda/*.cu, compiled by nvcc: kernels and
 // their launchers). nvcc 13's front end cannot compile fmt's consteval format strings, which
-// every relpos header reaches through core/error.h, so .cu files include only this header,
-// core/rng.h (the counter-based draw, host + device) and CUDA headers. Every pointer is a
+// every relpos header reaches through core/error.h, so .cu files include only this header
+// (and kernels/adam_math.h through it), core/rng.h (the counter-based draw, host + device) and
+// CUDA headers. Every pointer is a
 // device pointer to element 0 of a tensor; strides are in elements. Launchers queue work on
 // the default stream and throw relpos::Error (through throw_error) when a launch or a cuBLAS
 // call fails.
 #pragma once
 #include <cstdint>
+
+#include "kernels/adam_math.h"
 
 namespace relpos::k::cuda::dev {
 
@@ -186,10 +189,6 @@ void ce_backward(DT t, void* dx, const void* g, int reduction, const int64_t* co
                  Check chk);
 
 // ---------------------------------------------------------------- optim.cu
-struct AdamScalars {  // double values, rounded to T in the kernel exactly as kernels/cpu/optim.cpp rounds them
-  double decay, wd, b1, one_m_b1, b2, one_m_b2, sqrt_bc2, eps, neg_step;
-  bool has_wd, decoupled;
-};
 void adam_update(DT t, void* p, const void* g, void* m, void* v, int64_t n, const AdamScalars& s);
 
 }  // namespace relpos::k::cuda::dev

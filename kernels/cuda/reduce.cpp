@@ -12,47 +12,19 @@ namespace relpos::k::cuda {
 static_assert(int(Reduce::Sum) == 0 && int(Reduce::Mean) == 1 && int(Reduce::Max) == 2 && int(Reduce::Min) == 3 &&
               int(Reduce::LogSumExp) == 4 && int(Reduce::Var) == 5);
 
-Tensor reduce(Reduce op, const Tensor& x, std::vector<int64_t> dims, bool keepdim, int64_t correction) {
-  const int64_t nd = x.dim();
-  std::vector<bool> red(size_t(std::max<int64_t>(nd, 1)), false);
-  if (dims.empty()) {
-    std::fill(red.begin(), red.end(), true);
-  } else {
-    for (int64_t d : dims) {
-      int64_t w = wrap_dim(d, nd, "reduce");
-      red[w] = true;
-    }
-  }
-  std::vector<int64_t> order;
-  Shape out_shape, kept_shape;
-  int64_t R = 1;
-  for (int64_t d = 0; d < nd; ++d) {
-    if (!red[d]) {
-      order.push_back(d);
-      kept_shape.push_back(x.size(d));
-    }
-    out_shape.push_back(red[d] ? 1 : x.size(d));
-  }
-  for (int64_t d = 0; d < nd; ++d)
-    if (red[d]) {
-      order.push_back(d);
-      R *= x.size(d);
-    }
-  const int64_t rows = numel_of(kept_shape);
-  Tensor out = empty_cuda(keepdim ? out_shape : kept_shape, x.dtype());
+// x: any shape; plan (check::reduce): x.permute(plan.order) is [rows, R] -> out plan.out_shape.
+Tensor reduce(const ReducePlan& plan, Reduce op, const Tensor& x, int64_t correction) {
+  const int64_t rows = plan.rows, R = plan.R;
+  Tensor out = empty_cuda(plan.out_shape, x.dtype());
   const bool sum_like = op == Reduce::Sum || op == Reduce::Mean;
   // Sum / mean over the leading dims of a contiguous tensor (a bias gradient, sum_to): column
   // sums in place, no transposed copy.
-  int64_t lead = 0;
-  while (lead < nd && red[size_t(lead)]) ++lead;
-  bool leading = lead > 0 && rows > 1 && x.is_contiguous();
-  for (int64_t d = lead; leading && d < nd; ++d) leading = !red[size_t(d)];
-  if (sum_like && leading) {
+  if (sum_like && plan.leading && x.is_contiguous()) {
     Tensor part = empty_cuda({std::max<int64_t>(dev::col_chunks(R), 1), rows}, DType::F64);
     dev::reduce_cols(int(op), dt(x.dtype()), out.raw_data(), x.raw_data(), R, rows, part.data<double>());
     return out;
   }
-  Tensor xp = (nd == 0 ? x : x.permute(order)).contiguous();  // [rows, R]
+  Tensor xp = (x.dim() == 0 ? x : x.permute(plan.order)).contiguous();  // [rows, R]
   // A large full reduction: every multiprocessor, then one block.
   if (sum_like && rows == 1 && R > 8192) {
     Tensor partial = empty_cuda({dev::all_chunks(R)}, DType::F64);

@@ -7,31 +7,27 @@ namespace relpos::k::cuda {
 
 namespace {
 
-Tensor rowwise(int kind, const std::vector<Tensor>& ins, int64_t dim, const char* op) {
+Tensor rowwise(int kind, const RowsPlan& plan, const std::vector<Tensor>& ins) {
   const Tensor& x0 = ins[0];
-  dim = wrap_dim(dim, x0.dim(), op);
-  const int64_t last = std::max<int64_t>(x0.dim() - 1, 0);
   std::vector<Tensor> cs;
   for (const Tensor& t : ins) {
-    cs.push_back((x0.dim() == 0 ? t : t.transpose(dim, last)).contiguous());
+    cs.push_back((x0.dim() == 0 ? t : t.transpose(plan.dim, plan.last)).contiguous());
   }
   Tensor out = empty_cuda(cs[0].shape(), x0.dtype());
-  const int64_t n = x0.dim() == 0 ? 1 : x0.size(dim);
-  const int64_t rows = n == 0 ? 0 : x0.numel() / n;
   dev::softmax_rows(kind, dt(x0.dtype()), out.raw_data(), cs[0].raw_data(),
-                    cs.size() > 1 ? cs[1].raw_data() : nullptr, rows, n);
-  return x0.dim() == 0 ? out : out.transpose(dim, last).contiguous();
+                    cs.size() > 1 ? cs[1].raw_data() : nullptr, plan.rows, plan.n);
+  return x0.dim() == 0 ? out : out.transpose(plan.dim, plan.last).contiguous();
 }
 
 }  // namespace
 
-Tensor softmax(const Tensor& x, int64_t dim) { return rowwise(0, {x}, dim, "softmax"); }
-Tensor log_softmax(const Tensor& x, int64_t dim) { return rowwise(1, {x}, dim, "log_softmax"); }
-Tensor softmax_backward(const Tensor& y, const Tensor& gy, int64_t dim) {
-  return rowwise(2, {y, gy}, dim, "softmax_backward");
+Tensor softmax(const RowsPlan& plan, const Tensor& x) { return rowwise(0, plan, {x}); }
+Tensor log_softmax(const RowsPlan& plan, const Tensor& x) { return rowwise(1, plan, {x}); }
+Tensor softmax_backward(const RowsPlan& plan, const Tensor& y, const Tensor& gy) {
+  return rowwise(2, plan, {y, gy});
 }
-Tensor log_softmax_backward(const Tensor& y, const Tensor& gy, int64_t dim) {
-  return rowwise(3, {y, gy}, dim, "log_softmax_backward");
+Tensor log_softmax_backward(const RowsPlan& plan, const Tensor& y, const Tensor& gy) {
+  return rowwise(3, plan, {y, gy});
 }
 
 }  // namespace relpos::k::cuda

@@ -18,6 +18,10 @@ namespace {
   ret name params {                                 \
     no_cuda(#name);                                 \
   }
+#define RELPOS_OP_PLAN(ret, name, params, args, devices, Plan, bparams, bargs) \
+  ret name bparams {                                                           \
+    no_cuda(#name);                                                            \
+  }
 #include "kernels/op_table.inc"
 
 bool supports(Op, DType) {
