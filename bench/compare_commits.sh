@@ -13,7 +13,7 @@
 # (default 5), PRECISION (fp32 or bf16, default fp32; OLD_PRECISION / NEW_PRECISION set one side,
 # e.g. one binary's bf16 step against its fp32 one), OLD_NAME / NEW_NAME (the column titles,
 # default old / new). The range columns show the fastest and slowest run of each binary (a wide
-# one: the machine was busy).
+# one: a busy machine).
 set -euo pipefail
 [[ $# -ge 2 ]] || { sed -n '2,17p' "$0"; exit 2; }
 OLD=$1 NEW=$2 THREADS=${3:-2}
