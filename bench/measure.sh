@@ -18,7 +18,7 @@ set -u
 [[ $# -eq 1 ]] || { sed -n '2,17p' "$0"; exit 2; }
 mkdir -p "$1"
 D=$(cd "$1" && pwd)
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 export OMP_NUM_THREADS=2
 for r in 1 2 3; do
   for prec in fp32 bf16; do
@@ -43,4 +43,4 @@ build/relpos_bench_ops --threads 2 > "$D/ops.jsonl" 2>&1
   bench/.venv-torch2/bin/python bench/torch_ops.py --threads 2 --filter matmul | grep -v '"meta"'
 } > "$D/ops_torch.jsonl" 2>&1
 python3 bench/roofline.py "$D" > "$D/roofline.md" 2>&1
-echo done > "$D/run.done"
+echo "done" > "$D/run.done"
