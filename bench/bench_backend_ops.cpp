@@ -1,5 +1,5 @@
 // bench/bench_backend_ops.cpp — the perf mode of the backend test harness: every case of
-// relpos::cases::perf_cases() (tests/kernels/backend_cases.h, training-size shapes) on every
+// relpos::cases::perf_cases() (tests/support/backend_cases.h, training-size shapes) on every
 // available backend, reported as GFLOP/s (matmuls) or GB/s (everything else: bytes of the
 // logical inputs and outputs, read/written once). Timings only; nothing is asserted.
 //   relpos_bench_backend_ops [--filter SUBSTRING] [--min-seconds S]
@@ -9,9 +9,9 @@
 #include <cstring>
 #include <string>
 
+#include "backend_cases.h"
 #include "core/cuda_runtime.h"
 #include "kernels/ops.h"
-#include "../tests/kernels/backend_cases.h"
 
 using namespace relpos;
 

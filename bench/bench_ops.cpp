@@ -7,10 +7,10 @@
 // calls); one timed call gives `inner`, the number of calls per sample needed for a sample
 // of >= 2 ms (at most 1000); then 15 samples, each the mean time of `inner` back-to-back
 // calls; the median sample is reported. The warmup is long so that a case does not time
-// the previous case's idle threads: on this 2-core machine an OpenMP-parallel op run
-// within ~0.1 s after a multi-threaded OpenBLAS GEMM (whose pthread workers busy-wait
-// meanwhile) was seen to stall to ~8 ms per call, and the first calls after an idle spell
-// can run at one-thread speed (see bench/RESULTS.md).
+// the previous case's idle threads: on a 2-core machine an OpenMP-parallel op run within
+// ~0.1 s after a multi-threaded OpenBLAS GEMM (whose pthread workers busy-wait meanwhile)
+// stalls to ~8 ms per call, and the first calls after an idle spell can run at one-thread
+// speed (measurements in bench/RESULTS.md).
 //
 // Usage: relpos_bench_ops [--threads N] [--filter SUBSTRING]
 //   N defaults to OMP_NUM_THREADS, else 1; --filter keeps cases whose "op size" contains it.

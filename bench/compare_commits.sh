@@ -9,19 +9,24 @@
 #     && cmake --build /tmp/old/build --target relpos_bench_train -j2
 #   bench/compare_commits.sh /tmp/old/build/relpos_bench_train build/relpos_bench_train 2
 # Run it on a quiet machine (nothing else running: 2 OpenMP threads collapse under load).
-# SIZES (default "tiny small"), POS (default "none t5 rope shaw"), REPEATS (default 5), PRECISION
-# (fp32 or bf16, default fp32). The range columns show the fastest and slowest run of each binary
-# (a wide one: the machine was busy).
+# SIZES (tiny, small, long; default "tiny small"), POS (default "none t5 rope shaw"), REPEATS
+# (default 5), PRECISION (fp32 or bf16, default fp32; OLD_PRECISION / NEW_PRECISION set one side,
+# e.g. one binary's bf16 step against its fp32 one), OLD_NAME / NEW_NAME (the column titles,
+# default old / new). The range columns show the fastest and slowest run of each binary (a wide
+# one: a busy machine).
 set -euo pipefail
-[[ $# -ge 2 ]] || { sed -n '2,14p' "$0"; exit 2; }
+[[ $# -ge 2 ]] || { sed -n '2,17p' "$0"; exit 2; }
 OLD=$1 NEW=$2 THREADS=${3:-2}
 SIZES=${SIZES:-"tiny small"} POS=${POS:-"none t5 rope shaw"} REPEATS=${REPEATS:-5} PRECISION=${PRECISION:-fp32}
+OLD_PRECISION=${OLD_PRECISION:-$PRECISION} NEW_PRECISION=${NEW_PRECISION:-$PRECISION}
+O=${OLD_NAME:-old} N=${NEW_NAME:-new}
 for b in "$OLD" "$NEW"; do [[ -x "$b" ]] || { echo "not an executable: $b" >&2; exit 2; }; done
 
 size_args() {
   case "$1" in
     tiny) echo "--d-model 128 --layers 2 --heads 4 --seq 128 --batch 16 --warmup 2 --steps 10" ;;
     small) echo "--d-model 256 --layers 4 --heads 8 --seq 256 --batch 8 --warmup 1 --steps 4" ;;
+    long) echo "--d-model 128 --layers 2 --heads 4 --seq 2048 --batch 1 --warmup 2 --steps 8" ;;
     *) echo "unknown size $1" >&2; exit 2 ;;
   esac
 }
@@ -30,17 +35,17 @@ median_ms() {  # the ms_per_step_median of one run's JSON line
   python3 -c 'import json,sys; print(json.loads(sys.stdin.read().strip().splitlines()[-1])["ms_per_step_median"])'
 }
 
-echo "threads $THREADS, precision $PRECISION, $REPEATS alternating runs per binary; ms/step = median over runs of each run's median"
+echo "threads $THREADS, precision $O $OLD_PRECISION / $N $NEW_PRECISION, $REPEATS alternating runs per binary; ms/step = median over runs of each run's median"
 echo
-echo "| size | PE | old ms/step | old range | new ms/step | new range | new/old |"
+echo "| size | PE | $O ms/step | $O range | $N ms/step | $N range | $N/$O |"
 echo "|---|---|---|---|---|---|---|"
 for size in $SIZES; do
   for pos in $POS; do
-    args="$(size_args "$size") --threads $THREADS --pos $pos --precision $PRECISION"
+    args="$(size_args "$size") --threads $THREADS --pos $pos"
     olds=() news=()
     for ((r = 0; r < REPEATS; r++)); do
-      olds+=("$(OMP_NUM_THREADS=$THREADS "$OLD" $args | median_ms)")
-      news+=("$(OMP_NUM_THREADS=$THREADS "$NEW" $args | median_ms)")
+      olds+=("$(OMP_NUM_THREADS=$THREADS "$OLD" $args --precision "$OLD_PRECISION" | median_ms)")
+      news+=("$(OMP_NUM_THREADS=$THREADS "$NEW" $args --precision "$NEW_PRECISION" | median_ms)")
     done
     python3 - "$size" "$pos" "${olds[*]}" "${news[*]}" <<'EOF'
 import statistics, sys

@@ -1,6 +1,6 @@
 """The roofline line of bench/RESULTS.md (issue 20): FLOPs per step / ms per step / a measured
 float32 GEMM peak, for relpos and the faster PyTorch peer, PE none, from one
-bench/session_measurements.sh directory.
+bench/measure.sh directory.
 usage: python3 bench/roofline.py DIR   (reads DIR/train_fp32_round*.jsonl, DIR/ops.jsonl and
                                         DIR/ops_torch.jsonl)
 FLOPs per step: 3 x the forward's (the backward does two GEMMs per forward GEMM), the forward

@@ -15,7 +15,7 @@
 #   model, loss, clipping and AdamW; a second table shows the differences.
 # --check-only: only the check.
 # PEERS="torch113 torch2 torch2c" picks the PyTorch columns (default "torch113": Debian's torch
-# only, as before):
+# only):
 #   torch113  bench/torch_train.py with Debian's /usr/bin/python3 (torch 1.13), eager, AdamW(foreach=False)
 #   torch2    bench/torch2_train.py with PyTorch 2.x from PyPI in bench/.venv-torch2 (TORCH2_VENV
 #             overrides): F.scaled_dot_product_attention (is_causal for none/rope, a float
@@ -35,7 +35,7 @@
 # Machine-speed probe: right before each cell (each round), relpos_bench_ops times relpos's
 #   float32 GEMM at the small model's 2048x256x1024 shape (~1 s) and the relpos line of the cell
 #   carries it as "probe_gflops" (summarise_rounds.py prints it per round). On a shared VM the
-#   same binary's step moved 150 -> 195 ms within an hour while this probe moved with it: a
+#   same binary's step can move 150 -> 195 ms within an hour, and this probe moves with it: a
 #   ratio from a slow phase reads differently from one taken at full speed. PROBE=0 skips it.
 #   Smoke test: TINY_WARMUP=1 TINY_STEPS=2 SIZES=tiny POS="none t5" PEERS="torch2 torch2c" \
 #               bench/run_train_bench.sh --check

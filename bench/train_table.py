@@ -7,7 +7,7 @@ PyTorch 2.x eager; "torch2c", the same under torch.compile), any subset, in orde
 Table 1: median ms/step of the timed steps (mean in parentheses), ratio relpos/peer for each
 peer, tokens/s (from the median), peak RSS. Table 2: the fastest timed step of each (min
 ms/step) and its ratios — less sensitive to other processes on a shared machine than the median.
-With only "torch" present the output is the same as before the torch2 peers existed.
+With only "torch" present there is one peer column.
 """
 import json
 import sys

@@ -1,5 +1,5 @@
 // CUDA-vs-CPU parity of every kernel (relpos_cuda_tests: skipped without a GPU). The case
-// table is the backend harness's (tests/kernels/backend_cases.h); on top of it: dropout
+// table is the backend harness's (tests/support/backend_cases.h); on top of it: dropout
 // masks equal to the CPU's, run-to-run determinism of the scatter-adds, the diagonal sum,
 // the norm backwards and sum_squares, the same errors as the CPU for bad inputs, and the
 // caching allocator / guard bytes on the device.
@@ -10,7 +10,7 @@
 #include "core/cuda_runtime.h"
 #include "kernels/ops.h"
 #include "../helpers.h"
-#include "../kernels/backend_cases.h"
+#include "backend_cases.h"
 
 using namespace relpos;
 using cases::OpCase;

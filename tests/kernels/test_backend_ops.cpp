@@ -1,5 +1,5 @@
 // tests/kernels/test_backend_ops.cpp — the backend test harness (ggml's test-backend-ops is
-// the model). Every case of tests/kernels/backend_cases.h runs:
+// the model). Every case of tests/support/backend_cases.h runs:
 //   - on the CPU with strided inputs and with contiguous copies of them (same result),
 //   - on the CPU in float32 and in float64 (same result to float32 precision),
 //   - on every other available backend against the CPU reference (per-op tolerances; bit

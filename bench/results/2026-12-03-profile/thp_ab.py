@@ -1,7 +1,7 @@
-"""Summarise thp_ab.txt (run.sh step 2): per (threads, size, PE) the median ms/step with
+"""Summarise thp_ab.txt (see README.txt): per (threads, size, PE) the median ms/step with
 RELPOS_THP=0 and with huge pages (the default), the median of the pairwise ratios on/off, how
 many pairs got faster, the peak RSS (median) and whether the final losses are equal.
-usage: python3 thp_ab.py [thp_ab.txt]   (measured with 900365d, see run.sh)"""
+usage: python3 thp_ab.py [thp_ab.txt]   (measured with 900365d, see README.txt)"""
 import collections
 import os
 import statistics

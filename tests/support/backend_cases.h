@@ -1,10 +1,10 @@
-// tests/kernels/backend_cases.h — the op-case table of the backend test harness
-// (tests/kernels/test_backend_ops.cpp, tests/cuda/test_cuda_kernels.cpp) and of the perf
-// mode (bench/bench_backend_ops.cpp). ggml's test-backend-ops is the model: a case is a list
+// tests/support/backend_cases.h (target relpos_test_support) — the op-case table of the
+// backend test harness (tests/kernels/test_backend_ops.cpp, tests/cuda/test_cuda_kernels.cpp)
+// and of its perf mode (bench/bench_backend_ops.cpp). ggml's test-backend-ops is the model: a case is a list
 // of input specs (shape, memory layout, value distribution) and a function running raw k::
 // ops on tensors already on the device under test; the harness builds the same inputs
 // (same values, same views) on every device and compares each backend with the CPU.
-// Header-only, no Catch2, so the bench can include it.
+// Header-only and without Catch2, so the bench links it too.
 #pragma once
 #include <array>
 #include <cmath>

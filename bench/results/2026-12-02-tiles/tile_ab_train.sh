@@ -1,9 +1,0 @@
-#!/bin/bash
-# tile ISA A/B, interleaved; args: core (default|Haswell)
-core=$1
-sz() { case $1 in tiny) echo "--d-model 128 --layers 2 --heads 4 --seq 128 --batch 16 --warmup 2 --steps 10";; small) echo "--d-model 256 --layers 4 --heads 8 --seq 256 --batch 8 --warmup 1 --steps 4";; long) echo "--d-model 128 --layers 2 --heads 4 --seq 2048 --batch 1 --warmup 1 --steps 5";; esac; }
-for rep in 1 2 3; do for size in tiny small long; do for pos in none t5; do for isa in openblas avx512; do
-  if [ "$core" = default ]; then unset OPENBLAS_CORETYPE; else export OPENBLAS_CORETYPE=$core; fi
-  ms=$(RELPOS_TILE_GEMM=$isa build/relpos_bench_train $(sz $size) --pos $pos --threads 2 2>&1 | grep -o '"ms_per_step_median":[0-9.]*' | cut -d: -f2)
-  echo "$core $rep $size $pos $isa $ms"
-done; done; done; done
