@@ -17,6 +17,7 @@
 // Output: one JSON object per line, first a "meta" line, then one per case:
 //   {"impl":"relpos","op":"matmul","size":"256x256x256","threads":1,"ms":0.41,"gflops":81.3,...}
 #include <cblas.h>
+#include <fmt/format.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -75,27 +76,35 @@ struct Case {
   std::function<Tensor()> fn;
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command line: --threads N (default OMP_NUM_THREADS or 1), --filter SUBSTRING (only cases
+// whose "op size" contains it). Exits 2 on anything else.
+struct Options {
   int threads = 1;
-  std::string filter;  // run only cases whose "op size" contains this
-  if (const char* e = std::getenv("OMP_NUM_THREADS")) threads = std::max(1, std::atoi(e));
+  std::string filter;
+};
+
+Options parse_options(int argc, char** argv) {
+  Options o;
+  if (const char* e = std::getenv("OMP_NUM_THREADS")) o.threads = std::max(1, std::atoi(e));
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-      threads = std::atoi(argv[++i]);
+      o.threads = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--filter") == 0 && i + 1 < argc) {
-      filter = argv[++i];
+      o.filter = argv[++i];
     } else {
       std::fprintf(stderr, "usage: %s [--threads N] [--filter SUBSTRING]\n", argv[0]);
-      return 2;
+      std::exit(2);
     }
   }
-  k::set_num_threads(threads);
+  return o;
+}
 
-  Generator gen(1234);
-  auto randn = [&](const Shape& s) { return Tensor::randn(s, gen, DType::F32); };
-  std::vector<Case> cases;
+Tensor randn(Generator& gen, const Shape& s) { return Tensor::randn(s, gen, DType::F32); }
+
+// The GEMM cases: square, batched, transposed views, the models' products (float32 and bf16)
+// and fc1 with its epilogue.
+void add_matmul_cases(Generator& gen, std::vector<Case>& cases) {
+  auto randn = [&](const Shape& s) { return ::randn(gen, s); };
   auto add_mm = [&](int64_t M, int64_t K, int64_t N) {
     Tensor a = randn({M, K}), b = randn({K, N});
     cases.push_back({"matmul", std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N),
@@ -150,6 +159,10 @@ int main(int argc, char** argv) {
                          return k::matmul_act(a, b, inputs, false, bias, k::Unary::GeluErf, true).y;
                        }});
   }
+}
+
+void add_attention_cases(Generator& gen, std::vector<Case>& cases) {
+  auto randn = [&](const Shape& s) { return ::randn(gen, s); };
   // The fused causal attention, forward + backward (q, k, v [B, H, L, dh]; the tiny, small and
   // long models' shapes); flops: the forward's two products 4 B H L^2 dh and the backward's
   // recomputed scores and four products 10 B H L^2 dh, halved by the causal mask. PyTorch:
@@ -168,8 +181,7 @@ int main(int argc, char** argv) {
     k::AttentionArgs args;
     args.scale = 1.0 / std::sqrt(double(dh));
     args.causal = true;
-    const std::string size = "[" + std::to_string(B) + "," + std::to_string(H) + "," + std::to_string(L) + "," +
-                             std::to_string(dh) + "] causal fwd+bwd" + (view ? " heads view" : "");
+    const std::string size = fmt::format("[{},{},{},{}] causal fwd+bwd{}", B, H, L, dh, view ? " heads view" : "");
     cases.push_back({"attention", size, 0.5 * 14.0 * double(B * H * L * L * dh), 4.0 * 8 * double(B * H * L * dh),
                      [q, kk, v, go, args] {
                        const k::AttentionOut f = k::attention(q, kk, v, Tensor(), Tensor(), args);
@@ -187,8 +199,11 @@ int main(int argc, char** argv) {
                        return k::attention_backward(go, q, kk, v, Tensor(), Tensor(), f, a16).dq;
                      }});
   }
+}
+
+void add_softmax_cases(Generator& gen, std::vector<Case>& cases) {
   for (const Shape& s : {Shape{4096, 256}, Shape{64, 4, 128, 128}}) {
-    Tensor x = randn(s);
+    Tensor x = randn(gen, s);
     std::string size = "[";
     for (size_t i = 0; i < s.size(); ++i) {
       if (i) size += ',';
@@ -198,6 +213,10 @@ int main(int argc, char** argv) {
     cases.push_back({"softmax", size, 0.0, 2.0 * 4.0 * double(x.numel()), [x] { return k::softmax(x, -1); }});
   }
 
+}
+
+// One JSON line describing the run (threads, BLAS, the GEMM paths, the timing rules).
+void print_meta(int threads) {
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
   std::printf(
       "{\"impl\":\"relpos\",\"meta\":true,\"threads\":%d,\"omp_max_threads\":%d,"
@@ -207,6 +226,11 @@ int main(int argc, char** argv) {
       kWarmup, kWarmupMs, kSamples, kMinSampleMs, k::cpu_gemm_path(k::GemmInputs::F32).c_str(),
       k::cpu_gemm_path(k::GemmInputs::BF16).c_str());
   std::fflush(stdout);
+}
+
+void run_cases(const std::vector<Case>& cases, const Options& o) {
+  const int threads = o.threads;
+  const std::string& filter = o.filter;
   for (const Case& c : cases) {
     if (!filter.empty() && (c.op + " " + c.size).find(filter) == std::string::npos) continue;
     int inner = 0;
@@ -218,5 +242,19 @@ int main(int argc, char** argv) {
     std::printf("\"gbps\":%.4g,\"inner\":%d}\n", c.bytes / (ms * 1e6), inner);
     std::fflush(stdout);
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse_options(argc, argv);
+  k::set_num_threads(o.threads);
+  Generator gen(1234);
+  std::vector<Case> cases;
+  add_matmul_cases(gen, cases);
+  add_attention_cases(gen, cases);
+  add_softmax_cases(gen, cases);
+  print_meta(o.threads);
+  run_cases(cases, o);
   return 0;
 }

@@ -129,13 +129,7 @@ void write_raw(const std::string& path, const std::vector<T>& v) {
   RELPOS_CHECK(f.good(), "cannot write {}", path);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const Args a = parse(argc, argv);
-  k::set_num_threads(a.threads);
-  const double rss_start = current_rss_mb();
-
+nn::ModelConfig model_config(const Args& a) {
   nn::ModelConfig cfg;
   cfg.kind = relpos::nn::ModelKind::Decoder;
   cfg.vocab = 65;
@@ -147,55 +141,68 @@ int main(int argc, char** argv) {
   cfg.max_len = a.seq;
   cfg.position = a.position;
   cfg.attention = *parse_enum<nn::AttentionImpl>(a.attention);
-  const Precision precision = *parse_enum<Precision>(a.precision);
-  nn::Model model(cfg, a.seed);
-  const Device dev = a.device == "cuda" ? Device::CUDA : Device::CPU;
-  model.to(dev);
-  model.train();
+  return cfg;
+}
 
+// Every step's batch up front: tokens [B, L + 1] per step, uniform over the vocabulary (all:
+// the raw tokens of every step, for --dump).
+struct Batches {
+  std::vector<int64_t> all;
+  std::vector<Tensor> inputs, targets;  // [B, L], [B L] per step, on the device
+};
+
+Batches make_batches(const Args& a, int64_t vocab, Device dev) {
+  const int64_t total = a.warmup + a.steps, B = a.batch, L = a.seq;
+  Generator data_gen(a.seed + 1);
+  Batches bt;
+  bt.all.resize(size_t(total * B * (L + 1)));
+  for (auto& t : bt.all) t = int64_t(data_gen.next_u64() % uint64_t(vocab));
+  for (int64_t s = 0; s < total; ++s) {
+    Tensor tok = Tensor::from_vector(
+        std::vector<int64_t>(bt.all.begin() + s * B * (L + 1), bt.all.begin() + (s + 1) * B * (L + 1)), {B, L + 1});
+    bt.inputs.push_back(tok.narrow(1, 0, L).contiguous().to(dev));
+    bt.targets.push_back(tok.narrow(1, 1, L).contiguous().reshape({-1}).to(dev));
+  }
+  return bt;
+}
+
+// --dump DIR: the initial parameters (params.txt: name and shape per line; params.bin: float32
+// values in that order) and the tokens (tokens.bin, int64).
+void dump_initial(const std::string& dir, nn::Model& model, const std::vector<int64_t>& tokens) {
+  std::filesystem::create_directories(dir);
+  std::ofstream names(dir + "/params.txt");
+  std::vector<float> values;
+  for (const auto& [name, p] : model.named_parameters()) {
+    names << name;
+    for (int64_t d : p.shape()) names << ' ' << d;
+    names << '\n';
+    std::vector<float> v = p.data().to_vector<float>();
+    values.insert(values.end(), v.begin(), v.end());
+  }
+  write_raw(dir + "/params.bin", values);
+  write_raw(dir + "/tokens.bin", tokens);
+}
+
+// Every step's loss, and the time of each step after the warmup.
+struct StepTimes {
+  std::vector<double> ms, losses;
+};
+
+StepTimes run_steps(const Args& a, nn::Model& model, int64_t vocab, const Batches& bt, Precision precision) {
   nn::optim::AdamOptions ao;
   ao.lr = a.lr;
   nn::optim::AdamW opt(nn::optim::param_groups_by_tag(model, a.wd), ao);
   const std::vector<Variable> params = model.parameters();
-
-  // All batches up front: tokens [B, L + 1] per step, uniform over the vocabulary.
-  const int64_t total = a.warmup + a.steps, B = a.batch, L = a.seq;
-  Generator data_gen(a.seed + 1);
-  std::vector<int64_t> all(size_t(total * B * (L + 1)));
-  for (auto& t : all) t = int64_t(data_gen.next_u64() % uint64_t(cfg.vocab));
-  std::vector<Tensor> inputs, targets;
-  for (int64_t s = 0; s < total; ++s) {
-    Tensor tok = Tensor::from_vector(
-        std::vector<int64_t>(all.begin() + s * B * (L + 1), all.begin() + (s + 1) * B * (L + 1)), {B, L + 1});
-    inputs.push_back(tok.narrow(1, 0, L).contiguous().to(dev));
-    targets.push_back(tok.narrow(1, 1, L).contiguous().reshape({-1}).to(dev));
-  }
-
-  if (!a.dump.empty()) {
-    std::filesystem::create_directories(a.dump);
-    std::ofstream names(a.dump + "/params.txt");
-    std::vector<float> values;
-    for (const auto& [name, p] : model.named_parameters()) {
-      names << name;
-      for (int64_t d : p.shape()) names << ' ' << d;
-      names << '\n';
-      std::vector<float> v = p.data().to_vector<float>();
-      values.insert(values.end(), v.begin(), v.end());
-    }
-    write_raw(a.dump + "/params.bin", values);
-    write_raw(a.dump + "/tokens.bin", all);
-  }
-
   using Clock = std::chrono::steady_clock;
-  std::vector<double> ms, losses;
-  for (int64_t s = 0; s < total; ++s) {
+  StepTimes st;
+  for (int64_t s = 0; s < a.warmup + a.steps; ++s) {
     if (s == a.warmup) k::restart_profiles();  // RELPOS_OP_PROFILE / RELPOS_GEMM_PROFILE: the timed steps only
     const auto t0 = Clock::now();
     Variable loss;
     {
       AutocastGuard autocast(precision);  // the forward and the loss; backward follows the rounding
-      Variable logits = model.forward(inputs[size_t(s)]);
-      loss = cross_entropy(reshape(logits, {-1, cfg.vocab}), targets[size_t(s)]);
+      Variable logits = model.forward(bt.inputs[size_t(s)]);
+      loss = cross_entropy(reshape(logits, {-1, vocab}), bt.targets[size_t(s)]);
     }
     loss.backward();
     nn::optim::clip_grad_norm(params, a.clip);
@@ -203,17 +210,21 @@ int main(int argc, char** argv) {
     opt.zero_grad();
     const double l = loss.item();  // reads from the device: the step's work is done
     const auto t1 = Clock::now();
-    losses.push_back(l);
-    if (s >= a.warmup) ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    st.losses.push_back(l);
+    if (s >= a.warmup) st.ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
   }
+  return st;
+}
 
-  std::vector<double> sorted = ms;
+// The result as one JSON line on stdout.
+void print_result(const Args& a, const nn::Model& model, const StepTimes& st, Precision precision, double rss_start) {
+  std::vector<double> sorted = st.ms;
   std::sort(sorted.begin(), sorted.end());
   const size_t n = sorted.size();
   const double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-  const double mean = std::accumulate(ms.begin(), ms.end(), 0.0) / double(n);
+  const double mean = std::accumulate(st.ms.begin(), st.ms.end(), 0.0) / double(n);
   std::string loss_list;
-  for (size_t i = 0; i < losses.size(); ++i) loss_list += fmt::format("{}{:.6f}", i ? "," : "", losses[i]);
+  for (size_t i = 0; i < st.losses.size(); ++i) loss_list += fmt::format("{}{:.6f}", i ? "," : "", st.losses[i]);
   fmt::print(
       "{{\"impl\":\"relpos\",\"pos\":\"{}\",\"d_model\":{},\"n_layers\":{},\"n_heads\":{},\"seq\":{},\"batch\":{},"
       "\"threads\":{},\"warmup\":{},\"steps\":{},\"params\":{},\"ms_per_step_median\":{:.3f},"
@@ -221,7 +232,26 @@ int main(int argc, char** argv) {
       "\"rss_start_mb\":{:.1f},\"final_loss\":{:.6f},\"device\":\"{}\",\"precision\":\"{}\",\"gemm\":\"{}\","
       "\"losses\":[{}]}}\n",
       a.position, a.d_model, a.n_layers, a.n_heads, a.seq, a.batch, a.threads, a.warmup, a.steps,
-      model.num_parameters(), median, mean, sorted.front(), double(B * L) / (median / 1000.0), peak_rss_mb(), rss_start,
-      losses.back(), a.device, a.precision, k::cpu_gemm_path(gemm_inputs(precision)), loss_list);
+      model.num_parameters(), median, mean, sorted.front(), double(a.batch * a.seq) / (median / 1000.0),
+      peak_rss_mb(), rss_start, st.losses.back(), a.device, a.precision, k::cpu_gemm_path(gemm_inputs(precision)),
+      loss_list);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args a = parse(argc, argv);
+  k::set_num_threads(a.threads);
+  const double rss_start = current_rss_mb();
+  const nn::ModelConfig cfg = model_config(a);
+  const Precision precision = *parse_enum<Precision>(a.precision);
+  nn::Model model(cfg, a.seed);
+  const Device dev = a.device == "cuda" ? Device::CUDA : Device::CPU;
+  model.to(dev);
+  model.train();
+  const Batches bt = make_batches(a, cfg.vocab, dev);
+  if (!a.dump.empty()) dump_initial(a.dump, model, bt.all);
+  const StepTimes st = run_steps(a, model, cfg.vocab, bt, precision);
+  print_result(a, model, st, precision, rss_start);
   return 0;
 }
