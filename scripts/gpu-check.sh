@@ -162,7 +162,6 @@ for name in "${cases[@]}"; do
   esac
   echo "== [$i/${#cases[@]}] end ($(($(date +%s) - s)) s): $name: $v" >> "$out"
   [[ $v == ok ]] && continue
-  echo "$name" >> "$TMP/cuda-failed.txt"
   if ((i == 1)) && grep -q "no CUDA device is usable" "$TMP/case.txt"; then no_gpu "$(grep -m1 "no CUDA device" "$TMP/case.txt")"; fi
   echo "FAIL case $i: $name: $v: $(grep -m1 -E "FAILED|error|Error" "$TMP/case.txt" | cut -c1-200)"
 done
@@ -171,10 +170,14 @@ echo "$passed of ${#cases[@]} cases passed (cuda-tests.txt)"
   part triage 45 after-fail '
 # The first failing case again: under RELPOS_CUDA_SYNC=1 (every launch waits: the failing
 # kernel names itself), then under compute-sanitizer memcheck.
+# The case: the first "end" line of cuda-tests.txt that is not ok, else the case it started
+# last and never ended (the part was cut off there); so `check --only triage` works later too.
 out=$OUT/triage.txt; : > "$out"
-name=$(head -1 "$TMP/cuda-failed.txt" 2> /dev/null)
-[[ -n $name ]] || name=$("$CUDA_TESTS" --list-test-names-only 2> /dev/null | grep -m1 -v "^$")
-[[ -n $name ]] || { echo "no case to rerun"; exit 1; }
+log=$OUT/cuda-tests.txt
+name=$(sed -nE "s/^== \[[0-9]+\/[0-9]+\] end \([0-9]+ s\): (.*): (failed \(exit [0-9]+\)|TIMEOUT after [0-9]+ s|killed by signal [0-9]+|exit 77: .*)\$/\1/p" "$log" 2> /dev/null | head -1)
+last=$(grep -E "^== \[[0-9]+/[0-9]+\] (start|end)" "$log" 2> /dev/null | tail -1)
+[[ -z $name && $last == *"] "??:??:??" start: "* ]] && name=${last#*start: }
+[[ -n $name ]] || { echo "no failing case in $log to rerun"; exit 1; }
 spec=$(sed "s/[],[*\\\\]/\\\\&/g" <<< "$name")
 echo "case: $name" | tee -a "$out"
 echo "== RELPOS_CUDA_SYNC=1" >> "$out"
@@ -298,7 +301,8 @@ run_verb() {  # $1 verb; returns 1 when the verb failed (or, rehearsing, missed 
     echo; echo "== $n (timeout $b s, $(date +%T))"
     if [[ -n $stop ]]; then verdict="SKIP $n: not run: $stop"
     elif [[ $k == after-fail && $cuda_tests == pass ]]; then verdict="SKIP $n: not needed: cuda-tests passed"
-    elif [[ $k == after-fail && $cuda_tests == none ]]; then verdict="SKIP $n: not run: cuda-tests did not run"
+    elif [[ $k == after-fail && $cuda_tests == none && " ${names[*]} " == *" cuda-tests "* ]]; then
+      verdict="SKIP $n: not run: cuda-tests did not run"
     elif [[ ${budgets[$i]} == rest ]] && ((b < 20)); then verdict="SKIP $n: not run: ${b} s left of the ${cap} s cap"
     else
       s=$(date +%s)

@@ -144,6 +144,12 @@ def verdict_checks(tmp):
           "cuda-tests: the failing case is named; the others ran", text[-1500:])
     check("case: cuda: two, [with] *specials" in tri and "sync=1" in tri,
           "triage: the first failing case again under RELPOS_CUDA_SYNC=1", tri[-800:] + text[-800:])
+    # a later call: `check --only triage` finds the failing case in cuda-tests.txt
+    os.remove(os.path.join(out, "triage.txt"))
+    rc, text = run([SCRIPT, "check", "--only", "triage"], env=env)
+    tri = open(os.path.join(out, "triage.txt")).read() if os.path.exists(os.path.join(out, "triage.txt")) else ""
+    check("case: cuda: two, [with] *specials" in tri, "check --only triage: the failing case of cuda-tests.txt",
+          tri[-800:] + text[-800:])
     cases = open(os.path.join(out, "cuda-tests.txt")).read()
     check(cases.count("start: ") == 3 and cases.count("end (") == 3, "cuda-tests.txt: a start and an end line per case",
           cases[-800:])
