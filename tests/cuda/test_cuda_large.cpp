@@ -6,8 +6,10 @@
 // attention uses. The backend case table (test_cuda_kernels.cpp) has only small shapes.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <fmt/format.h>
 
 #include "core/cuda_runtime.h"
+#include "core/tensor.h"
 #include "kernels/ops.h"
 
 using namespace relpos;
@@ -81,7 +83,7 @@ TEST_CASE("cuda large: one-block-per-row kernels past 65,535 rows (softmax, norm
   CHECK(differs(g.dweight, gc.dweight, 1e-5, 1e-4) == "");
   CHECK(differs(g.dbias, gc.dbias, 1e-5, 1e-4) == "");
   // cross-entropy: one block per row
-  std::vector<int64_t> tv(size_t(rows));
+  std::vector<int64_t> tv(static_cast<size_t>(rows));
   for (int64_t i = 0; i < rows; ++i) tv[size_t(i)] = (i * 7919) % 40;
   const Tensor t = Tensor::from_vector(tv, {rows});
   const k::CrossEntropyOut ce = k::cross_entropy(xd, t.to(Device::CUDA), -100, k::Reduction::Mean);
