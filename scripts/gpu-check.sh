@@ -111,7 +111,8 @@ deps=(); [[ -f $PREFIX/.relpos-debs ]] && { mapfile -t deps < <(python3 scripts/
 gen=(); [[ ! -f $BUILD/CMakeCache.txt ]] && command -v ninja > /dev/null && gen=(-G Ninja)
 launch=(); command -v ccache > /dev/null && launch=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 strict=(); ((REHEARSE)) && strict=(-DRELPOS_WERROR=ON)
-echo "dependencies from: ${deps:+$PREFIX (carried)}${deps:-the system}; ${gen[*]:-the generator of $BUILD}${launch:+; ccache}${strict:+; warnings as errors}"
+from="the system"; ((${#deps[@]})) && from="$PREFIX (carried)"
+echo "dependencies from: $from; ${gen[*]:-the generator of $BUILD}${launch:+; ccache}${strict:+; warnings as errors}"
 cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DRELPOS_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DRELPOS_NATIVE=OFF -DRELPOS_DNNL=OFF -DRELPOS_MPI=OFF "${strict[@]}" "${launch[@]}" "${deps[@]}" > "$OUT/build-detail.log" 2>&1 \
   || { tail -25 "$OUT/build-detail.log"; exit 1; }
@@ -180,16 +181,16 @@ last=$(grep -E "^== \[[0-9]+/[0-9]+\] (start|end)" "$log" 2> /dev/null | tail -1
 [[ -n $name ]] || { echo "no failing case in $log to rerun"; exit 1; }
 spec=$(sed "s/[],[*\\\\]/\\\\&/g" <<< "$name")
 echo "case: $name" | tee -a "$out"
-echo "== RELPOS_CUDA_SYNC=1" >> "$out"
-RELPOS_CUDA_SYNC=1 RELPOS_REQUIRE_CUDA=1 timeout -k 2 20 "$CUDA_TESTS" "$spec" -w NoTests >> "$out" 2>&1; rc=$?
-echo "RELPOS_CUDA_SYNC=1: exit $rc; $(grep -m1 -E "CUDA error|cuda|FAILED" "$out" | cut -c1-200)"
-grep -q "no CUDA device is usable" "$out" && no_gpu "$(grep -m1 "no CUDA device" "$out")"
+RELPOS_CUDA_SYNC=1 RELPOS_REQUIRE_CUDA=1 timeout -k 2 20 "$CUDA_TESTS" "$spec" -w NoTests > "$TMP/sync.txt" 2>&1; rc=$?
+{ echo "== RELPOS_CUDA_SYNC=1 (exit $rc)"; cat "$TMP/sync.txt"; } >> "$out"
+echo "RELPOS_CUDA_SYNC=1: exit $rc; $(grep -m1 -iE "CUDA error|error|FAILED" "$TMP/sync.txt" | cut -c1-200)"
+grep -q "no CUDA device is usable" "$TMP/sync.txt" && no_gpu "$(grep -m1 "no CUDA device" "$TMP/sync.txt")"
 cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2> /dev/null)
 [[ -n $cs ]] || { echo "compute-sanitizer: not found"; exit 1; }
 t=$(($(left) - 2)); ((t >= 5)) || { echo "compute-sanitizer: no time left"; exit 1; }
-echo "== compute-sanitizer --tool memcheck (timeout $t s)" >> "$out"
-RELPOS_REQUIRE_CUDA=1 timeout -k 2 "$t" "$cs" --tool memcheck --error-exitcode 99 "$CUDA_TESTS" "$spec" -w NoTests >> "$out" 2>&1; rc=$?
-echo "compute-sanitizer: exit $rc; $(grep -m1 -E "ERROR SUMMARY|Invalid|out of bounds" "$out")"
+RELPOS_REQUIRE_CUDA=1 timeout -k 2 "$t" "$cs" --tool memcheck --error-exitcode 99 "$CUDA_TESTS" "$spec" -w NoTests > "$TMP/cs.txt" 2>&1; rc=$?
+{ echo "== compute-sanitizer --tool memcheck (timeout $t s; exit $rc)"; cat "$TMP/cs.txt"; } >> "$out"
+echo "compute-sanitizer: exit $rc; $(grep -m1 -E "Invalid|out of bounds" "$TMP/cs.txt" | cut -c1-200) $(grep -m1 "ERROR SUMMARY" "$TMP/cs.txt")"
 ((rc != 124 && rc != 137))'
   part curve 45 cpu '
 # quickstart, same seed, float32: the CPU and $DEV side by side, the loss at every 5th step.
@@ -197,15 +198,15 @@ common=(--overwrite --set train.steps=60 --set train.log_every=5 --set train.eva
 : > "$OUT/curve.txt"
 [[ -x $RELPOS_BIN ]] || { echo "no $RELPOS_BIN: run the build first"; exit 1; }
 "$RELPOS_BIN" train configs/quickstart.yaml "${common[@]}" --set output.dir="$TMP/qs-cpu" --set train.device=cpu > "$TMP/qs-cpu.txt" 2>&1 & cpu=$!
-"$RELPOS_BIN" train configs/quickstart.yaml "${common[@]}" --set output.dir="$TMP/qs-$DEV" --set train.device=$DEV > "$TMP/qs-dev.txt" 2>&1; rc=$?
+"$RELPOS_BIN" train configs/quickstart.yaml "${common[@]}" --set output.dir="$TMP/qs-dev" --set train.device=$DEV > "$TMP/qs-dev.txt" 2>&1; rc=$?
 wait $cpu; rc_cpu=$?
 { echo "== cpu (exit $rc_cpu)"; cat "$TMP/qs-cpu.txt"; echo "== $DEV (exit $rc)"; cat "$TMP/qs-dev.txt"; } >> "$OUT/curve.txt"
 ((rc_cpu == 0)) || { echo "cpu run: exit $rc_cpu: $(tail -1 "$TMP/qs-cpu.txt")"; exit 1; }
 ((rc == 0)) || { echo "$DEV run: exit $rc: $(tail -1 "$TMP/qs-dev.txt")"; exit 1; }
-python3 scripts/gpu_check.py curve "$TMP/qs-cpu/metrics.jsonl" "$TMP/qs-$DEV/metrics.jsonl" $DEV >> "$OUT/curve.txt" 2>&1; ok=$?
+python3 scripts/gpu_check.py curve "$TMP/qs-cpu/metrics.jsonl" "$TMP/qs-dev/metrics.jsonl" $DEV >> "$OUT/curve.txt" 2>&1; ok=$?
 tail -1 "$OUT/curve.txt"
 # the checkpoint trained on $DEV evaluates on the CPU
-"$RELPOS_BIN" eval "$TMP/qs-$DEV" >> "$OUT/curve.txt" 2>&1 && echo "the $DEV checkpoint evaluates on the cpu" || { echo "relpos eval of the $DEV checkpoint failed"; ok=1; }
+"$RELPOS_BIN" eval "$TMP/qs-dev" >> "$OUT/curve.txt" 2>&1 && echo "the $DEV checkpoint evaluates on the cpu" || { echo "relpos eval of the $DEV checkpoint failed"; ok=1; }
 exit $ok'
   part configs 45 cpu '
 # every config 3 steps on $DEV (warmup 1: it must stay below train.steps), a few at a time; one
