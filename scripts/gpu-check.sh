@@ -298,7 +298,7 @@ run_verb() {  # $1 verb; returns 1 when the verb failed (or, rehearsing, missed 
   for i in "${!names[@]}"; do
     local n=${names[$i]} k=${kinds[$i]} b s rc dt verdict expect=pass
     b=$(budget_of "$i"); [[ $b == rest ]] && b=$((deadline - $(date +%s)))
-    ((rehearse)) && [[ $k == gpu || ($k == after-fail && $cuda_tests == no-gpu) ]] && expect=no-gpu
+    ((rehearse)) && [[ $k == gpu || $k == after-fail ]] && expect=no-gpu
     echo; echo "== $n (timeout $b s, $(date +%T))"
     if [[ -n $stop ]]; then verdict="SKIP $n: not run: $stop"
     elif [[ $k == after-fail && $cuda_tests == pass ]]; then verdict="SKIP $n: not needed: cuda-tests passed"
