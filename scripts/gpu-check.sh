@@ -120,6 +120,9 @@ grep -E "relpos (BLAS|oneDNN)|CUDA compiler" "$OUT/build-detail.log" | head -4
 if ((${#deps[@]})); then python3 scripts/gpu_check.py verify-cache "$BUILD/CMakeCache.txt" "$PREFIX" | tail -2 || exit 1; fi'
   part compile 220 build '
 echo "cmake --build, $(nproc) jobs: relpos relpos_cuda_tests relpos_bench_train"
+# ccache (where configure found it) keyed on paths relative to the tree: a fresh clone elsewhere
+# reuses what an earlier run compiled
+export CCACHE_BASEDIR=$ROOT
 cmake --build "$BUILD" -j "$(nproc)" --target relpos relpos_cuda_tests relpos_bench_train >> "$OUT/build-detail.log" 2>&1 \
   || { grep -m 20 -E "error|Error|warning" "$OUT/build-detail.log"; exit 1; }
 n=$(grep -c "warning:" "$OUT/build-detail.log"); ((n == 0)) || echo "$n compiler warnings (build-detail.log)"
