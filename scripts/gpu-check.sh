@@ -126,6 +126,7 @@ export CCACHE_BASEDIR=$ROOT
 cmake --build "$BUILD" -j "$(nproc)" --target relpos relpos_cuda_tests relpos_bench_train >> "$OUT/build-detail.log" 2>&1 \
   || { grep -m 20 -E "error|Error|warning" "$OUT/build-detail.log"; exit 1; }
 n=$(grep -c "warning:" "$OUT/build-detail.log"); ((n == 0)) || echo "$n compiler warnings (build-detail.log)"
+((REHEARSE && n > 0)) && { grep -m 10 "warning:" "$OUT/build-detail.log"; exit 1; }  # (nvcc has no -Werror here)
 # the check runs exactly these paths
 for b in "$RELPOS_BIN" "$CUDA_TESTS" "$BENCH_BIN"; do [[ -x $b ]] || { echo "built, but no $b"; exit 1; }; done
 "$RELPOS_BIN" --version | head -1'
