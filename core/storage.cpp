@@ -1,4 +1,5 @@
 #include "core/storage.h"
+#include "core/storage_poison.h"
 
 #include <atomic>
 #include <cstdio>
@@ -12,11 +13,13 @@ namespace relpos {
 
 namespace guard {
 namespace {
-std::atomic<bool> g_enabled{false};
+std::atomic<bool> g_enabled{false}, g_poison{false};
 std::atomic<uint64_t> g_guarded{0}, g_violations{0}, g_bad_bytes{0};
 }  // namespace
 void set_enabled(bool on) { g_enabled = on; }
 bool enabled() { return g_enabled; }
+void set_poison(bool on) { g_poison = on; }
+bool poison() { return g_poison; }
 Stats stats() { return {g_guarded.load(), g_violations.load(), g_bad_bytes.load()}; }
 void reset_stats() { g_guarded = 0, g_violations = 0, g_bad_bytes = 0; }
 }  // namespace guard
@@ -69,11 +72,11 @@ Storage::Storage(size_t nbytes, Device device, bool zero) : nbytes_(nbytes), dev
   if (device == Device::CUDA) {
     cuda::memset_device(b, guard::kPattern, G);
     cuda::memset_device(b + G + nbytes, guard::kPattern, G);
-    if (zero && nbytes > 0) cuda::memset_device(data_, 0, nbytes);
+    if ((zero || guard::poison()) && nbytes > 0) cuda::memset_device(data_, zero ? 0 : guard::kPoison, nbytes);
   } else {
     std::memset(b, guard::kPattern, G);
     std::memset(b + G + nbytes, guard::kPattern, G);
-    if (zero) std::memset(data_, 0, nbytes);
+    if (zero || guard::poison()) std::memset(data_, zero ? 0 : guard::kPoison, nbytes);
   }
 }
 

@@ -4,11 +4,15 @@
   unpack-debs DEBDIR PREFIX     unpack every DEBDIR/*.deb's data archive into PREFIX (idempotent)
   cmake-args PREFIX             the cmake -D arguments that take every build dependency from PREFIX
   verify-cache CACHE PREFIX     every dependency in CMakeCache.txt CACHE resolved inside PREFIX
-  curve CPU.jsonl CUDA.jsonl    CPU-vs-CUDA train loss table; exit 1 beyond a relative 1e-3
+  curve CPU.jsonl DEV.jsonl     CPU-vs-device train loss table; exit 1 beyond a relative 1e-3
   bench-table BENCH.jsonl       relpos vs torch tokens/s table of the GPU benchmark
+
+Bad input (a missing file, a malformed line, a missing field, a non-finite loss) is one line
+naming the file, line and field, and exit 1; never a traceback.
 """
 import io
 import json
+import math
 import os
 import sys
 import tarfile
@@ -47,7 +51,15 @@ def ar_members(path):
             yield name, data
 
 
+def fail(msg):
+    print(msg, file=sys.stderr)
+    sys.exit(1)
+
+
 def unpack_debs(debdir, prefix):
+    if not os.path.isdir(debdir):
+        fail(f"{debdir}: no such folder: run scripts/gpu-fetch-debs.sh where apt works (it fetches the "
+             f".deb files of the build dependencies), or install them on this machine")
     debs = sorted(d for d in os.listdir(debdir) if d.endswith(".deb"))
     if not debs:
         raise SystemExit(f"no .deb files in {debdir}: run scripts/gpu-fetch-debs.sh where apt works")
@@ -111,6 +123,12 @@ def verify_cache(cache, prefix):
     build = os.path.dirname(os.path.realpath(cache))
     src = vals.get("CMAKE_HOME_DIRECTORY", "")
     dirs = set()
+    cc = os.path.join(build, "compile_commands.json")
+    if os.path.isfile(cc):
+        for entry in json.load(open(cc)):
+            toks = entry.get("command", "").split()
+            dirs.update(t[2:] if t.startswith("-I") and len(t) > 2 else toks[i + 1] for i, t in enumerate(toks)
+                        if (t.startswith("-I") and len(t) > 2) or (t in ("-isystem", "-I") and i + 1 < len(toks)))
     for root, _, files in os.walk(build):
         if "flags.make" in files:
             toks = open(os.path.join(root, "flags.make")).read().split()
@@ -122,40 +140,91 @@ def verify_cache(cache, prefix):
     sys.exit(1 if bad or other else 0)
 
 
-def curve(cpu_path, cuda_path):
+def read_jsonl(path):
+    """(line number, object) of each JSON object line of path; a clear failure otherwise."""
+    try:
+        lines = open(path).read().splitlines()
+    except OSError as e:
+        fail(f"{path}: cannot read ({e.strerror})")
+    rows = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip().startswith("{"):
+            continue
+        try:
+            rows.append((n, json.loads(line)))
+        except json.JSONDecodeError as e:
+            fail(f"{path}:{n}: not JSON ({e.msg})")
+    return rows
+
+
+def number(path, n, row, key):
+    """row[key] as a float; relpos writes non-finite values as "nan" / "inf" / "-inf"."""
+    if key not in row:
+        fail(f"{path}:{n}: no field '{key}'")
+    v = row[key]
+    if isinstance(v, str) and v in ("nan", "inf", "-inf"):
+        return float(v)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        fail(f"{path}:{n}: field '{key}' is {json.dumps(v)}, not a number")
+    return float(v)
+
+
+def curve(cpu_path, dev_path, label="cuda"):
     def load(p):
-        return {r["step"]: r["loss"] for r in map(json.loads, open(p)) if "loss" in r and not r.get("skipped")}
-    a, b = load(cpu_path), load(cuda_path)
+        out = {}
+        for n, r in read_jsonl(p):
+            if "loss" in r and not r.get("skipped"):
+                if "step" not in r:
+                    fail(f"{p}:{n}: a loss without a 'step' field")
+                out[r["step"]] = number(p, n, r, "loss")
+        return out
+    a, b = load(cpu_path), load(dev_path)
     steps = sorted(set(a) & set(b))
-    worst = 0.0
-    print("| step | cpu loss | cuda loss | rel diff |\n|---:|---:|---:|---:|")
+    worst, bad = 0.0, []
+    print(f"| step | cpu loss | {label} loss | rel diff |\n|---:|---:|---:|---:|")
     for s in steps:
+        if not (math.isfinite(a[s]) and math.isfinite(b[s])):
+            bad.append(f"step {s}: cpu {a[s]}, {label} {b[s]}")
+            print(f"| {s} | {a[s]} | {b[s]} | not finite |")
+            continue
         d = abs(a[s] - b[s]) / max(abs(a[s]), 1e-12)
         worst = max(worst, d)
         print(f"| {s} | {a[s]:.6f} | {b[s]:.6f} | {d:.2e} |")
-    ok = len(steps) >= 10 and worst < 1e-3
-    print(f"worst relative difference {worst:.2e} over {len(steps)} logged steps "
-          f"(need >= 10 steps, < 1e-3): {'PASS' if ok else 'FAIL'}")
+    ok = len(steps) >= 10 and worst < 1e-3 and not bad
+    why = f"; non-finite losses: {', '.join(bad)}" if bad else ""
+    print(f"worst relative difference {worst:.2e} over {len(steps)} logged steps in both "
+          f"(need >= 10 steps, < 1e-3){why}: {'PASS' if ok else 'FAIL'}")
     sys.exit(0 if ok else 1)
 
 
 def bench_table(path):
-    rows = [json.loads(line) for line in open(path) if line.strip().startswith("{")]
     by = {}
-    for r in rows:
-        by.setdefault((r["size"], r["pos"]), {})[r["impl"]] = r
+    for n, r in read_jsonl(path):
+        for key in ("size", "pos", "impl"):
+            if not isinstance(r.get(key), str):
+                fail(f"{path}:{n}: no text field '{key}'")
+        tps = number(path, n, r, "tokens_per_s")
+        by.setdefault((r["size"], r["pos"]), {})[r["impl"]] = tps
     print("| size | PE | relpos tok/s | torch tok/s | relpos / torch |\n|---|---|---:|---:|---:|")
     for (size, pos), d in by.items():
         a, b = d.get("relpos"), d.get("torch")
-        ra = f'{a["tokens_per_s"]:.0f}' if a else "-"
-        rb = f'{b["tokens_per_s"]:.0f}' if b else "-"
-        ratio = f'{a["tokens_per_s"] / b["tokens_per_s"]:.2f}' if a and b else "-"
+        ra = f"{a:.0f}" if a is not None else "-"
+        rb = f"{b:.0f}" if b is not None else "-"
+        ratio = f"{a / b:.2f}" if a is not None and b else "-"
         print(f"| {size} | {pos} | {ra} | {rb} | {ratio} |")
+    if not by:
+        print(f"(no benchmark rows in {path})")
 
 
 if __name__ == "__main__":
-    cmds = {"unpack-debs": (unpack_debs, 2), "cmake-args": (cmake_args, 1), "verify-cache": (verify_cache, 2),
-            "curve": (curve, 2), "bench-table": (bench_table, 1)}
-    if len(sys.argv) < 2 or sys.argv[1] not in cmds or len(sys.argv) - 2 != cmds[sys.argv[1]][1]:
-        sys.exit(__doc__)
-    cmds[sys.argv[1]][0](*sys.argv[2:])
+    cmds = {"unpack-debs": (unpack_debs, 2, 2), "cmake-args": (cmake_args, 1, 1), "verify-cache": (verify_cache, 2, 2),
+            "curve": (curve, 2, 3), "bench-table": (bench_table, 1, 1)}
+    if len(sys.argv) < 2 or sys.argv[1] not in cmds or not cmds[sys.argv[1]][1] <= len(sys.argv) - 2 <= cmds[sys.argv[1]][2]:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    try:
+        cmds[sys.argv[1]][0](*sys.argv[2:])
+    except OSError as e:  # (an unreadable or unwritable file the checks above did not name)
+        fail(f"{e.filename or sys.argv[1]}: {e.strerror}")
+    except (tarfile.TarError, EOFError, ValueError) as e:
+        fail(f"{sys.argv[1]}: {e}")

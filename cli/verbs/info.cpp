@@ -33,9 +33,12 @@ std::string blas_description() {
 #endif
 }
 
-void print_devices() {
+// Returns false when a CUDA device is present but cuBLAS does not load (every CUDA matmul
+// would fail): `relpos info` then exits 1, so a GPU check cannot read it as healthy.
+bool print_devices() {
+  const std::string cuda_libs = cuda::built_with_cuda() ? k::cuda_library_info() : "";
   fmt::print("CUDA:         {}\n", cuda::built_with_cuda()
-                                       ? fmt::format("built; {}; {}", cuda::runtime_version(), k::cuda_library_info())
+                                       ? fmt::format("built; {}; {}", cuda::runtime_version(), cuda_libs)
                                        : std::string("not built"));
 #ifdef RELPOS_WITH_MPI
   fmt::print("MPI:          built; {} (data-parallel: mpirun -np N relpos train)\n", train::mpi_library_version());
@@ -48,6 +51,11 @@ void print_devices() {
     fmt::print("  cuda:{}  {}  compute capability {}.{}, {} SMs, {:.1f} GiB ({:.1f} GiB free)\n", d.index, d.name,
                d.cc_major, d.cc_minor, d.multiprocessors, double(d.total_memory) / double(1ull << 30),
                double(d.free_memory) / double(1ull << 30));
+  if (!devs.empty() && cuda_libs.rfind("cuBLAS not loadable", 0) == 0) {
+    fmt::print(stderr, "relpos info: {} CUDA device(s), but {}\n", devs.size(), cuda_libs);
+    return false;
+  }
+  return true;
 }
 
 int run() {
@@ -72,8 +80,7 @@ int run() {
   fmt::print("CPU threads:  {} (OpenMP)\n", k::num_threads());
   fmt::print("op profile:   {} (RELPOS_OP_PROFILE=1: every op timed, one table at exit)\n",
              k::op_profile_on() ? "on" : "off");
-  print_devices();
-  return 0;
+  return print_devices() ? 0 : 1;
 }
 
 Action setup(CLI::App&) {

@@ -61,7 +61,7 @@ namespace {
 
 enum class Provider { OpenBLAS, OneDNN };
 
-Provider requested_provider() {
+[[maybe_unused]] Provider requested_provider() {  // (unused without oneDNN)
   static const Provider p = [] {
     const char* e = std::getenv("RELPOS_GEMM");
     if (!e || !*e) return RELPOS_WITH_DNNL ? Provider::OneDNN : Provider::OpenBLAS;

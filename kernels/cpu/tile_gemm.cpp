@@ -33,6 +33,9 @@ namespace relpos::k::cpu {
 namespace {
 
 #define RELPOS_UNROLL _Pragma("GCC unroll 16")
+// A lambda inside a target("...") function does not inherit its ISA: without -march=native
+// (RELPOS_NATIVE=OFF) its vector arguments and intrinsics need the same target of their own.
+#define RELPOS_LAMBDA_ISA(isa) __attribute__((target(isa), always_inline))
 
 // ---------------------------------------------------------------- scalar reference
 void tile_scalar(const TileGemm& g) {
@@ -72,14 +75,14 @@ __attribute__((target("avx512f,fma"))) void block512(const TileGemm& g, int64_t 
   RELPOS_UNROLL for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
   const int64_t a_rs = g.a_rs, a_cs = g.a_cs, ldb = g.ldb, K = g.K;
   const float* bk = g.b + j0;
-  auto step = [&](const __m512 b0, const __m512 b1, auto a_of) {
+  auto step = [&](const __m512 b0, const __m512 b1, auto a_of) RELPOS_LAMBDA_ISA("avx512f,fma") {
     RELPOS_UNROLL for (int r = 0; r < MR; ++r) {
       const __m512 ar = _mm512_set1_ps(a_of(r));
       acc0[r] = _mm512_fmadd_ps(ar, b0, acc0[r]);
       acc1[r] = _mm512_fmadd_ps(ar, b1, acc1[r]);
     }
   };
-  auto load_b = [&](const float* p, __m512& b0, __m512& b1) {
+  auto load_b = [&](const float* p, __m512& b0, __m512& b1) RELPOS_LAMBDA_ISA("avx512f,fma") {
     if constexpr (Full) {
       b0 = _mm512_loadu_ps(p), b1 = _mm512_loadu_ps(p + 16);
     } else {
@@ -362,14 +365,14 @@ __attribute__((target("avx2,fma"))) void block256(const TileGemm& g, int64_t i0,
   RELPOS_UNROLL for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
   const int64_t a_rs = g.a_rs, a_cs = g.a_cs, ldb = g.ldb, K = g.K;
   const float* bk = g.b + j0;
-  auto load_b = [&](const float* p, __m256& b0, __m256& b1) {
+  auto load_b = [&](const float* p, __m256& b0, __m256& b1) RELPOS_LAMBDA_ISA("avx2,fma") {
     if constexpr (Full) {
       b0 = _mm256_loadu_ps(p), b1 = _mm256_loadu_ps(p + 8);
     } else {
       b0 = _mm256_maskload_ps(p, m0), b1 = _mm256_maskload_ps(p + 8, m1);
     }
   };
-  auto step = [&](const __m256 b0, const __m256 b1, auto a_of) {
+  auto step = [&](const __m256 b0, const __m256 b1, auto a_of) RELPOS_LAMBDA_ISA("avx2,fma") {
     RELPOS_UNROLL for (int r = 0; r < MR; ++r) {
       const __m256 ar = _mm256_broadcast_ss(a_of(r));
       acc0[r] = _mm256_fmadd_ps(ar, b0, acc0[r]);

@@ -2,12 +2,17 @@
 // table is the backend harness's (tests/support/backend_cases.h); on top of it: dropout
 // masks equal to the CPU's, run-to-run determinism of the scatter-adds, the diagonal sum,
 // the norm backwards and sum_squares, the same errors as the CPU for bad inputs, and the
-// caching allocator / guard bytes on the device.
+// caching allocator / guard bytes on the device. The backend cases run in guard mode with
+// poison (core/storage.h, core/storage_poison.h): guard bytes around every output, every
+// block not asked to be zeroed starts as NaN, so an out-of-bounds write fails and a kernel that
+// never writes (part of) its output cannot pass on a stale block that happens to match.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 
 #include "core/cuda_runtime.h"
+#include "core/storage.h"
+#include "core/storage_poison.h"
 #include "kernels/ops.h"
 #include "../helpers.h"
 #include "backend_cases.h"
@@ -63,9 +68,22 @@ std::string error_of(F&& f) {
   return "";
 }
 
+struct GuardPoisonScope {
+  GuardPoisonScope() {
+    guard::reset_stats();
+    guard::set_enabled(true);
+    guard::set_poison(true);
+  }
+  ~GuardPoisonScope() {
+    guard::set_poison(false);
+    guard::set_enabled(false);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("cuda: every backend case matches the cpu", "[cuda]") {
+  GuardPoisonScope scope;
   int n = 0;
   for (const OpCase& c : cases::backend_cases())
     for (DType t : c.dtypes) {
@@ -82,11 +100,23 @@ TEST_CASE("cuda: every backend case matches the cpu", "[cuda]") {
       } catch (const std::exception& e) {
         msg = std::string("threw: ") + e.what();
       }
+      const uint64_t violations = guard::stats().violations;  // (the case's tensors are freed: checked)
+      if (violations > 0) msg += fmt::format(" {} allocations with overwritten guard bytes", violations);
+      guard::reset_stats();
       INFO(c.name << " " << dtype_name(t));
       CHECK(msg == "");
       ++n;
     }
   CHECK(n > 300);
+  // the poison is on: a block handed out again holds NaN, not the last tensor's values
+  void* first = nullptr;
+  {
+    Tensor t = Tensor::full({1000}, 3.0, DType::F32, Device::CUDA);
+    first = t.raw_data();
+  }
+  Tensor again = Tensor::empty({1000}, DType::F32, Device::CUDA);
+  CHECK(again.raw_data() == first);
+  for (float f : again.to_vector<float>()) REQUIRE(std::isnan(f));
 }
 
 TEST_CASE("cuda: dropout masks equal the cpu's for the same seed and offset", "[cuda]") {
