@@ -145,6 +145,20 @@ TEST_CASE("hostile environment: every command under a 256 MiB address-space limi
     CHECK_THAT(r.out, !Contains("internal error") && !Contains("terminate"));
     if (r.code != 0) CHECK_THAT(r.out, Contains("error:"));
   }
+  // A run whose metrics.jsonl is far larger than what is left under the limit: --resume
+  // refuses to read it, naming the file and the budget (not an out-of-memory death).
+  const std::string big = tmp("as_big_metrics");
+  fs::copy(run, big, fs::copy_options::recursive);
+  {
+    std::ofstream m(big + "/metrics.jsonl", std::ios::app);
+    const std::string row = "{\"step\": 1, \"loss\": 2.0, \"note\": \"" + std::string(200, 'x') + "\"}\n";
+    for (int i = 0; i < 200000; ++i) m << row;  // 40 MB
+  }
+  Run res = test::shell_run("ulimit -v 262144; timeout -s KILL 30 " + test::shell_quote(RELPOS_CLI_PATH) + " train " +
+                            cfg + " --resume " + big + " --set train.steps=6");
+  INFO(res.out);
+  CHECK(res.code == 1);
+  CHECK_THAT(res.out, Contains("metrics.jsonl") && Contains("bytes of memory") && Contains("RLIMIT_AS"));
   // A model whose estimate exceeds the limit is refused by validate, naming the limit.
   Run v = test::shell_run("ulimit -v 262144; timeout -s KILL 30 " + test::shell_quote(RELPOS_CLI_PATH) +
                           " validate " + q + " --set data.batch_size=64 --set data.seq_len=512 --set model.attention=reference");
