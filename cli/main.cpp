@@ -7,10 +7,14 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <utility>
 
 #include "cli/command.h"
+#include "core/env.h"
 #include "core/error.h"
 #include "kernels/ops.h"
 #include "relpos/version.h"
@@ -22,16 +26,33 @@ using relpos::cli::Context;
 
 // Prints "<kind>: <what>" and returns the exit status; in a data-parallel run the message
 // names the rank and the whole job stops with that status (no rank is left waiting).
-int report_error(const Context& ctx, int code, const char* kind, const std::string& what) {
+int report_error(const Context& ctx, int code, const char* kind, const std::string& raw) {
+  // Bounded, and no control byte reaches the terminal (a value from a damaged file, a 15 MiB
+  // --set): each line of the message through echo_value, the whole at most 64 KiB.
+  std::string what;
+  for (size_t a = 0; a <= raw.size() && what.size() < (64u << 10);) {
+    const size_t b = std::min(raw.find('\n', a), raw.size());
+    what += (a ? "\n" : "") + relpos::echo_value(std::string_view(raw).substr(a, b - a), 4096);
+    a = b + 1;
+  }
   if (ctx.comm && ctx.comm->size() > 1)
     ctx.comm->abort(code, fmt::format("{} (rank {} of {}): {}", kind, ctx.comm->rank(), ctx.comm->size(), what));
-  fmt::print(stderr, "{}: {}\n", kind, what);
+  // fputs, not fmt::print: a standard error that cannot be written (a full disk) must not throw here
+  std::fputs(fmt::format("{}: {}\n", kind, what).c_str(), stderr);
   return code;
+}
+
+int stdout_failed(const Context& ctx) {
+  const int err = errno;
+  std::clearerr(stdout);
+  return report_error(ctx, 1, "error",
+                      fmt::format("cannot write to standard output: {}", err ? std::strerror(err) : "write error"));
 }
 
 // Runs the action and maps every error to its exit status and message.
 int run_verb(const relpos::cli::Action& action, Context& ctx) {
   try {
+    relpos::validate_environment();  // every RELPOS_* switch (core/env.cpp), before anything starts
     if (ctx.threads > 0) relpos::k::set_num_threads(ctx.threads);
     return action(ctx);
   } catch (const relpos::cli::UsageError& e) {
@@ -50,8 +71,17 @@ int run_verb(const relpos::cli::Action& action, Context& ctx) {
     if (!e.path2().empty()) paths += " -> '" + e.path2().string() + "'";
     return report_error(ctx, 1, "error", fmt::format("file system:{} {}", paths, e.code().message()));
   } catch (const std::exception& e) {
+    if (std::ferror(stdout)) return stdout_failed(ctx);  // fmt::print's write error: the output, not a bug
     return report_error(ctx, 1, "internal error", e.what());
   }
+}
+
+// The verb's result reached its reader only when standard output takes it all (a full disk,
+// /dev/full, a closed pipe: exit 1 and why, never exit 0 with the output lost).
+int finish(const Context& ctx, int code) {
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) return stdout_failed(ctx);
+  if (std::fflush(stderr) != 0 || std::ferror(stderr)) return code != 0 ? code : 1;  // nowhere left to say why
+  return code;
 }
 
 }  // namespace
@@ -80,7 +110,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   for (const auto& [sub, action] : verbs)
-    if (*sub) return run_verb(action, ctx);
+    if (*sub) return finish(ctx, run_verb(action, ctx));
   fmt::print(stderr, "{}\nerror: a subcommand is required\n", app.help());
   return 2;
 }

@@ -93,11 +93,65 @@ def file_kind(mode):
     return "not a regular file"
 
 
+# Reading a JSON-lines file into Python objects takes many times its size; a file is refused up
+# front when that much exceeds the memory budget (as trainers/available_memory.h: the least of
+# MemAvailable, the cgroup's headroom, RLIMIT_AS and RLIMIT_DATA minus what is in use).
+BYTES_PER_INPUT_BYTE = 24
+
+
+def memory_budget():
+    """(bytes, what bounded it), or (None, None) when nothing is known."""
+    best = (None, None)
+
+    def consider(n, what):
+        nonlocal best
+        if n is not None and n >= 0 and (best[0] is None or n < best[0]):
+            best = (n, what)
+
+    status = {}
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if v.strip().endswith("kB"):
+                    status[k] = int(v.split()[0]) * 1024
+        with open("/proc/meminfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    consider(int(line.split()[1]) * 1024, "MemAvailable")
+    except (OSError, ValueError):
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as f:
+            lim = f.read().strip()
+        with open("/sys/fs/cgroup/memory.current", encoding="ascii") as f:
+            cur = int(f.read().strip())
+        if lim != "max":
+            consider(max(int(lim) - cur, 0), "cgroup memory.max - memory.current")
+    except (OSError, ValueError):
+        pass
+    try:
+        import resource
+        for res, label, field in ((resource.RLIMIT_AS, "RLIMIT_AS (ulimit -v)", "VmSize"),
+                                  (resource.RLIMIT_DATA, "RLIMIT_DATA (ulimit -d)", "VmData")):
+            soft = resource.getrlimit(res)[0]
+            if soft != resource.RLIM_INFINITY:
+                consider(max(soft - status.get(field, 0), 0), f"{label} {soft} minus {status.get(field, 0)} in use")
+    except (ImportError, OSError, ValueError):
+        pass
+    return best
+
+
 def check_regular(path, st, what):
     if not stat.S_ISREG(st.st_mode):
         raise ReportError(path, f"is {file_kind(st.st_mode)}, expected the {what} (a regular file)")
     if st.st_size > MAX_INPUT_BYTES:
         raise ReportError(path, f"is {st.st_size} bytes, more than the limit of {MAX_INPUT_BYTES} bytes for the {what}")
+    budget, source = memory_budget()
+    if budget is not None and st.st_size * BYTES_PER_INPUT_BYTE > budget:
+        raise ReportError(path, f"is {st.st_size} bytes; reading the {what} needs about "
+                                f"{st.st_size * BYTES_PER_INPUT_BYTE} bytes of memory, more than the {budget} "
+                                f"available ({source})")
 
 
 def read_text(path, what):
@@ -293,6 +347,11 @@ def read_sweep_meta(path):
             at.sub(key).fail("an array of strings", v)
         for i, s in enumerate(v):
             check_str(s, at.sub(key).sub(i))
+    names = meta.get("point_names") or []
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:  # one run listed as several would show as several seeds with a spread of 0
+        raise ReportError(path, f"point_names lists {', '.join(repr(n) for n in dup[:5])} more than once; "
+                                "each point is one run", field="point_names")
     return meta
 
 
@@ -608,10 +667,13 @@ def summarize(values):
     out = {"n": len(values), "finite": k, "mean": None, "half": None, "lo": None, "hi": None}
     if k == 0:
         return out
-    m = math.fsum(vals) / k
+    m = math.fsum(v / k for v in vals)  # each term divided first: no overflow for finite values near the max
     out["mean"] = m
     if k >= 2:
-        sd = math.sqrt(math.fsum((v - m) ** 2 for v in vals) / (k - 1))
+        # scaled by the largest deviation, so squares of huge finite values (1e200) cannot overflow
+        big = max(abs(v - m) for v in vals)
+        sd = 0.0 if big == 0 or not math.isfinite(big) else \
+            big * math.sqrt(math.fsum(((v - m) / big) * ((v - m) / big) for v in vals) / (k - 1))
         h = t975(k - 1) * sd / math.sqrt(k)
         out.update(half=h, lo=m - h, hi=m + h)
     return out
@@ -952,6 +1014,18 @@ def mean_curve(curves):
     return common, [m["mean"] for m in sms], [m["lo"] for m in sms], [m["hi"] for m in sms]
 
 
+def effective_seed(rec):
+    """The train.seed a point ran with: the last train.seed=... of its overrides (a recipe's set
+    comes after the grid's value), else its grid value; None when neither says."""
+    seed = rec.get("grid", {}).get(SEED_KEY)
+    ov = rec.get("overrides")
+    if isinstance(ov, list):
+        for o in ov:
+            if isinstance(o, str) and o.startswith(SEED_KEY + "="):
+                seed = o[len(SEED_KEY) + 1:]
+    return None if seed is None else str(seed)
+
+
 def sweep_figures(sweep_dir, meta, index, figs, md):
     """meta: sweep.json (or {}); index: read_sweep_index's (record, Where) pairs."""
     by_name = {r["name"]: r for r, _ in index}  # every index file, merged
@@ -973,6 +1047,15 @@ def sweep_figures(sweep_dir, meta, index, figs, md):
         label = short(r, varying) if (varying or r.get("recipe")) else None
         groups.setdefault(key, {"label": label, "recs": []})["recs"].append(r)
     groups = list(groups.values())
+    for g in groups:  # the runs of one configuration must differ in the seed they ran with
+        seen = {}
+        for r in g["recs"]:
+            s = effective_seed(r)
+            if s is not None and s in seen:
+                raise ReportError(where[r["name"]].path,
+                                  f"points {seen[s]!r} and {r['name']!r} ran with the same train.seed {s} (a recipe "
+                                  "or the config sets it?): their spread is not seed-to-seed variation")
+            seen[s] = r["name"]
     seeded = SEED_KEY in grid_keys and any(len(g["recs"]) > 1 for g in groups)
     for g in groups:
         if g["label"] is None:
@@ -1230,5 +1313,8 @@ if __name__ == "__main__":
         fail(e)
     except KeyboardInterrupt:
         fail("interrupted")
+    except MemoryError:
+        b, src = memory_budget()
+        fail("out of memory while reading the inputs" + (f" (the memory budget is {b} bytes: {src})" if b else ""))
     except Exception as e:  # noqa: BLE001 - anything not foreseen still ends in one line
         fail(f"internal error: {type(e).__name__}: {e}")

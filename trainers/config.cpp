@@ -444,7 +444,7 @@ const std::vector<Key<ModelConfig>>& model_keys() {
       real("attn_softcap", at(&M::stability, &AttnStability::softcap), 0.0, 1e6,
            "stability: attention logits `S -> c·tanh(S/c)` after every bias, before the masks (0 = off); bounds the "
            "logged max \\|logit\\| by c"),
-      integer("mem_len", at(&M::mem_len), 0, INT64_MAX,
+      integer("mem_len", at(&M::mem_len), 0, kMaxLen,
               "Transformer-XL segment memory in training: consecutive segments per batch row, each attending to the "
               "detached hidden states of the previous `mem_len` positions (decoder, `task: text`, relative encodings "
               "only; `relpos eval --mode segments` evaluates the same way; a resumed run starts new segment streams)"),

@@ -8,8 +8,9 @@
 #include <sstream>
 #include <thread>
 
+#include "core/cuda_runtime.h"
 #include "core/error.h"
-#include "trainers/available_memory.h"
+#include "trainers/io/available_memory.h"
 #include "trainers/data/data_tasks.h"
 #include "core/shape.h"
 #include "nn/attention.h"
@@ -136,7 +137,7 @@ ResourceEstimate estimate_resources(const Config& cfg, int64_t vocab, int64_t se
   e.parameters = params;
   const int64_t opt_copies = cfg.optim.name == nn::optim::OptimizerKind::SGD ? 1 : 2;  // momentum / Adam m and v
   e.terms.push_back({"parameters + gradients", checked_size({{params, "parameters"}, {8, "bytes"}}, "model"),
-                     model_keys + ", model.position.*"});
+                     model_keys + ", model.position.*, vocabulary (data.vocab_size or the text's characters)"});
   e.terms.push_back({"optimizer state",
                      checked_size({{params, "parameters"}, {4 * opt_copies, "bytes"}}, "optim.name"),
                      model_keys + ", optim.name"});
@@ -149,6 +150,17 @@ ResourceEstimate estimate_resources(const Config& cfg, int64_t vocab, int64_t se
                                   "activations"),
                      "data.batch_size, data.seq_len, model.d_model, model.d_ff, model.n_layers"});
   e.terms.push_back(attention_term(cfg, L, layers, pos.buckets));
+  if (m.mem_len > 0) {  // Transformer-XL: per layer the memory [B, mem_len, D] and the scores over it
+    const int64_t M = m.mem_len;
+    e.terms.push_back(
+        {"segment memory",
+         checked_size({{B, "data.batch_size"}, {M, "model.mem_len"}, {D, "model.d_model"}, {layers, "model.n_layers"},
+                       {8, "bytes"}}, "segment memory [B, model.mem_len, D]") +
+             checked_size({{B, "data.batch_size"}, {m.n_heads, "model.n_heads"}, {L, "data.seq_len"},
+                           {M, "model.mem_len"}, {layers, "model.n_layers"}, {16, "bytes"}},
+                          "attention over the memory [B, H, L, model.mem_len]"),
+         "model.mem_len, data.batch_size, model.n_heads, data.seq_len, model.d_model, model.n_layers"});
+  }
   if (task.position_index)  // graph inputs: B L^2 int64 indices
     e.terms.push_back({"position index", checked_size({{B, "data.batch_size"}, {L, "data.seq_len"},
                                                         {L, "data.seq_len"}, {8, "bytes"}}, "data.task " + d.task),
@@ -162,6 +174,16 @@ ResourceEstimate estimate_resources(const Config& cfg, int64_t vocab, int64_t se
     if (!checked_add(total, t.bytes, total)) fail_config("the memory estimate overflows a 64-bit integer");
   e.total_bytes = total;
   return e;
+}
+
+void check_device_usable(Device device) {
+  if (device != Device::CUDA) return;
+  RELPOS_CHECK_CONFIG(cuda::built_with_cuda(), "train.device is 'cuda' but this relpos was built without CUDA support "
+                                               "(rebuild with nvcc and -DRELPOS_CUDA=ON), or set train.device: cpu");
+  RELPOS_CHECK_CONFIG(cuda::available(),
+                      "train.device is 'cuda' but no CUDA device is available on this machine ({}) (relpos info lists "
+                      "devices); set train.device: cpu",
+                      cuda::unavailable_reason());
 }
 
 void check_memory(const ResourceEstimate& e, bool ignore, const std::string& context) {

@@ -59,6 +59,10 @@ struct ResourceEstimate {
 // (float32, every layer's activations kept for backward), not an exact accounting.
 ResourceEstimate estimate_resources(const Config& cfg, int64_t vocab = 0, int64_t seq_len = 0);
 
+// Throws a ConfigError when `device` cannot run here (cuda: a build without CUDA, no usable
+// GPU): what `relpos validate` and `relpos train` both say.
+void check_device_usable(Device device);
+
 // Throws a ConfigError when the estimate exceeds available_memory(), naming the largest
 // terms and their keys, unless `ignore` (then it only returns). `context`: "train", ...
 void check_memory(const ResourceEstimate& e, bool ignore, const std::string& context);

@@ -1,4 +1,5 @@
 #include "trainers/trainer.h"
+#include "core/env.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -268,10 +269,7 @@ int cuda_device_for_rank(int local_rank, int device_count) {
 // before anything is allocated on it.
 Device train_device(const Config& cfg, int local_rank) {
   if (cfg.train.device == Device::CPU) return Device::CPU;
-  RELPOS_CHECK(cuda::built_with_cuda(), "train.device is 'cuda' but this relpos was built without CUDA support "
-                                        "(rebuild with nvcc and -DRELPOS_CUDA=ON), or set train.device: cpu");
-  RELPOS_CHECK(cuda::available(), "train.device is 'cuda' but no CUDA device is available on this machine ({}) "
-                                  "(relpos info lists devices); set train.device: cpu", cuda::unavailable_reason());
+  check_device_usable(cfg.train.device);
   cuda::set_device(cuda_device_for_rank(local_rank, cuda::device_count()));
   return Device::CUDA;
 }
@@ -305,6 +303,26 @@ EvalResult evaluate(const nn::Model& model, const Dataset& data, const Config& c
   r.accuracy = double(correct) / double(r.tokens);
   return r;
 }
+
+namespace {
+
+// Before a checkpoint's model is built: the model its config describes (the vocabulary, the
+// sizes) must be one that model.safetensors can hold, so a damaged or forged checkpoint (a
+// huge vocabulary, say) is refused before gigabytes are allocated for its shape error.
+void check_checkpoint_size(const std::string& checkpoint, const Config& cfg, int64_t vocab) {
+  const ResourceEstimate e = estimate_resources(cfg, vocab);
+  std::error_code ec;
+  const uintmax_t bytes = fs::file_size(fs::path(checkpoint) / kModelFile, ec);
+  if (ec) return;  // the loader names the missing file
+  // float32 tensors: 4 bytes per parameter; the estimate is an upper bound (within 2x)
+  RELPOS_CHECK(uintmax_t(e.parameters) <= bytes,
+               "{}: its config describes a model of about {} parameters (vocabulary {}, model.d_model {}, "
+               "model.n_layers {}), but {} holds {} bytes: the checkpoint is damaged or its trainer_state.json does "
+               "not belong to its tensors",
+               checkpoint, e.parameters, vocab, cfg.model.d_model, cfg.model.n_layers, kModelFile, bytes);
+}
+
+}  // namespace
 
 namespace {
 
@@ -360,6 +378,8 @@ class Trainer {
   void overflow_step(int64_t step, double loss);
   [[noreturn]] void abort_step(int64_t step, const std::string& bad, double loss, const GeneratorState& data_rng0,
                                const GeneratorState& dropout_rng0);
+  bool good_state(const std::string& checkpoint, std::string& why);
+  std::string newest_good_state(int64_t upto, std::vector<std::string>& rejected);
   void log_window(int64_t step, double lr, double norm, double pos_norm, const std::vector<nn::AttentionStats>& stats,
                   bool eval_step);
   void maybe_checkpoint(int64_t step);
@@ -395,13 +415,14 @@ class Trainer {
   std::optional<nn::optim::LossScaler> scaler_;
   int64_t overflow_steps_ = 0;
   TrainResult res_;
-  const bool stats_ = topt_.cuda_stats || [] {
-    const char* v = std::getenv("RELPOS_CUDA_STATS");
-    return v != nullptr && std::string(v) == "1";
-  }();
+  const bool stats_ = topt_.cuda_stats || env_value("RELPOS_CUDA_STATS") == "1";
   LogWindow window_;
   double run_min_ = std::numeric_limits<double>::infinity();  // running minimum of the training loss
   int64_t last_saved_ = -1;
+  // The last step whose update was applied: the parameters after it are those of every later
+  // step up to now (skipped and fp16-overflow steps change nothing), so every checkpoint of a
+  // step in [last_update_, now) holds the very state a non-finite loss now comes from.
+  int64_t last_update_ = 0;
   std::string last_saved_path_;
 };
 
@@ -441,7 +462,7 @@ void Trainer::read_resume_state() {
                       run_dir_));
     run_dir_ = resumed_run;
     cfg_.output_dir = run_dir_;
-    start_ = last_saved_ = st_->step;
+    start_ = last_saved_ = last_update_ = st_->step;
     skipped_ = res_.skipped_steps = st_->skipped;
     overflow_steps_ = res_.overflow_steps = st_->overflow_steps;
     last_saved_path_ = ck_path_;
@@ -461,6 +482,7 @@ void Trainer::build() {
   data_ = make_dataset(dp_.global_data_config(cfg_), st_ ? st_->vocab : std::vector<std::string>{});
   cfg_.model.vocab = data_->vocab_size();
   check_memory(estimate_resources(cfg_, data_->vocab_size()), topt_.ignore_memory_check, "train");
+  if (st_) check_checkpoint_size(ck_path_, cfg_, data_->vocab_size());
   model_ = std::make_unique<nn::Model>(cfg_.model, cfg_.train.seed);
   device_ = train_device(cfg_, dp_.local_rank());
   k::set_allow_tf32(cfg_.train.allow_tf32);
@@ -599,6 +621,7 @@ void Trainer::step(int64_t step) {
                           ? nn::optim::clip_grad_norm(params_, cfg_.optim.clip_grad_norm, pre_clip_norm)
                           : pre_clip_norm;
   opt_->step();
+  last_update_ = step;
   opt_->zero_grad();
   dp_.inject_fault_after(step, *model_);
   dp_.check_parameters(*model_, step);
@@ -738,38 +761,74 @@ void Trainer::skip_step(int64_t step, const std::string& bad, double loss) {
   log_metrics(step, {{"loss", loss}, {"skipped", true}, {"skipped_steps", skipped_}, {"nonfinite_grads", where}});
 }
 
-// nan_policy: abort, keeping the last good state. Parameters are still those after step - 1;
-// with a finite loss (a non-finite gradient) they are good and saved (with the RNG states of
-// the start of this step, as a regular checkpoint of step - 1 holds), else the previous
-// checkpoint stays the good one.
+// A checkpoint is a good state only when every tensor in it is finite (loading refuses any
+// other) and the model it holds evaluates (train.eval_batches, train.precision) to a finite
+// loss. `why`: the reason it is not.
+bool Trainer::good_state(const std::string& checkpoint, std::string& why) {
+  try {
+    nn::Model m(cfg_.model, cfg_.train.seed);
+    const NamedTensors like = m.state_dict();
+    Checkpoint ck;
+    load_checkpoint_tensors(checkpoint, like, optimizer_bytes_bound(like), ck);
+    m.load_state_dict(ck.model);
+    m.to(device_);
+    m.eval();
+    AutocastGuard autocast(cfg_.train.precision);
+    const EvalResult ev = evaluate(m, *data_, cfg_);
+    if (std::isfinite(ev.loss)) return true;
+    why = fmt::format("its evaluation loss is {}", ev.loss);
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  return false;
+}
+
+// The newest checkpoint of a step <= upto that is a good state (rank 0; "" when none is).
+std::string Trainer::newest_good_state(int64_t upto, std::vector<std::string>& rejected) {
+  if (!dp_.is_root()) return "";
+  const auto cks = list_checkpoints(run_dir_);
+  for (auto it = cks.rbegin(); it != cks.rend(); ++it) {
+    if (it->first > upto) continue;
+    std::string why;
+    if (good_state(it->second, why)) return it->second;
+    rejected.push_back(fmt::format("{} ({})", it->second, why));
+  }
+  return "";
+}
+
+// nan_policy: abort, keeping the last good state. Parameters are still those after step - 1.
+// A non-finite gradient with a finite loss: they are saved (with the RNG states of the start of
+// this step, as a regular checkpoint of step - 1 holds) and, when that checkpoint is a good
+// state (good_state), named. A non-finite loss: the parameters it comes from are those after
+// the last applied update (last_update_), which every checkpoint since holds too (skipped and
+// fp16-overflow steps change nothing), so the newest good checkpoint before that update is named.
 void Trainer::abort_step(int64_t step, const std::string& bad, double loss, const GeneratorState& data_rng0,
                          const GeneratorState& dropout_rng0) {
   opt_->zero_grad();
-  std::string kept = last_saved_ == step - 1 ? last_saved_path_ : "", why, note;
+  std::string kept, why, note;
+  std::vector<std::string> rejected;
   if (bad == "(loss)") {
-    // The loss of this step is the forward of the state after step - 1: that state is not
-    // good. The newest checkpoint before it is (its forward gave step - 1 a finite loss).
-    kept.clear();
-    if (dp_.is_root())
-      for (const auto& [s, path] : list_checkpoints(run_dir_))
-        if (s <= step - 2) kept = path;
-    if (last_saved_ == step - 1)
+    kept = newest_good_state(last_update_ - 1, rejected);
+    if (last_saved_ >= last_update_)
       note = fmt::format("; the checkpoint {} holds the state whose loss is non-finite", last_saved_path_);
-  } else if (dp_.is_root() && kept.empty() && step - 1 >= 0) {
+  } else if (dp_.is_root() && step - 1 >= 0) {
     try {
-      kept = save(step - 1, data_rng0, dropout_rng0);
+      if (last_saved_ != step - 1) save(step - 1, data_rng0, dropout_rng0);
     } catch (const Error& e) {
       why = e.what();
-      auto latest = latest_checkpoint(run_dir_);
-      kept = latest ? *latest : "";
     }
+    kept = newest_good_state(step - 1, rejected);
   }
   dp_.rendezvous(-step, fmt::format("the abort of step {}", step));  // rank 0 saved before anyone stops
   if (!dp_.is_root()) dp_.await_root_abort();                        // rank 0 reports the abort and stops the job
-  fail("step {}: non-finite {}{} (nan_policy: abort); {}{}{}", step,
+  std::string skipped;
+  for (const auto& r : rejected) skipped += (skipped.empty() ? "" : "; ") + r;
+  fail("step {}: non-finite {}{} (nan_policy: abort); {}{}{}{}", step,
        bad == "(loss)" ? "loss " : "gradient in parameter '", bad == "(loss)" ? fmt::format("{}", loss) : bad + "'",
-       kept.empty() ? "no finite checkpoint exists" : fmt::format("the last good state is in {}", kept),
-       why.empty() ? "" : fmt::format(" (the state after step {} was not saved: {})", step - 1, why), note);
+       kept.empty() ? "no good checkpoint exists"
+                    : fmt::format("the last good state (finite tensors, finite evaluation) is in {}", kept),
+       why.empty() ? "" : fmt::format(" (the state after step {} was not saved: {})", step - 1, why), note,
+       skipped.empty() ? "" : fmt::format("; not good: {}", skipped));
 }
 
 // The metrics row of a log step (means over the window since the last one), the evaluation on
@@ -887,6 +946,7 @@ LoadedRun load_run(const std::string& dir) {
   r.cfg = saved_config(st, r.checkpoint);
   r.data = make_dataset(r.cfg, st.vocab);
   r.cfg.model.vocab = r.data->vocab_size();
+  check_checkpoint_size(r.checkpoint, r.cfg, r.data->vocab_size());
   r.model = std::make_unique<nn::Model>(r.cfg.model, r.cfg.train.seed);
   Checkpoint ck;
   const NamedTensors like = r.model->state_dict();

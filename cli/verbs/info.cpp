@@ -5,6 +5,7 @@
 
 #include "cli/command.h"
 #include "core/cuda_runtime.h"
+#include "core/env.h"
 #include "kernels/ops.h"
 #include "relpos/version.h"
 #include "relpos_build_info.h"
@@ -80,7 +81,14 @@ int run() {
   fmt::print("CPU threads:  {} (OpenMP)\n", k::num_threads());
   fmt::print("op profile:   {} (RELPOS_OP_PROFILE=1: every op timed, one table at exit)\n",
              k::op_profile_on() ? "on" : "off");
-  return print_devices() ? 0 : 1;
+  const bool devices_ok = print_devices();
+  // Every environment switch of the table (core/env.cpp) and its value here (validated at startup).
+  fmt::print("environment:\n");
+  for (const EnvSwitch& s : env_switches()) {
+    const std::string v = env_value(s.name);
+    fmt::print("  {:<26} {}\n", s.name, v.empty() ? "(unset)" : echo_value(v));
+  }
+  return devices_ok ? 0 : 1;
 }
 
 Action setup(CLI::App&) {

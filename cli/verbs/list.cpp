@@ -1,9 +1,11 @@
-// relpos list [--params [--markdown]] | relpos list --config [--markdown]
+// relpos list [--params [--markdown]] | relpos list --config [--markdown] | relpos list --env [--markdown]
 // The registered position encodings (and their parameters; --markdown: the table of
-// docs/config.md), or the keys of a training config (the tables of docs/config.md).
+// docs/config.md), the keys of a training config (the tables of docs/config.md), or the
+// environment switches (core/env.cpp's table; --markdown: the table of docs/config.md).
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "core/env.h"
 #include "nn/positional/registry.h"
 #include "trainers/config.h"
 
@@ -11,7 +13,7 @@ namespace relpos::cli {
 namespace {
 
 struct Args {
-  bool params = false, config = false, markdown = false;
+  bool params = false, config = false, env = false, markdown = false;
 };
 
 // Every section's key table; --markdown: as docs/config.md holds them, between the markers
@@ -30,10 +32,22 @@ int list_config(bool markdown) {
   return 0;
 }
 
+int list_env(bool markdown) {
+  if (markdown) {
+    fmt::print("<!-- begin: relpos list --env --markdown -->\n{}<!-- end: env -->\n", env_switches_markdown());
+    return 0;
+  }
+  for (const EnvSwitch& s : env_switches())
+    fmt::print("{:<26} {:<44} {}{}\n", s.name, s.values, s.meaning, s.test_only ? " (test only)" : "");
+  return 0;
+}
+
 int run(const Args& a) {
-  if (a.params && a.config) throw UsageError("--params and --config list different things: give one");
+  if (int(a.params) + int(a.config) + int(a.env) > 1)
+    throw UsageError("--params, --config and --env list different things: give one");
   if (a.config) return list_config(a.markdown);
-  if (a.markdown && !a.params) throw UsageError("--markdown needs --params or --config");
+  if (a.env) return list_env(a.markdown);
+  if (a.markdown && !a.params) throw UsageError("--markdown needs --params, --config or --env");
   if (a.markdown) {
     fmt::print("{}", nn::position_params_markdown());
     return 0;
@@ -52,7 +66,8 @@ Action setup(CLI::App& cmd) {
   auto a = std::make_shared<Args>();
   cmd.add_flag("--params", a->params, "also print each encoding's parameters (type, default, meaning)");
   cmd.add_flag("--config", a->config, "the keys of a training config (type, default) instead of the encodings");
-  cmd.add_flag("--markdown", a->markdown, "with --params or --config: the Markdown tables of docs/config.md");
+  cmd.add_flag("--env", a->env, "the environment switches (name, values, meaning) instead of the encodings");
+  cmd.add_flag("--markdown", a->markdown, "with --params, --config or --env: the Markdown tables of docs/config.md");
   return [a](Context&) { return run(*a); };
 }
 

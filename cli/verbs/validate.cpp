@@ -26,6 +26,7 @@ int run(const Args& a) {
     vocab = int64_t(
         train::distinct_chars(train::utf8_char_views(bytes, fmt::format("data file '{}'", c.data.path))).size());
   }
+  train::check_device_usable(c.train.device);  // as train refuses it
   const train::ResourceEstimate est = train::estimate_resources(c, vocab);
   train::check_memory(est, a.ignore_memory, "validate");
   fmt::print("{}: ok ({} {} with {} position encoding, task {}, {} steps; {} parameters, estimated memory {})\n",

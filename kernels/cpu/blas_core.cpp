@@ -20,6 +20,7 @@
 #include <mutex>
 #include <string>
 
+#include "core/env.h"
 #include "kernels/backend.h"
 
 namespace relpos::k {
@@ -73,12 +74,12 @@ void select_core() {
   g_core.core = g_core.loaded;
   g_core.cpu_tier = cpu_tier();
   const char* user = std::getenv("OPENBLAS_CORETYPE");
-  const char* mode = std::getenv("RELPOS_BLAS_CORE");
+  const std::string mode = env_value("RELPOS_BLAS_CORE");  // "" or "keep" (core/env.cpp)
   if (user) {
     g_core.note = "OPENBLAS_CORETYPE set by the user";
     return;
   }
-  if (mode && std::strcmp(mode, "keep") == 0) {
+  if (mode == "keep") {
     g_core.note = "RELPOS_BLAS_CORE=keep";
     return;
   }

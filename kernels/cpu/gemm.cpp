@@ -27,6 +27,7 @@
 //     (kernels/cpu/tile_gemm.h), by blocks of rows (pairs_rows_product) or, for the weight
 //     gradients, by K chunks (onednn_product) — the same instruction order, the same bits.
 #include "kernels/cpu/gemm.h"
+#include "core/env.h"
 
 #include <cblas.h>
 #include <fmt/format.h>
@@ -63,11 +64,11 @@ enum class Provider { OpenBLAS, OneDNN };
 
 [[maybe_unused]] Provider requested_provider() {  // (unused without oneDNN)
   static const Provider p = [] {
-    const char* e = std::getenv("RELPOS_GEMM");
-    if (!e || !*e) return RELPOS_WITH_DNNL ? Provider::OneDNN : Provider::OpenBLAS;
-    if (std::strcmp(e, "openblas") == 0) return Provider::OpenBLAS;
-    RELPOS_CHECK(std::strcmp(e, "onednn") == 0, "RELPOS_GEMM={}: expected 'openblas' or 'onednn'", e);
-    RELPOS_CHECK(RELPOS_WITH_DNNL, "RELPOS_GEMM=onednn: this relpos was built without oneDNN (RELPOS_WITH_DNNL=OFF)");
+    const std::string e = env_value("RELPOS_GEMM");  // checked against the table (core/env.cpp)
+    if (e.empty()) return RELPOS_WITH_DNNL ? Provider::OneDNN : Provider::OpenBLAS;
+    if (e == "openblas") return Provider::OpenBLAS;
+    RELPOS_CHECK_CONFIG(RELPOS_WITH_DNNL,
+                        "environment RELPOS_GEMM=onednn: this relpos was built without oneDNN (RELPOS_WITH_DNNL=OFF)");
     return Provider::OneDNN;
   }();
   return p;

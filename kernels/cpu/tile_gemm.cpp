@@ -7,6 +7,7 @@
 // nothing outside the operands is read or written. The functions carry their ISA as a target
 // attribute and run only after the CPU was checked for it (tile_isa_supported).
 #include "kernels/cpu/tile_gemm.h"
+#include "core/env.h"
 
 #include <cblas.h>
 #include <cpuid.h>
@@ -538,14 +539,15 @@ void set_tile_isa(std::optional<TileIsa> isa) {
 TileIsa tile_isa() {
   if (const int forced = g_forced_isa.load(std::memory_order_relaxed); forced >= 0) return TileIsa(forced);
   static const TileIsa isa = [] {
-    const char* e = std::getenv("RELPOS_TILE_GEMM");
-    if (!e || !*e) return best_isa();
+    const std::string e = env_value("RELPOS_TILE_GEMM");  // one of the names (core/env.cpp)
+    if (e.empty()) return best_isa();
     constexpr TileIsa kForcible[] = {TileIsa::AmxBf16, TileIsa::Avx512Bf16, TileIsa::Avx512, TileIsa::Avx2,
                                      TileIsa::OpenBLAS};
     std::string expected;  // 'a', 'b', ... or 'z'
     for (TileIsa t : kForcible) {
-      if (std::strcmp(e, tile_isa_name(t)) == 0) {
-        RELPOS_CHECK(tile_isa_supported(t), "RELPOS_TILE_GEMM={}: this CPU does not run {} instructions", e, e);
+      if (e == tile_isa_name(t)) {
+        RELPOS_CHECK_CONFIG(tile_isa_supported(t), "environment RELPOS_TILE_GEMM={}: this CPU does not run {} instructions",
+                            e, e);
         return t;
       }
       expected += (expected.empty()         ? "'"
@@ -553,7 +555,7 @@ TileIsa tile_isa() {
                                             : ", '") +
                   std::string(tile_isa_name(t)) + "'";
     }
-    ::relpos::fail("RELPOS_TILE_GEMM={}: expected {}", e, expected);
+    ::relpos::fail_config("environment RELPOS_TILE_GEMM={}: expected {}", echo_value(e), expected);
   }();
   return isa;
 }
@@ -655,8 +657,7 @@ std::string cpu_attention_tile_path() {
       "avx512 micro-kernels (12 x 32 blocks); bf16 products (autocast's Q K^T, dO V^T, P V, dS K, dS^T Q, P^T dO) "
       "on ";
   const cpu::TileIsa isa = cpu::tile_isa();
-  const char* forced = std::getenv("RELPOS_TILE_GEMM");
-  const std::string how = forced && *forced ? " [RELPOS_TILE_GEMM]" : "";
+  const std::string how = env_value("RELPOS_TILE_GEMM").empty() ? "" : " [RELPOS_TILE_GEMM]";
   switch (isa) {
     case cpu::TileIsa::AmxBf16:
       return std::string(kBf16Products) + "AMX tiles (tdpbf16ps)" + how;

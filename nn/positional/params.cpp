@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "core/error.h"
@@ -209,6 +210,14 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
     }
     return prev[b.size()];
   };
+  // A case-insensitive exact match first (FP16 -> fp16), then the nearest by edit distance
+  // (ties: the first candidate).
+  const auto lower = [](std::string s) {
+    for (char& ch : s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    return s;
+  };
+  for (const auto& c : candidates)
+    if (lower(c) == lower(word)) return c;
   std::string best;
   size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
   for (const auto& c : candidates) {

@@ -268,7 +268,7 @@ TEST_CASE("gemm: RELPOS_GEMM_PROFILE=1 prints every GEMM of a run as one table a
   CHECK(off.out.find("GEMM profile") == std::string::npos);
   const auto bad = test::shell_run("RELPOS_GEMM_PROFILE=yes " + test::shell_quote(RELPOS_CLI_PATH) + " info");
   CHECK(bad.code != 0);
-  CHECK(bad.out.find("RELPOS_GEMM_PROFILE=yes: expected 0 or 1") != std::string::npos);
+  CHECK(bad.out.find("RELPOS_GEMM_PROFILE=yes: expected '0' or '1'") != std::string::npos);
 }
 
 TEST_CASE("ops: RELPOS_OP_PROFILE=1 prints every op of a run as one table at exit, with the time outside ops",
@@ -322,7 +322,7 @@ TEST_CASE("ops: RELPOS_OP_PROFILE=1 prints every op of a run as one table at exi
             .out.find("op profile:   on") != std::string::npos);
   const auto bad = test::shell_run("RELPOS_OP_PROFILE=yes " + test::shell_quote(RELPOS_CLI_PATH) + " info");
   CHECK(bad.code != 0);
-  CHECK(bad.out.find("RELPOS_OP_PROFILE=yes: expected 0 or 1") != std::string::npos);
+  CHECK(bad.out.find("RELPOS_OP_PROFILE=yes: expected '0' or '1'") != std::string::npos);
 }
 
 #ifdef RELPOS_BENCH_TRAIN_PATH

@@ -106,11 +106,19 @@ class Checker:
         os.makedirs(d)
         return d
 
+    limit_as = None  # RLIMIT_AS of the report's process (bytes), when set
+
     def run(self, target, out=None):
         cmd = [self.python, self.report, target] + (["--out", out] if out else [])
+        limit = self.limit_as
+
+        def preexec():
+            if limit:
+                import resource
+                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         try:
             p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace",
-                               timeout=TIMEOUT_S, env=self.env)
+                               timeout=TIMEOUT_S, env=self.env, preexec_fn=preexec)
         except subprocess.TimeoutExpired:
             return None
         return p
@@ -315,6 +323,51 @@ def main():
         p = J(sweep_record(d, 3)["run_dir"], "metrics.jsonl")
         write(p, '{"step": 2, "loss": 2.0}\n{"step": "four", "loss": 1.9}\n')
         c.bad("a point's metrics.jsonl: step a string", d, [p + ":2: step:"])
+
+        # --- sweeps that cannot lie, numbers at the edge, the memory budget ------------------------
+        def seeded_sweep(name, losses, seeds, overrides=None):
+            """Two runs of one configuration (train.seed varies) with these final losses."""
+            d = c.fresh(name)
+            recs = []
+            for i, (loss, seed) in enumerate(zip(losses, seeds)):
+                r = sweep_record(d, 0)
+                r.update(index=i, name=f"type=alibi seed={seed}", grid={"model.position.type": "alibi",
+                                                                        "train.seed": str(seed)},
+                         recipe=None, final_train_loss=loss, final_val_loss=loss,
+                         run_dir=os.path.join(d, f"{i:03d}_alibi_{seed}"),
+                         overrides=["model.position.type=alibi", f"train.seed={seed}"] + (overrides or []))
+                recs.append(r)
+                make_run(r["run_dir"], with_inspect=False)
+            meta = {"eval_lengths": [5, 10], "eval_modes": ["windows"], "grid_keys": ["model.position.type",
+                                                                                     "train.seed"],
+                    "point_names": [r["name"] for r in recs], "points": len(recs), "recipes": [], "spec": "s.yaml"}
+            write(J(d, "sweep.json"), json.dumps(meta) + "\n")
+            write(J(d, "sweep.jsonl"), jsonl(recs))
+            return d
+
+        c.good("seeds with finite but huge losses (1e200, 3e200)", seeded_sweep("huge_loss", [1e200, 3e200], [1, 2]))
+        d = seeded_sweep("same_seed", [2.0, 2.1], [1, 2], overrides=["train.seed=7"])
+        c.bad("two seeds that ran with one train.seed (a recipe set it)", d, [J(d, "sweep.jsonl")],
+              also=["same train.seed 7"])
+        d = make_sweep(c.fresh("dup_point_names"))
+        meta = json.load(open(J(d, "sweep.json"), encoding="utf-8"))
+        meta["point_names"] = meta["point_names"] + [meta["point_names"][0]]
+        write(J(d, "sweep.json"), json.dumps(meta) + "\n")
+        c.bad("sweep.json lists a point twice", d, [J(d, "sweep.json")], also=["point_names", "more than once"])
+        # A metrics file whose parsed rows would not fit the address-space limit: refused by size,
+        # naming the budget, not a MemoryError.
+        d = make_run(c.fresh("metrics_over_budget"))
+        row = json.dumps(metrics_rows()[1])
+        with open(J(d, "metrics.jsonl"), "w", encoding="utf-8") as f:
+            for s in range(1, 200001):
+                f.write(row.replace('"step": 4', f'"step": {s}') + "\n")
+        env, c.env = c.env, dict(c.env, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+        try:
+            c.limit_as = 900 << 20
+            c.bad("metrics.jsonl over the memory budget (ulimit -v 900 MiB)", d, [J(d, "metrics.jsonl")],
+                  also=["RLIMIT_AS", "bytes of memory"])
+        finally:
+            c.env, c.limit_as = env, None
 
         # --- output -------------------------------------------------------------------------------
         d = make_run(c.fresh("out_file"))

@@ -11,6 +11,20 @@
 
 namespace relpos::hostile {
 
+// AddressSanitizer reserves terabytes of address space: an address-space limit (ulimit -v)
+// cannot be tested in the sanitizer build.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+
 namespace fs = std::filesystem;
 
 using Run = test::CliRun;

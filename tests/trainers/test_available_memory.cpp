@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "trainers/available_memory.h"
+#include "trainers/io/available_memory.h"
 
 using relpos::train::available_memory;
 namespace fs = std::filesystem;

@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "../trainers/hostile_helpers.h"
+#include "autograd/autocast.h"
+#include "kernels/ops.h"
 #include "trainers/io/checkpoint.h"
 #include "trainers/trainer.h"
 
@@ -266,4 +268,62 @@ TEST_CASE("hostile runs: kill -9 during training leaves a resumable run", "[host
   opt.resume = d;
   auto r = train::train(cfg, opt);
   REQUIRE(r.losses.size() == 2);
+}
+
+TEST_CASE("hostile runs: an fp16 overflow until nan_policy abort names a checkpoint that evaluates finite",
+          "[hostile][nan]") {
+  // After step 3 the weights are multiplied by 1e4: finite, but every later float16 forward
+  // overflows. Steps 4 and 5 are fp16 overflow steps (no update, the loss scale 2 -> 1 -> 0.5),
+  // step 6 still overflows below scale 1 and aborts. The checkpoints of steps 3, 4 and 5 hold
+  // the same overflowing weights: the last good state is step 2's.
+  const std::string d = tmp("fp16_abort");
+  auto cfg = tiny(d, 10, "  precision: fp16\n  loss_scale_init: 2\n");
+  cfg.train.checkpoint_every = 1;
+  train::TrainOptions opt;
+  opt.after_backward = [](int64_t step, nn::Model& m) {
+    if (step != 3) return;
+    for (auto& p : m.parameters()) p.data().copy_(k::mul(p.data(), Tensor::scalar(1e4, p.data().dtype(), p.data().device())));
+  };
+  std::string msg;
+  try {
+    train::train(cfg, opt);
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  INFO(msg);
+  REQUIRE_THAT(msg, Contains("non-finite loss") && Contains("nan_policy: abort"));
+  REQUIRE_THAT(msg, Contains("the last good state"));
+  const size_t at = msg.find("the last good state");
+  const size_t p = msg.find(d, at);
+  REQUIRE(p != std::string::npos);
+  const std::string named = msg.substr(p, msg.find_first_of(" ;", p) - p);
+  // The named checkpoint's model evaluates to a finite loss at the run's precision.
+  train::LoadedRun run = train::load_run(named);
+  AutocastGuard autocast(run.cfg.train.precision);
+  const train::EvalResult ev = train::evaluate(*run.model, *run.data, run.cfg);
+  INFO(named << ": eval loss " << ev.loss);
+  CHECK(std::isfinite(ev.loss));
+  CHECK(run.step < 3);
+}
+
+TEST_CASE("hostile runs: a checkpoint whose config claims a huge vocabulary is refused before its model is built",
+          "[hostile][checkpoint][memory]") {
+  const std::string d = tmp("huge_vocab");
+  train::train(tiny(d, 3));
+  const std::string ck = checkpoint_dir(d, 3);
+  nlohmann::json st = state_of(ck);
+  std::string yaml = st["config_yaml"].get<std::string>();
+  const size_t at = yaml.find("vocab_size: 6");
+  REQUIRE(at != std::string::npos);
+  yaml.replace(at, 13, "vocab_size: 16000000");
+  st["config_yaml"] = yaml;
+  write(ck + "/trainer_state.json", st.dump());
+  // 16M x d_model 16 x 4 bytes would be 1 GiB per table: refused from the file's size first,
+  // also under an address-space limit far below that.
+  REQUIRE_THROWS_WITH(train::load_run(d), Contains(ck) && Contains("parameters") && Contains("model.safetensors"));
+  if (kAddressSanitizer) return;  // no address-space limit under AddressSanitizer
+  Run r = test::shell_run("ulimit -v 1000000; timeout -s KILL 60 " + test::shell_quote(RELPOS_CLI_PATH) + " eval " + d);
+  INFO(r.out);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out, Contains("parameters") && !Contains("out of memory"));
 }

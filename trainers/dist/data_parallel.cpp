@@ -1,5 +1,6 @@
 // trainers/dist/data_parallel.cpp — see data_parallel.h.
 #include "trainers/dist/data_parallel.h"
+#include "core/env.h"
 
 #include <fmt/format.h>
 
@@ -43,9 +44,8 @@ std::vector<int> ranks_differing(const std::vector<uint64_t>& all) {
 
 Fault fault_from_env() {
   Fault f;
-  const char* v = std::getenv("RELPOS_FAULT");
-  if (!v || !*v) return f;
-  const std::string s(v);
+  const std::string s = env_value("RELPOS_FAULT");  // the form is checked by the table (core/env.cpp)
+  if (s.empty()) return f;
   const size_t a = s.find(':'), b = a == std::string::npos ? a : s.find(':', a + 1);
   try {
     RELPOS_CHECK_CONFIG(b != std::string::npos, "RELPOS_FAULT: expected KIND:RANK:STEP, got '{}'", s);
@@ -61,7 +61,17 @@ Fault fault_from_env() {
 }
 
 DataParallel::DataParallel(Communicator& comm, const Config& cfg)
-    : comm_(comm), timeout_s_(cfg.train.dist_timeout), check_every_(cfg.train.check_every), fault_(fault_from_env()) {}
+    : comm_(comm), timeout_s_(cfg.train.dist_timeout), check_every_(cfg.train.check_every), fault_(fault_from_env()) {
+  // A test hook of the data-parallel failure tests: in any other run it would hang, exit or
+  // perturb the model silently, so it is refused before anything runs.
+  RELPOS_CHECK_CONFIG(fault_.kind.empty() || active(),
+                      "environment RELPOS_FAULT={}:{}:{}: a test hook for data-parallel runs (mpirun -np N, N >= 2); "
+                      "this run has 1 process: unset RELPOS_FAULT",
+                      fault_.kind, fault_.rank, fault_.step);
+  RELPOS_CHECK_CONFIG(fault_.kind.empty() || fault_.rank < world(),
+                      "environment RELPOS_FAULT={}:{}:{}: rank {} does not exist (this run has {} ranks)", fault_.kind,
+                      fault_.rank, fault_.step, fault_.rank, world());
+}
 
 Config DataParallel::global_data_config(const Config& cfg) const {
   Config g = cfg;

@@ -247,7 +247,21 @@ std::vector<Recipe> read_points(const SpecReader& r, const YAML::Node& p, const 
     if (!names.insert(rc.name).second) r.bad(e, "points[].name", fmt::format("'{}' is used twice; names must be unique", rc.name));
     if (const YAML::Node set = e["set"]) {
       if (!set.IsMap()) r.bad(set, "points[" + rc.name + "].set", "expected a mapping key -> value");
-      for (const auto& kv : set) rc.sets.push_back(r.scalar(kv.first, "points[].set key") + "=" + yaml_text(kv.second));
+      for (const auto& kv : set) {
+        const std::string key = r.scalar(kv.first, "points[].set key");
+        // A grid key set by a recipe would override the grid's value: every point of the recipe
+        // would run the same value while its name and record claim another (with seeds: N, N
+        // "seeds" that are one seed, and a report's interval that is not one).
+        if (std::find(grid_keys.begin(), grid_keys.end(), key) != grid_keys.end())
+          r.bad(kv.first, "points[" + rc.name + "].set",
+                key == kSeedKey ? fmt::format("sets {}, which the sweep varies (seeds: N or a {} grid): every seed "
+                                              "would run with the same seed; remove it from the point's set",
+                                              key, key)
+                                : fmt::format("sets {}, which is a grid key: it would override the grid's value in "
+                                              "every point; use points[].only to restrict the grid instead",
+                                              key));
+        rc.sets.push_back(key + "=" + yaml_text(kv.second));
+      }
     }
     if (const YAML::Node only = e["only"]) {
       const std::string where = "points[" + rc.name + "].only";
@@ -588,6 +602,12 @@ std::string summary_table(const SweepSpec& spec, const std::vector<nlohmann::jso
       for (const auto& e : r["eval"]) t += fmt::format(" {:>9}", f(e["loss"]));
     t += "\n";
   }
+  // Each failed point's reason under the table (the table's row only says "failed").
+  for (const auto& r : records)
+    if (!r.is_null() && r.value("status", "") == "failed")
+      t += fmt::format("failed: #{} {}: {}\n", r["index"].get<int64_t>(), r["name"].get<std::string>(),
+                       r.contains("error") && r["error"].is_string() ? r["error"].get<std::string>()
+                                                                      : std::string("(no reason recorded)"));
   return t;
 }
 
@@ -747,6 +767,8 @@ void SweepRunner::run_point(const SweepPoint& pt) {
     try {
       train(cfg, to);
     } catch (const Error& e) {  // e.g. a non-finite loss with nan_policy abort: a result, not a crash
+      // ...or no training at all (a run directory locked by another process, a device that is
+      // not there, a config the point cannot run): the reason is in the record and printed.
       status = "failed";
       rec["error"] = e.what();
     }
@@ -778,9 +800,14 @@ void SweepRunner::record(const SweepPoint& pt, nlohmann::json rec, const std::st
   ++res_.ran;
   if (status == "failed") ++res_.failed;
   ++finished_;
-  say(fmt::format("[{}] {}: train loss {:.4f}, val loss {:.4f}{} ({:.1f} s)", pt.name, status, n.train_loss, n.val_loss,
-                  n.divergence.is_null() ? "" : fmt::format(", first divergence at step {}", n.divergence.dump()),
-                  rec["seconds"].get<double>()));
+  if (status == "failed")  // the reason first: a point that never trained has no losses to show
+    say(fmt::format("[{}] failed: {} ({:.1f} s)", pt.name, rec.value("error", std::string("(no reason recorded)")),
+                    rec["seconds"].get<double>()));
+  else
+    say(fmt::format("[{}] {}: train loss {:.4f}, val loss {:.4f}{} ({:.1f} s)", pt.name, status, n.train_loss,
+                    n.val_loss,
+                    n.divergence.is_null() ? "" : fmt::format(", first divergence at step {}", n.divergence.dump()),
+                    rec["seconds"].get<double>()));
   progress();
 }
 

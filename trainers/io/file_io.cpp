@@ -12,7 +12,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/env.h"
 #include "core/error.h"
+#include "trainers/io/available_memory.h"
 
 namespace relpos {
 
@@ -84,6 +86,11 @@ void replace_file_atomically(const std::string& path, std::string_view contents)
   fsync_directory(parent.empty() ? std::string(".") : parent.string());
 }
 
+namespace {
+constexpr uint64_t kBudgetCheckFrom = uint64_t(1) << 20;  // smaller files are always read
+constexpr uint64_t kParsedBytesPerByte = 16;
+}  // namespace
+
 std::string read_whole_file(const std::string& path, std::string_view what, uint64_t max_bytes) {
   // Regular files only: a FIFO would block the open/read forever, a device (/dev/zero,
   // /dev/urandom, directly or through a symlink) never ends. Opened non-blocking (a FIFO
@@ -113,6 +120,15 @@ std::string read_whole_file(const std::string& path, std::string_view what, uint
   }
   if (uint64_t(sb.st_size) > max_bytes)
     fail("{} '{}' is {} bytes, more than the limit of {}", what, path, uint64_t(sb.st_size), max_bytes);
+  // Bounded by the memory budget too (train::available_memory: RAM, cgroup, RLIMIT_AS/DATA):
+  // what is read is parsed (JSON rows, YAML), which takes several times the file's size.
+  if (uint64_t(sb.st_size) > kBudgetCheckFrom) {
+    const train::AvailableMemory avail = train::available_memory();
+    const uint64_t need = uint64_t(sb.st_size) * kParsedBytesPerByte;
+    if (avail.bytes > 0 && need > uint64_t(avail.bytes))
+      fail("{} '{}' is {} bytes; reading it needs about {} bytes of memory, more than the {} available ({})", what,
+           path, uint64_t(sb.st_size), need, avail.bytes, avail.source);
+  }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   std::string out;
   out.reserve(size_t(sb.st_size));
@@ -142,7 +158,7 @@ DirLock::DirLock(const std::string& dir, std::string_view what) {
     fd_ = -1;
     if (e == EWOULDBLOCK)
       fail("{} '{}' is in use by another relpos process{} (lock {}); wait for it to finish or choose another "
-           "directory", what, dir, holder.empty() ? "" : " (pid " + holder + ")", path);
+           "directory", what, dir, holder.empty() ? "" : " (pid " + echo_value(holder, 24) + ")", path);
     fail("{} '{}': cannot lock {}: {}", what, dir, path, errno_text(e));
   }
   const std::string pid = std::to_string(::getpid()) + "\n";

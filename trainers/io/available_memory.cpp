@@ -1,12 +1,16 @@
-// trainers/available_memory.cpp — see available_memory.h.
-#include "trainers/available_memory.h"
+// trainers/io/available_memory.cpp — see available_memory.h.
+#include "trainers/io/available_memory.h"
+
+#include <sys/resource.h>
 
 #include <filesystem>
 #include <fstream>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
+#include <tuple>
 #include <sstream>
 #include <vector>
 
@@ -41,6 +45,19 @@ std::optional<int64_t> meminfo_available(const fs::path& meminfo) {
     std::istringstream ss(line.substr(13));
     int64_t kb = 0;
     if (ss >> kb && kb > 0 && kb < (int64_t(1) << 50)) return kb * 1024;
+  }
+  return std::nullopt;
+}
+
+// A "Name:   N kB" line of /proc/self/status, in bytes.
+std::optional<int64_t> proc_status_bytes(const fs::path& status, const char* field) {
+  std::ifstream f(status);
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind(field, 0) != 0) continue;
+    std::istringstream ss(line.substr(std::strlen(field)));
+    int64_t kb = 0;
+    if (ss >> kb && kb >= 0 && kb < (int64_t(1) << 50)) return kb * 1024;
   }
   return std::nullopt;
 }
@@ -99,6 +116,18 @@ AvailableMemory available_memory(const std::string& proc_root, const std::string
     }
   }
   if (cg && (out.bytes == 0 || cg->bytes < out.bytes)) out = {std::max<int64_t>(cg->bytes, 1), cg->source};
+  // The process's own limits (ulimit -v / -d, a batch scheduler's address-space limit): what is
+  // left of each is its limit minus what the process already maps (VmSize) or uses for data (VmData).
+  for (const auto& [resource, label, field] : {std::tuple{RLIMIT_AS, "RLIMIT_AS (ulimit -v)", "VmSize:"},
+                                               std::tuple{RLIMIT_DATA, "RLIMIT_DATA (ulimit -d)", "VmData:"}}) {
+    rlimit rl{};
+    if (getrlimit(resource, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= rlim_t(kUnlimited)) continue;
+    const int64_t used = proc_status_bytes(fs::path(proc_root) / "self" / "status", field).value_or(0);
+    const int64_t room = std::max<int64_t>(int64_t(rl.rlim_cur) - used, 1);
+    if (out.bytes == 0 || room < out.bytes)
+      out = {room, fmt::format("{} {} minus {} in use ({})", label, int64_t(rl.rlim_cur), used,
+                               std::string(field, std::strlen(field) - 1))};
+  }
   return out;
 }
 

@@ -1,7 +1,8 @@
-// trainers/available_memory.h — how much memory this process may still allocate.
+// trainers/io/available_memory.h — how much memory this process may still allocate.
 //
-// The smaller of the machine's MemAvailable (/proc/meminfo) and the headroom of every memory
-// cgroup the process sits in (limit − usage, walked up to the hierarchy's root): cgroup v2
+// The least of the machine's MemAvailable (/proc/meminfo), the headroom of every memory
+// cgroup the process sits in (limit − usage, walked up to the hierarchy's root) and what is
+// left of the process's RLIMIT_AS (ulimit -v; limit − VmSize) and RLIMIT_DATA (limit − VmData): cgroup v2
 // (memory.max / memory.current, also under a hybrid layout's unified/) and cgroup v1
 // (memory/…/memory.limit_in_bytes / memory.usage_in_bytes). A container or a Slurm job with a
 // 4 GiB limit on a 256 GiB machine therefore gets a 4 GiB budget, not 256. When the process's
