@@ -15,6 +15,9 @@
 #include "kernels/ops.h"
 #include "relpos/version.h"
 #include "relpos_build_info.h"
+#ifdef RELPOS_WITH_SENTENCEPIECE
+#include "trainers/data/sentencepiece/sentencepiece.h"
+#endif
 
 namespace {
 
@@ -57,6 +60,9 @@ int run_verb(const relpos::cli::Action& action, Context& ctx) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef RELPOS_WITH_SENTENCEPIECE
+  relpos::train::register_sentencepiece();  // data.tokenizer.type sentencepiece
+#endif
   CLI::App app{"relpos — train small transformers with relative position encodings"};
   app.require_subcommand(0, 1);
   bool show_version = false;

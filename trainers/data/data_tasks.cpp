@@ -8,14 +8,15 @@
 
 namespace relpos::train {
 
-std::unique_ptr<Dataset> make_text_dataset(const Config& cfg, const std::vector<std::string>& vocab);
+std::unique_ptr<Dataset> make_text_dataset(const Config& cfg, const DataContext& ctx);
+std::unique_ptr<Dataset> make_token_dataset(const Config& cfg, const DataContext& ctx);
 std::unique_ptr<Dataset> make_synthetic_dataset(const Config& cfg);
 std::unique_ptr<Dataset> make_structured_dataset(const Config& cfg);
 
 namespace {
 
-std::unique_ptr<Dataset> synthetic(const Config& c, const std::vector<std::string>&) { return make_synthetic_dataset(c); }
-std::unique_ptr<Dataset> structured(const Config& c, const std::vector<std::string>&) { return make_structured_dataset(c); }
+std::unique_ptr<Dataset> synthetic(const Config& c, const DataContext&) { return make_synthetic_dataset(c); }
+std::unique_ptr<Dataset> structured(const Config& c, const DataContext&) { return make_structured_dataset(c); }
 
 int64_t same(int64_t n) { return n; }
 int64_t one(int64_t) { return 1; }
@@ -27,7 +28,8 @@ int64_t addition_answer(int64_t n) { return n + 1; }                           /
 
 const std::vector<DataTask>& data_tasks() {
   static const std::vector<DataTask> tasks = {
-      {.name = "text", .text = true, .make = make_text_dataset},
+      {.name = "text", .text = true, .tokenizer = true, .make = make_text_dataset},
+      {.name = "tokens", .text = true, .val_file = true, .make = make_token_dataset},
       {.name = "copy", .input_len = same, .answer_len = same, .make = synthetic},
       {.name = "reverse", .input_len = same, .answer_len = same, .make = synthetic},
       {.name = "sort", .input_len = same, .answer_len = same, .make = synthetic},
@@ -64,7 +66,11 @@ int64_t task_positions(const Config& c, int64_t seq_len) {
 }
 
 std::unique_ptr<Dataset> make_dataset(const Config& cfg, const std::vector<std::string>& vocab) {
-  return find_data_task(cfg.data.task).make(cfg, vocab);
+  return make_dataset(cfg, DataContext{.vocab = vocab});
+}
+
+std::unique_ptr<Dataset> make_dataset(const Config& cfg, const DataContext& ctx) {
+  return find_data_task(cfg.data.task).make(cfg, ctx);
 }
 
 }  // namespace relpos::train
