@@ -4,8 +4,9 @@ a header of 256 little-endian int32 — magic, version, token count — then the
 
     scripts/prepare_llmc_shards.py OUT_PREFIX [--tokens N] [--vocab V] [--seed S] [--llama3]
 
-writes OUT_PREFIX_train_000000.bin and OUT_PREFIX_val_000000.bin: N (val: N // 10) tokens drawn
-from a fixed-seed order-2 pattern over V token ids, so a model can learn something. GPT-2 shards
+writes OUT_PREFIX_train_000000.bin and OUT_PREFIX_val_000000.bin: N (val: N // 10) tokens over V
+token ids from a fixed seed, each the previous one plus 1 (mod V) nine times in ten and random
+otherwise, so a model has something to learn. GPT-2 shards
 (magic 20240520, version 1, uint16), or Llama-3 shards with --llama3 (20240801, version 7, uint32).
 Only the standard library; the tokens are synthetic (no license applies). relpos reads the shards
 with `data.task: tokens` (docs/data.md); the test tests/trainers/test_token_file.cpp uses this script.
@@ -26,12 +27,10 @@ def write_shard(path, tokens, llama3):
 
 
 def tokens(n, vocab, rng):
-    out = [rng.randrange(vocab), rng.randrange(vocab)]
+    out = [rng.randrange(vocab)]
     while len(out) < n:
-        # mostly a deterministic function of the previous two tokens, sometimes a random one
-        nxt = (out[-1] * 7 + out[-2] * 3 + 1) % vocab if rng.random() < 0.9 else rng.randrange(vocab)
-        out.append(nxt)
-    return out[:n]
+        out.append((out[-1] + 1) % vocab if rng.random() < 0.9 else rng.randrange(vocab))
+    return out
 
 
 def main():

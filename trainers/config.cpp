@@ -369,7 +369,7 @@ Key<S> text(std::string path, At<S, std::string> get, std::string what, std::str
 template <typename S>
 Key<S> optional_text(std::string path, At<S, std::string> get, std::string what, std::string meaning) {
   return {path,
-          {{path, what + " or empty", default_of(get).empty() ? "empty" : fmt::format("`{}`", default_of(get)),
+          {{path, what + " or empty", default_of(get).empty() ? "`\"\"`" : fmt::format("`{}`", default_of(get)),
             std::move(meaning)}},
           [get, what](Section& s, const std::string& leaf, S& out) {
             std::string v = s.get<std::string>(leaf, get(out), "a string");

@@ -285,14 +285,14 @@ TEST_CASE("cli: an llm.c shard pair written by scripts/prepare_llmc_shards.py tr
   INFO(r.out);
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Contains("(vocab 64)"));
-  // The shards follow a mostly deterministic order-2 rule: 60 steps take the validation loss well
-  // below a uniform guess over 64 tokens (ln 64 = 4.16).
+  // Nine tokens in ten are the previous one plus 1: 60 steps take the validation loss well below a
+  // uniform guess over 64 tokens (ln 64 = 4.16; the rule's own entropy is about 0.8).
   const test::CliRun e = relpos_cli("eval " + d + "/run --json");
   INFO(e.out);
   REQUIRE(e.code == 0);
   const auto at = e.out.find("\"loss\":");
   REQUIRE(at != std::string::npos);
-  CHECK(std::stod(e.out.substr(at + 7)) < 3.5);
+  CHECK(std::stod(e.out.substr(at + 7)) < 2.5);
   // Sampling from the checkpoint alone (no shard at hand): the prompt and output are token ids.
   fs::remove(d + "/toy_train_000000.bin");
   const test::CliRun s = relpos_cli("sample " + d + "/run --prompt '1 2 3' --tokens 5 --temperature 0");
