@@ -516,7 +516,9 @@ void Trainer::read_resume_state() {
 // memory check, the model (built on the host from the seed, so every device starts
 // identical), the optimizer, the schedule and the RNG streams.
 void Trainer::build() {
-  DataContext ctx{.run_dir = run_dir_};
+  // A subword run caches its tokens in <run>/data/; only rank 0 writes there (the other ranks
+  // train the same deterministic tokenizer in a scratch directory of their own).
+  DataContext ctx{.run_dir = dp_.is_root() ? run_dir_ : std::string()};
   if (st_) ctx.vocab = st_->vocab, ctx.vocab_size = st_->vocab_size, ctx.tokenizer_model = st_->tokenizer_model;
   data_ = make_dataset(dp_.global_data_config(cfg_), ctx);
   cfg_.model.vocab = data_->vocab_size();
@@ -591,6 +593,7 @@ void Trainer::announce() const {
                   cfg_.model.position, model_->num_parameters(),
                   find_data_task(cfg_.data.task).text ? cfg_.data.path : cfg_.data.task, data_->vocab_size(),
                   cfg_.train.steps));
+  if (const std::string t = data_->tokenizer_info(); !t.empty()) say(fmt::format("tokenizer: {}", t));
   if (cfg_.train.precision != Precision::FP32) {  // which kernels the 16-bit products run on (relpos info lists all)
     const std::string path = cfg_.train.device == Device::CPU
                                  ? "CPU GEMM: " + k::cpu_gemm_path(gemm_inputs(cfg_.train.precision)) +

@@ -213,7 +213,7 @@ TEST_CASE("token file: hostile files are clear errors naming the file and field"
   fs::remove_all(d);
 }
 
-TEST_CASE("data.task tokens: the split is by example; windows come from the right split", "[data][tokens]") {
+TEST_CASE("data.task tokens: the split is by example, and windows come from the right split", "[data][tokens]") {
   const std::string d = tmp_dir("split"), p = d + "/s.rptok";
   // 10 examples of 40 tokens; example e holds the token e (so every window names its example).
   std::vector<int64_t> toks;
