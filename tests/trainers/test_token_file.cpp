@@ -257,6 +257,14 @@ TEST_CASE("data.tokenizer: a model file that is not a SentencePiece model is a c
                                   "    model: " + d + "/bad.model\n",
                                   "test");
   CHECK_THROWS_WITH(make_dataset(cfg), Contains("bad.model") && Contains("not a SentencePiece model"));
+  // An empty file, and a FIFO (refused before any read: reading it would wait for a writer).
+  spit(d + "/empty.model", "");
+  Config c2 = cfg;
+  c2.data.tokenizer.model = d + "/empty.model";
+  CHECK_THROWS_WITH(make_dataset(c2), Contains("empty.model' is empty: not a SentencePiece model"));
+  REQUIRE(::mkfifo((d + "/fifo.model").c_str(), 0600) == 0);
+  c2.data.tokenizer.model = d + "/fifo.model";
+  CHECK_THROWS_WITH(make_dataset(c2), Contains("fifo.model") && Contains("not a readable regular file"));
   fs::remove_all(d);
 }
 

@@ -292,8 +292,12 @@ std::unique_ptr<Dataset> make_subword_dataset(const Config& cfg, const DataConte
   std::string model_bytes = ctx.tokenizer_model, options;
   std::string source = "the checkpoint's tokenizer";
   if (model_bytes.empty() && !d.tokenizer.model.empty()) {
+    // A regular file only: a FIFO or device would block or never end.
+    RELPOS_CHECK_CONFIG(readable_file(d.tokenizer.model), "data.tokenizer.model '{}' is not a readable regular file",
+                        d.tokenizer.model);
     model_bytes = read_bounded(d.tokenizer.model, "data.tokenizer.model");
     source = fmt::format("data.tokenizer.model '{}'", d.tokenizer.model);
+    RELPOS_CHECK_CONFIG(!model_bytes.empty(), "{} is empty: not a SentencePiece model", source);
   }
   if (model_bytes.empty()) {
     RELPOS_CHECK_CONFIG(have_text, "data.path '{}' is not readable: a subword tokenizer trains on it", d.path);
@@ -379,7 +383,7 @@ int64_t data_vocab_size(const Config& cfg) {
   if (t.tokenizer && cfg.data.tokenizer.type == TokenizerType::SentencePiece) {
     (void)backend();
     RELPOS_CHECK_CONFIG(cfg.data.tokenizer.model.empty() || readable_file(cfg.data.tokenizer.model),
-                        "data.tokenizer.model '{}' is not a readable file", cfg.data.tokenizer.model);
+                        "data.tokenizer.model '{}' is not a readable regular file", cfg.data.tokenizer.model);
     RELPOS_CHECK_CONFIG(readable_file(cfg.data.path), "data.path '{}' is not a readable file", cfg.data.path);
     return cfg.data.tokenizer.vocab_size;
   }
