@@ -476,7 +476,8 @@ const std::vector<Key<DataConfig>>& data_keys() {
   static const std::vector<Key<D>> keys = {
       registry_name("task", at(&D::task), data_task_names,
                     "LM on a text file (`text`: characters or subwords, `data.tokenizer`), LM on a token file or llm.c "
-                    "shards (`tokens`, docs/data.md), a synthetic sequence task (`trainers/data/tasks.cpp` header has "
+                    "shards (`tokens`, docs/data.md), an encoder labelling a token file's examples from its `label` "
+                    "channel (`token_labels`), a synthetic sequence task (`trainers/data/tasks.cpp` header has "
                     "the exact layouts), or an encoder task for the index-based encodings "
                     "(`trainers/data/structured_tasks.cpp`)"),
       text("path", at(&D::path), "file path",
@@ -499,8 +500,8 @@ const std::vector<Key<DataConfig>>& data_keys() {
       real("edge_prob", at(&D::edge_prob), 0.0, 1.0,
            "`graph`: probability of each undirected edge between the seq_len nodes"),
       optional_text("val_path", at(&D::val_path), "file path",
-                    "`tokens`: a separate validation file (an llm.c `*_val_*.bin` shard or a token file); empty: the "
-                    "last `val_fraction` of data.path's examples validate"),
+                    "`tokens`, `token_labels`: a separate validation file (an llm.c `*_val_*.bin` shard or a token "
+                    "file); empty: the last `val_fraction` of data.path's examples validate"),
       integer("shard_vocab", at(&D::shard_vocab), 0, int64_t(kMaxTokenVocab),
               "`tokens`: the vocabulary size of llm.c shards, whose headers hold none (0: 50257 for GPT-2 shards, "
               "128256 for Llama-3 shards); a relpos token file's header holds its own"),
@@ -789,7 +790,7 @@ void check_model_task(const Config& c, const std::string& source) {
     fail_config("{}: data.tokenizer.type '{}' tokenizes a text file: it needs a data.task that reads text, got '{}'",
                 source, c.data.tokenizer.type, c.data.task);
   if (!c.data.val_path.empty() && !task.val_file)
-    fail_config("{}: data.val_path is for data.task tokens (a separate validation file), got data.task '{}'", source,
+    fail_config("{}: data.val_path is for the token-file tasks (a separate validation file), got data.task '{}'", source,
                 c.data.task);
   if (!nn::find_position_variant(c.model.position).causal_capable && c.model.kind != nn::ModelKind::Encoder)
     fail_config("{}: model.position.type '{}' is encoder-only (bidirectional attention); model.kind '{}' has causal "

@@ -381,3 +381,49 @@ TEST_CASE("cli: a SentencePiece run trains, resumes bit-exactly, and evaluates a
   CHECK_THAT(s.out, Contains("ROMEO:"));
   fs::remove_all(d);
 }
+
+TEST_CASE("data.task token_labels: an encoder learns per-example labels from the label channel",
+          "[cli][tokens][labels]") {
+  const std::string d = tmp_dir("labels");
+  // 400 examples of 11 tokens from {1, 2}; the label is the majority token (chance: 0.5).
+  std::vector<int64_t> toks;
+  std::vector<uint64_t> starts;
+  std::vector<int32_t> labels;
+  Generator g(7);
+  for (int e = 0; e < 400; ++e) {
+    starts.push_back(toks.size());
+    int ones = 0;
+    for (int t = 0; t < 11; ++t) {
+      const int64_t v = 1 + int64_t(g.next_u64() % 2);
+      ones += v == 1;
+      toks.push_back(v);
+    }
+    labels.push_back(ones > 5 ? 1 : 2);
+  }
+  write_token_file(d + "/maj.rptok", 3, toks, starts, {}, {{"label", ChannelScope::Example, 1, 2}}, {labels});
+  spit(d + "/c.yaml",
+       "model: {kind: encoder, d_model: 32, n_layers: 1, n_heads: 2, d_ff: 64, max_len: 16}\n"
+       "data: {task: token_labels, path: " + d + "/maj.rptok, seq_len: 12, batch_size: 16, val_fraction: 0.2}\n"
+       "optim: {lr: 1.0e-2, warmup: 10}\n"
+       "train: {steps: 150, eval_every: 150, eval_batches: 8, log_every: 50, checkpoint_every: 150}\n"
+       "output: {dir: " + d + "/run}\n");
+  const test::CliRun r = relpos_cli("train " + d + "/c.yaml");
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  const test::CliRun e = relpos_cli("eval " + d + "/run --json");
+  INFO(e.out);
+  REQUIRE(e.code == 0);
+  const auto at = e.out.find("\"accuracy\":");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stod(e.out.substr(at + 11)) > 0.75);
+  // A file without a label channel, and labels past the output size: clear errors.
+  write_token_file(d + "/nolabel.rptok", 3, toks, starts);
+  const test::CliRun n = relpos_cli("validate " + d + "/c.yaml --set data.path=" + d + "/nolabel.rptok");
+  CHECK(n.code == 2);
+  CHECK_THAT(n.out, Contains("has no channel named 'label'"));
+  write_token_file(d + "/big.rptok", 3, toks, starts, {}, {{"label", ChannelScope::Example, 0, 5}}, {labels});
+  const test::CliRun b = relpos_cli("train " + d + "/c.yaml --overwrite --set data.path=" + d + "/big.rptok");
+  CHECK(b.code == 2);
+  CHECK_THAT(b.out, Contains("channel 'label' declares the range [0, 5]"));
+  fs::remove_all(d);
+}

@@ -10,6 +10,7 @@ namespace relpos::train {
 
 std::unique_ptr<Dataset> make_text_dataset(const Config& cfg, const DataContext& ctx);
 std::unique_ptr<Dataset> make_token_dataset(const Config& cfg, const DataContext& ctx);
+std::unique_ptr<Dataset> make_token_label_dataset(const Config& cfg, const DataContext& ctx);
 std::unique_ptr<Dataset> make_synthetic_dataset(const Config& cfg);
 std::unique_ptr<Dataset> make_structured_dataset(const Config& cfg);
 
@@ -38,6 +39,7 @@ const std::vector<DataTask>& data_tasks() {
       {.name = "addition", .output_length_differs = true, .min_vocab = 11, .min_vocab_reason = "10 digits and '+'",
        .input_len = addition_input, .answer_len = addition_answer, .make = synthetic},
       {.name = "patch_grid", .labels_each_token = true, .grid = true, .make = structured},
+      {.name = "token_labels", .val_file = true, .labels_each_token = true, .make = make_token_label_dataset},
       {.name = "graph", .labels_each_token = true, .position_index = true, .min_vocab = 3,
        .min_vocab_reason = "distance classes", .make = structured},
   };

@@ -194,6 +194,104 @@ class TokenDataset : public Dataset {
   mutable size_t longest_ = 0;
 };
 
+// data.task token_labels: an encoder labels a token file's examples from its `label` channel. One
+// example per batch row, its first seq_len tokens, padded (mask 1, target kIgnore) to seq_len; the
+// targets are the per-token labels (a token-scope channel) or, for a per-example label, the label
+// at position 0 (a sequence classifier; the other positions take no loss).
+class TokenLabelDataset : public Dataset {
+ public:
+  TokenLabelDataset(const Config& cfg, std::shared_ptr<TokenFile> train, std::shared_ptr<TokenFile> val)
+      : cfg_(cfg.data), train_(std::move(train)), val_(std::move(val)) {
+    const TokenFileInfo& in = train_->info();
+    label_ = find_label(*train_);
+    if (val_) {
+      RELPOS_CHECK_CONFIG(val_->info().vocab_size == in.vocab_size,
+                          "data.val_path '{}' has vocabulary size {}, data.path '{}' has {}", val_->path(),
+                          val_->info().vocab_size, train_->path(), in.vocab_size);
+      val_label_ = find_label(*val_);
+      RELPOS_CHECK_CONFIG(val_->info().channels[val_label_].scope == in.channels[label_].scope,
+                          "data.val_path '{}': its 'label' channel has another scope than data.path's", val_->path());
+      train_n_ = in.n_examples;
+      val_lo_ = 0, val_hi_ = val_->info().n_examples;
+    } else {
+      RELPOS_CHECK_CONFIG(in.n_examples >= 2,
+                          "data.path '{}' holds {} example: a train/validation split by example needs at least 2 (or "
+                          "give the validation file as data.val_path)",
+                          train_->path(), in.n_examples);
+      const uint64_t n_val =
+          std::clamp<uint64_t>(uint64_t(double(in.n_examples) * cfg_.val_fraction), 1, in.n_examples - 1);
+      train_n_ = val_lo_ = in.n_examples - n_val;
+      val_hi_ = in.n_examples;
+      val_label_ = label_;
+    }
+  }
+
+  int64_t vocab_size() const override { return int64_t(train_->info().vocab_size); }
+  std::vector<std::string> vocabulary() const override { return train_->info().vocab; }
+
+  Batch train_batch(Generator& gen) const override { return rows(*train_, label_, 0, train_n_, cfg_.seq_len, gen); }
+  Batch val_batch(int64_t i, int64_t seq_len) const override {
+    Generator g(0x5EED0000ULL + uint64_t(i));
+    return rows(val_ ? *val_ : *train_, val_label_, val_lo_, val_hi_, seq_len, g);
+  }
+  std::vector<int64_t> encode(const std::string& text) const override {
+    std::vector<int64_t> out;
+    std::istringstream in(text);
+    for (int64_t id; in >> id;) out.push_back(id);
+    return out;
+  }
+  std::string decode(const std::vector<int64_t>& ids) const override {
+    std::string s;
+    for (size_t k = 0; k < ids.size(); ++k) s += fmt::format("{}{}", k ? " " : "", ids[k]);
+    return s;
+  }
+
+ private:
+  // The index of the channel named `label`, its range checked against the output size.
+  static size_t find_label(const TokenFile& f) {
+    const auto& ch = f.info().channels;
+    std::string names;
+    for (size_t c = 0; c < ch.size(); ++c) {
+      if (ch[c].name == "label") {
+        RELPOS_CHECK_CONFIG(ch[c].min >= 0 && uint64_t(ch[c].max) < f.info().vocab_size,
+                            "token file '{}': channel 'label' declares the range [{}, {}]; labels index the model's "
+                            "outputs, one per vocabulary entry: they must lie in [0, {})",
+                            f.path(), ch[c].min, ch[c].max, f.info().vocab_size);
+        return c;
+      }
+      names += (names.empty() ? "" : ", ") + ch[c].name;
+    }
+    fail_config("token file '{}' has no channel named 'label' (data.task token_labels reads it; its channels: {})",
+                f.path(), names.empty() ? "none" : names);
+  }
+
+  Batch rows(const TokenFile& f, size_t label, uint64_t lo, uint64_t hi, int64_t L, Generator& g) const {
+    const int64_t B = cfg_.batch_size;
+    const bool per_token = f.info().channels[label].scope == ChannelScope::Token;
+    std::vector<int64_t> x(size_t(B * L), 0), y(size_t(B * L), kIgnore);
+    std::vector<double> pad(size_t(B * L), 1.0);
+    for (int64_t b = 0; b < B; ++b) {
+      const uint64_t e = lo + g.next_u64() % (hi - lo);
+      const uint64_t s = f.example_start(e), n = std::min<uint64_t>(f.example_start(e + 1) - s, uint64_t(L));
+      for (uint64_t t = 0; t < n; ++t) {
+        const size_t at = size_t(b * L) + t;
+        x[at] = int64_t(f.token(s + t));
+        pad[at] = 0.0;
+        if (per_token) y[at] = f.channel(label, s + t);
+      }
+      if (!per_token) y[size_t(b * L)] = f.channel(label, e);
+    }
+    Batch out{Tensor::from_vector(x, {B, L}), Tensor::from_vector(y, {B, L}), Tensor(), Tensor()};
+    out.padding = Tensor::from_vector(pad, {B, L});
+    return out;
+  }
+
+  DataConfig cfg_;
+  std::shared_ptr<TokenFile> train_, val_;
+  size_t label_ = 0, val_label_ = 0;
+  uint64_t train_n_ = 0, val_lo_ = 0, val_hi_ = 0;
+};
+
 bool readable_file(const std::string& p) {
   std::error_code ec;
   return fs::is_regular_file(p, ec) && ::access(p.c_str(), R_OK) == 0;
@@ -253,6 +351,21 @@ std::unique_ptr<Dataset> make_token_dataset(const Config& cfg, const DataContext
   RELPOS_CHECK(ctx.vocab_size == 0 || ctx.vocab_size == v,
                "data.path '{}' has vocabulary size {}, the checkpoint's model has {}", d.path, v, ctx.vocab_size);
   return std::make_unique<TokenDataset>(cfg, train, val, v, train->info().vocab);
+}
+
+// data.task 'token_labels' (data_tasks.cpp).
+std::unique_ptr<Dataset> make_token_label_dataset(const Config& cfg, const DataContext&) {
+  const DataConfig& d = cfg.data;
+  std::shared_ptr<TokenFile> train, val;
+  try {
+    train = std::make_shared<TokenFile>(d.path, uint64_t(d.shard_vocab), "data.path");
+    if (!d.val_path.empty()) val = std::make_shared<TokenFile>(d.val_path, uint64_t(d.shard_vocab), "data.val_path");
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const Error& e) {
+    fail_config("{}", e.what());
+  }
+  return std::make_unique<TokenLabelDataset>(cfg, train, val);
 }
 
 // data.task 'text' with data.tokenizer.type sentencepiece (text_data.cpp).
@@ -371,15 +484,7 @@ std::unique_ptr<Dataset> make_subword_dataset(const Config& cfg, const DataConte
 
 int64_t data_vocab_size(const Config& cfg) {
   const DataTask& t = find_data_task(cfg.data.task);
-  if (t.val_file) {
-    try {
-      return int64_t(TokenFile(cfg.data.path, uint64_t(cfg.data.shard_vocab), "data.path").info().vocab_size);
-    } catch (const ConfigError&) {
-      throw;
-    } catch (const Error& e) {
-      fail_config("{}", e.what());
-    }
-  }
+  if (t.val_file) return make_dataset(cfg)->vocab_size();  // maps the files: the split and channels checked too
   if (t.tokenizer && cfg.data.tokenizer.type == TokenizerType::SentencePiece) {
     (void)backend();
     RELPOS_CHECK_CONFIG(cfg.data.tokenizer.model.empty() || readable_file(cfg.data.tokenizer.model),
