@@ -1,8 +1,8 @@
 // fuzz/fuzz_token_file.cpp — the token-file reader (trainers/data/token_file.h): arbitrary bytes as
 // a relpos token file or an llm.c shard, opened (header against the file size, verification),
-// described (`relpos data inspect`), and read through data.task tokens (split, a training and a
-// validation batch). The first input byte picks an llm.c vocabulary override, seq_len and
-// val_fraction. Must succeed or throw relpos::Error; every token a batch holds must lie inside
+// described (`relpos data inspect`), and read through data.task tokens or token_labels (split, the
+// label channel, a training and a validation batch). The first input byte picks an llm.c
+// vocabulary override, seq_len, the task (bit 6) and val_fraction. Must succeed or throw relpos::Error; every token a batch holds must lie inside
 // the vocabulary the dataset reports.
 #include <cstdint>
 #include <string>
@@ -23,10 +23,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const relpos::Error&) {
   }
   relpos::train::Config cfg;
-  cfg.data.task = "tokens";
+  cfg.data.task = (data[0] & 0x40) ? "token_labels" : "tokens";
   cfg.data.path = path;
   cfg.data.shard_vocab = int64_t(vocab);
   cfg.data.seq_len = 1 + (data[0] >> 1) % 8;
+  if (data[0] & 0x40) cfg.model.kind = relpos::nn::ModelKind::Encoder;
   cfg.data.batch_size = 2;
   cfg.data.val_fraction = (data[0] & 0x80) ? 0.5 : 0.1;
   try {
