@@ -9,7 +9,9 @@ token ids from a fixed seed, each the previous one plus 1 (mod V) nine times in 
 otherwise, so a model has something to learn. GPT-2 shards
 (magic 20240520, version 1, uint16), or Llama-3 shards with --llama3 (20240801, version 7, uint32).
 Only the standard library; the tokens are synthetic (no license applies). relpos reads the shards
-with `data.task: tokens` (docs/data.md); the test tests/trainers/test_token_file.cpp uses this script.
+with `data.task: tokens` (docs/data.md). data/llmc_toy_{train,val}_000000.bin are this script's
+output with the defaults (`scripts/prepare_llmc_shards.py data/llmc_toy`; configs/tokens_llmc.yaml
+trains on them); tests/trainers/test_token_file.cpp checks they are, and trains on its output.
 """
 import argparse
 import random
@@ -27,9 +29,12 @@ def write_shard(path, tokens, llama3):
 
 
 def tokens(n, vocab, rng):
-    out = [rng.randrange(vocab)]
+    # only random(): Python keeps its sequence for a seed across versions (randrange's may change)
+    def draw():
+        return int(rng.random() * vocab)
+    out = [draw()]
     while len(out) < n:
-        out.append((out[-1] + 1) % vocab if rng.random() < 0.9 else rng.randrange(vocab))
+        out.append((out[-1] + 1) % vocab if rng.random() < 0.9 else draw())
     return out
 
 

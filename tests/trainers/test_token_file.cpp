@@ -427,3 +427,18 @@ TEST_CASE("data.task token_labels: an encoder learns per-example labels from the
   CHECK_THAT(b.out, Contains("channel 'label' declares the range [0, 5]"));
   fs::remove_all(d);
 }
+
+TEST_CASE("data/: the shipped llm.c toy shards are what scripts/prepare_llmc_shards.py writes", "[tokens][python]") {
+  const std::string d = tmp_dir("shipped");
+  const test::CliRun w =
+      test::shell_run("python3 " RELPOS_SOURCE_DIR "/scripts/prepare_llmc_shards.py " + d + "/llmc_toy");
+  INFO(w.out);
+  REQUIRE(w.code == 0);
+  for (const char* f : {"llmc_toy_train_000000.bin", "llmc_toy_val_000000.bin"}) {
+    INFO(f << ": regenerate with scripts/prepare_llmc_shards.py data/llmc_toy");
+    const std::string shipped = slurp(std::string(RELPOS_SOURCE_DIR "/data/") + f);
+    CHECK(!shipped.empty());
+    CHECK(shipped == slurp(d + "/" + f));
+  }
+  fs::remove_all(d);
+}
