@@ -22,11 +22,13 @@ Command bias_command();
 Command list_command();
 Command info_command();
 Command demo_command();
+Command data_command();
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> all = {train_command(), validate_command(), eval_command(),    sample_command(),
                                            sweep_command(), report_command(),   inspect_command(), gradcheck_command(),
-                                           bias_command(),  list_command(),     info_command(),    demo_command()};
+                                           bias_command(),  list_command(),     info_command(),    demo_command(),
+                                           data_command()};
   return all;
 }
 

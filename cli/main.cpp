@@ -19,6 +19,9 @@
 #include "kernels/ops.h"
 #include "relpos/version.h"
 #include "relpos_build_info.h"
+#ifdef RELPOS_WITH_SENTENCEPIECE
+#include "trainers/data/sentencepiece/sentencepiece.h"
+#endif
 
 namespace {
 
@@ -87,6 +90,9 @@ int finish(const Context& ctx, int code) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef RELPOS_WITH_SENTENCEPIECE
+  relpos::train::register_sentencepiece();  // data.tokenizer.type sentencepiece
+#endif
   CLI::App app{"relpos — train small transformers with relative position encodings"};
   app.require_subcommand(0, 1);
   bool show_version = false;

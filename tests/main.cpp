@@ -4,9 +4,15 @@
 #include <catch2/catch.hpp>
 
 #include "temp_root.h"
+#ifdef RELPOS_WITH_SENTENCEPIECE
+#include "trainers/data/sentencepiece/sentencepiece.h"
+#endif
 
 int main(int argc, char** argv) {
   int rc = 0;
+#ifdef RELPOS_WITH_SENTENCEPIECE
+  relpos::train::register_sentencepiece();
+#endif
   {
     relpos::test::TempRoot tmp;
     rc = Catch::Session().run(argc, argv);

@@ -22,6 +22,7 @@
 #include "nn/positional/params.h"
 #include "nn/positional/registry.h"
 #include "trainers/data/data_tasks.h"
+#include "trainers/data/token_file.h"
 #include "trainers/io/file_io.h"
 #include "trainers/limits.h"
 
@@ -364,6 +365,21 @@ Key<S> text(std::string path, At<S, std::string> get, std::string what, std::str
           }};
 }
 
+// A string without NUL bytes that may be empty (an optional path).
+template <typename S>
+Key<S> optional_text(std::string path, At<S, std::string> get, std::string what, std::string meaning) {
+  return {path,
+          {{path, what + " or empty", default_of(get).empty() ? "`\"\"`" : fmt::format("`{}`", default_of(get)),
+            std::move(meaning)}},
+          [get, what](Section& s, const std::string& leaf, S& out) {
+            std::string v = s.get<std::string>(leaf, get(out), "a string");
+            if (v.find('\0') != std::string::npos)
+              fail_config("{}: {}: expected a {} without NUL bytes", where(s.ctx(), s.raw(leaf), s.key(leaf)),
+                          s.key(leaf), what);
+            get(out) = v;
+          }};
+}
+
 // A list of names drawn from `names`.
 template <typename S>
 Key<S> name_list(std::string path, At<S, std::vector<std::string>> get, std::vector<std::string> names,
@@ -459,11 +475,17 @@ const std::vector<Key<DataConfig>>& data_keys() {
   using D = DataConfig;
   static const std::vector<Key<D>> keys = {
       registry_name("task", at(&D::task), data_task_names,
-                    "character-level LM on a file, a synthetic sequence task (`trainers/data/tasks.cpp` header has the "
-                    "exact layouts), or an encoder task for the index-based encodings "
+                    "LM on a text file (`text`: characters or subwords, `data.tokenizer`), LM on a token file or llm.c "
+                    "shards (`tokens`, docs/data.md), an encoder labelling a token file's examples from its `label` "
+                    "channel (`token_labels`), a synthetic sequence task (`trainers/data/tasks.cpp` header has "
+                    "the exact layouts), or an encoder task for the index-based encodings "
                     "(`trainers/data/structured_tasks.cpp`)"),
-      text("path", at(&D::path), "file path", "UTF-8 text for `task: text` (vocabulary = its distinct characters)"),
-      real("val_fraction", at(&D::val_fraction), 0.0, 0.9, "last fraction of the text used for validation",
+      text("path", at(&D::path), "file path",
+           "`text`: UTF-8 text (vocabulary = its distinct characters, or `data.tokenizer`'s subwords); `tokens`: a "
+           "relpos token file or an llm.c shard (docs/data.md)"),
+      real("val_fraction", at(&D::val_fraction), 0.0, 0.9,
+           "the last fraction used for validation: of the characters (`text`), of the paragraphs (`text` with "
+           "subwords) or of the examples (`tokens` without `val_path`)",
            Lower::Open),
       integer("seq_len", at(&D::seq_len), 1, kMaxLen,
               "text: context length; synthetic: the (maximum) sequence length n; `patch_grid`: set to grid_h · grid_w"),
@@ -477,6 +499,22 @@ const std::vector<Key<DataConfig>>& data_keys() {
               "`patch_grid`: columns of the patch grid (must equal `relative_2d`'s `grid_w`)"),
       real("edge_prob", at(&D::edge_prob), 0.0, 1.0,
            "`graph`: probability of each undirected edge between the seq_len nodes"),
+      optional_text("val_path", at(&D::val_path), "file path",
+                    "`tokens`, `token_labels`: a separate validation file (an llm.c `*_val_*.bin` shard or a token "
+                    "file); empty: the last `val_fraction` of data.path's examples validate"),
+      integer("shard_vocab", at(&D::shard_vocab), 0, int64_t(kMaxTokenVocab),
+              "`tokens`: the vocabulary size of llm.c shards, whose headers hold none (0: 50257 for GPT-2 shards, "
+              "128256 for Llama-3 shards); a relpos token file's header holds its own"),
+      choice("tokenizer.type", at(&D::tokenizer, &TokenizerConfig::type),
+             "`text`: characters, or SentencePiece subwords (a model trained on the training split once per run, or "
+             "`tokenizer.model`; the encoded tokens are cached in the run's `data/`, the model is saved in every "
+             "checkpoint: docs/data.md)"),
+      integer("tokenizer.vocab_size", at(&D::tokenizer, &TokenizerConfig::vocab_size), 16, 1 << 20,
+              "sentencepiece: pieces of the trained model"),
+      choice("tokenizer.model_type", at(&D::tokenizer, &TokenizerConfig::model_type),
+             "sentencepiece: the segmentation algorithm of a trained model"),
+      optional_text("tokenizer.model", at(&D::tokenizer, &TokenizerConfig::model), "file path",
+                    "sentencepiece: a `.model` file to load instead of training one (empty: train)"),
   };
   return keys;
 }
@@ -746,8 +784,14 @@ void check_model_task(const Config& c, const std::string& source) {
   if (c.optim.warmup >= c.train.steps && c.optim.schedule != nn::optim::LrSchedule::Constant)
     fail_config("{}: optim.warmup ({}) must be smaller than train.steps ({})", source, c.optim.warmup, c.train.steps);
   if (task.text && c.model.kind != nn::ModelKind::Decoder)
-    fail_config("{}: data.task 'text' trains a language model: model.kind must be 'decoder', got '{}'", source,
-                c.model.kind);
+    fail_config("{}: data.task '{}' trains a language model: model.kind must be 'decoder', got '{}'", source,
+                c.data.task, c.model.kind);
+  if (c.data.tokenizer.type != TokenizerType::Char && !task.tokenizer)
+    fail_config("{}: data.tokenizer.type '{}' tokenizes a text file: it needs a data.task that reads text, got '{}'",
+                source, c.data.tokenizer.type, c.data.task);
+  if (!c.data.val_path.empty() && !task.val_file)
+    fail_config("{}: data.val_path is for the token-file tasks (a separate validation file), got data.task '{}'", source,
+                c.data.task);
   if (!nn::find_position_variant(c.model.position).causal_capable && c.model.kind != nn::ModelKind::Encoder)
     fail_config("{}: model.position.type '{}' is encoder-only (bidirectional attention); model.kind '{}' has causal "
                 "self-attention", source, c.model.position, c.model.kind);

@@ -23,6 +23,19 @@ class Node;
 
 namespace relpos::train {
 
+// data.tokenizer: how `task: text` turns its file into tokens — characters, or SentencePiece
+// subwords (docs/data.md; built with Debian's libsentencepiece-dev).
+enum class TokenizerType { Char, SentencePiece };
+enum class SubwordModelType { Bpe, Unigram };
+
+struct TokenizerConfig {
+  TokenizerType type = TokenizerType::Char;
+  int64_t vocab_size = 2048;                     // sentencepiece: pieces of a trained model
+  SubwordModelType model_type = SubwordModelType::Unigram;
+  std::string model;                             // sentencepiece: a model file to load ("" = train one)
+  bool operator==(const TokenizerConfig&) const = default;
+};
+
 struct DataConfig {
   std::string task = "text";  // a name of the data-task registry (trainers/data/data_tasks.h)
   std::string path = "data/tinyshakespeare.txt";
@@ -33,6 +46,9 @@ struct DataConfig {
   int64_t min_len = 0;        // synthetic tasks: lengths drawn from [min_len, seq_len] (0: = seq_len)
   int64_t grid_h = 4, grid_w = 4;  // patch_grid: the patch grid (seq_len = grid_h * grid_w)
   double edge_prob = 0.2;     // graph: probability of each undirected edge
+  std::string val_path;       // tokens: a separate validation file ("" = split data.path by example)
+  int64_t shard_vocab = 0;    // tokens: an llm.c shard's vocabulary size (0 = by its magic)
+  TokenizerConfig tokenizer;
   bool operator==(const DataConfig&) const = default;
 };
 
@@ -118,6 +134,16 @@ void check_yaml_size(const YAML::Node& root, const std::string& source);
 
 }  // namespace relpos::train
 
+template <>
+struct relpos::EnumTable<relpos::train::TokenizerType> {
+  static constexpr EnumName<train::TokenizerType> items[] = {{train::TokenizerType::Char, "char"},
+                                                             {train::TokenizerType::SentencePiece, "sentencepiece"}};
+};
+template <>
+struct relpos::EnumTable<relpos::train::SubwordModelType> {
+  static constexpr EnumName<train::SubwordModelType> items[] = {{train::SubwordModelType::Bpe, "bpe"},
+                                                                {train::SubwordModelType::Unigram, "unigram"}};
+};
 template <>
 struct relpos::EnumTable<relpos::train::NanPolicy> {
   static constexpr EnumName<train::NanPolicy> items[] = {{train::NanPolicy::Abort, "abort"},

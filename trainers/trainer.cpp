@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -60,6 +61,50 @@ std::unique_ptr<nn::optim::Optimizer> make_optimizer(const nn::Model& m, const O
   fail("optim.name: unknown optimizer");
 }
 
+namespace {
+
+constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::string base64_encode(const std::string& in) {
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < in.size(); i += 3) {
+    uint32_t v = uint32_t(uint8_t(in[i])) << 16;
+    if (i + 1 < in.size()) v |= uint32_t(uint8_t(in[i + 1])) << 8;
+    if (i + 2 < in.size()) v |= uint32_t(uint8_t(in[i + 2]));
+    out += kBase64[(v >> 18) & 63];
+    out += kBase64[(v >> 12) & 63];
+    out += i + 1 < in.size() ? kBase64[(v >> 6) & 63] : '=';
+    out += i + 2 < in.size() ? kBase64[v & 63] : '=';
+  }
+  return out;
+}
+
+// Strict: length a multiple of 4, only the alphabet, '=' only as the final padding.
+bool base64_decode(const std::string& in, std::string& out) {
+  if (in.size() % 4 != 0) return false;
+  auto val = [](char c) -> int {
+    const char* p = std::strchr(kBase64, c);
+    return c != '\0' && p ? int(p - kBase64) : -1;
+  };
+  for (size_t i = 0; i < in.size(); i += 4) {
+    const bool last = i + 4 == in.size();
+    const int pad = last ? (in[i + 3] == '=') + (in[i + 2] == '=') : 0;
+    if (pad == 1 && in[i + 2] == '=') return false;
+    int v[4];
+    for (int k = 0; k < 4 - pad; ++k)
+      if ((v[k] = val(in[i + k])) < 0) return false;
+    for (int k = 4 - pad; k < 4; ++k) v[k] = 0;
+    const uint32_t w = uint32_t(v[0]) << 18 | uint32_t(v[1]) << 12 | uint32_t(v[2]) << 6 | uint32_t(v[3]);
+    out += char((w >> 16) & 0xFF);
+    if (pad < 2) out += char((w >> 8) & 0xFF);
+    if (pad < 1) out += char(w & 0xFF);
+  }
+  return true;
+}
+
+}  // namespace
+
 SavedState parse_state(const nlohmann::json& j, const std::string& ck) {
   const std::string file = ck + "/trainer_state.json";
   auto need = [&](const char* key) -> const nlohmann::json& {
@@ -111,6 +156,17 @@ SavedState parse_state(const nlohmann::json& j, const std::string& ck) {
         fail("trainer state '{}': 'vocab' must hold distinct non-empty strings, got {}", file, e.dump());
       s.vocab.push_back(e.get<std::string>());
     }
+  }
+  if (j.contains("vocab_size")) {
+    s.vocab_size = count(j["vocab_size"], "vocab_size");
+    if (s.vocab_size < 2 || s.vocab_size > (int64_t(1) << 24))
+      fail("trainer state '{}': 'vocab_size' must be in [2, 2^24], got {}", file, s.vocab_size);
+  }
+  if (j.contains("tokenizer")) {  // {"library", "options", "model_base64"}
+    const nlohmann::json& t = j["tokenizer"];
+    if (!t.is_object() || !t.contains("model_base64") || !t["model_base64"].is_string() ||
+        !base64_decode(t["model_base64"].get<std::string>(), s.tokenizer_model) || s.tokenizer_model.empty())
+      fail("trainer state '{}': 'tokenizer' must be an object whose 'model_base64' is a non-empty base64 string", file);
   }
   return s;
 }
@@ -218,13 +274,15 @@ std::string run_of_checkpoint(const std::string& ck) {
   return p.parent_path().parent_path().string();
 }
 
-// A directory that exists and holds anything.
+// A directory that exists and holds anything but the lock file of an earlier run and a subword
+// token cache (data/: a start that stopped after encoding its text leaves it; it is reused when its
+// key matches, docs/data.md).
 bool non_empty_dir(const std::string& d) {
   std::error_code ec;
   if (!fs::exists(d, ec)) return false;
   if (!fs::is_directory(d, ec)) fail_config("output.dir '{}' exists and is not a directory", d);
-  for (const auto& e : fs::directory_iterator(d, ec))  // the lock file of an earlier run is not a run file
-    if (e.path().filename() != DirLock::kFileName) return true;
+  for (const auto& e : fs::directory_iterator(d, ec))
+    if (e.path().filename() != DirLock::kFileName && e.path().filename() != "data") return true;
   return false;
 }
 
@@ -479,7 +537,11 @@ void Trainer::read_resume_state() {
 // memory check, the model (built on the host from the seed, so every device starts
 // identical), the optimizer, the schedule and the RNG streams.
 void Trainer::build() {
-  data_ = make_dataset(dp_.global_data_config(cfg_), st_ ? st_->vocab : std::vector<std::string>{});
+  // A subword run caches its tokens in <run>/data/; only rank 0 writes there (the other ranks
+  // train the same deterministic tokenizer in a scratch directory of their own).
+  DataContext ctx{.run_dir = dp_.is_root() ? run_dir_ : std::string()};
+  if (st_) ctx.vocab = st_->vocab, ctx.vocab_size = st_->vocab_size, ctx.tokenizer_model = st_->tokenizer_model;
+  data_ = make_dataset(dp_.global_data_config(cfg_), ctx);
   cfg_.model.vocab = data_->vocab_size();
   check_memory(estimate_resources(cfg_, data_->vocab_size()), topt_.ignore_memory_check, "train");
   if (st_) check_checkpoint_size(ck_path_, cfg_, data_->vocab_size());
@@ -553,6 +615,7 @@ void Trainer::announce() const {
                   cfg_.model.position, model_->num_parameters(),
                   find_data_task(cfg_.data.task).text ? cfg_.data.path : cfg_.data.task, data_->vocab_size(),
                   cfg_.train.steps));
+  if (const std::string t = data_->tokenizer_info(); !t.empty()) say(fmt::format("tokenizer: {}", t));
   if (cfg_.train.precision != Precision::FP32) {  // which kernels the 16-bit products run on (relpos info lists all)
     const std::string path = cfg_.train.device == Device::CPU
                                  ? "CPU GEMM: " + k::cpu_gemm_path(gemm_inputs(cfg_.train.precision)) +
@@ -924,6 +987,9 @@ std::string Trainer::save(int64_t step, const GeneratorState& data_rng, const Ge
     s["overflow_steps"] = overflow_steps_;
   }
   s["vocab"] = data_->vocabulary();
+  s["vocab_size"] = data_->vocab_size();
+  if (const std::string model = data_->tokenizer_model(); !model.empty())
+    s["tokenizer"] = {{"library", data_->tokenizer_info()}, {"model_base64", base64_encode(model)}};
   s["config_yaml"] = cfg_.yaml;
   s["world_size"] = dp_.world();
   s["relpos_version"] = "0.1.0";
@@ -944,7 +1010,10 @@ LoadedRun load_run(const std::string& dir) {
   r.checkpoint = resolve_checkpoint(dir);
   SavedState st = parse_state(load_checkpoint_state(r.checkpoint), r.checkpoint);
   r.cfg = saved_config(st, r.checkpoint);
-  r.data = make_dataset(r.cfg, st.vocab);
+  r.data = make_dataset(r.cfg, DataContext{.vocab = st.vocab,
+                                           .vocab_size = st.vocab_size,
+                                           .tokenizer_model = st.tokenizer_model,
+                                           .run_dir = run_of_checkpoint(r.checkpoint)});
   r.cfg.model.vocab = r.data->vocab_size();
   check_checkpoint_size(r.checkpoint, r.cfg, r.data->vocab_size());
   r.model = std::make_unique<nn::Model>(r.cfg.model, r.cfg.train.seed);

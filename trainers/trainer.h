@@ -79,6 +79,8 @@ struct SavedState {
   int64_t step = 0, skipped = 0;
   GeneratorState data_rng, dropout_rng;
   std::vector<std::string> vocab;
+  int64_t vocab_size = 0;       // the data's vocabulary size (absent in older checkpoints: 0)
+  std::string tokenizer_model;  // a subword run's SentencePiece model (its bytes), else empty
   std::string config_yaml;
   int64_t world_size = 1;  // ranks of the run that wrote it (absent in older checkpoints: 1)
   // train.precision fp16 (absent otherwise): the loss scaler's state, overflow steps so far

@@ -1,6 +1,6 @@
 // relpos info
 // Version, commit, build, BLAS (library, core, threading), the CPU GEMM per precision, the fused
-// attention's tile kernels, CPU threads, CUDA, MPI, devices.
+// attention's tile kernels, CPU threads, CUDA, MPI, SentencePiece, devices.
 #include <fmt/format.h>
 
 #include "cli/command.h"
@@ -9,6 +9,7 @@
 #include "kernels/ops.h"
 #include "relpos/version.h"
 #include "relpos_build_info.h"
+#include "trainers/data/tokenizer.h"
 #ifdef RELPOS_WITH_MPI
 #include "trainers/dist/mpi/comm_mpi.h"
 #endif
@@ -46,6 +47,9 @@ bool print_devices() {
 #else
   fmt::print("MPI:          built without (RELPOS_MPI=OFF)\n");
 #endif
+  const train::SubwordBackend* sp = train::subword_backend();
+  fmt::print("Subwords:     {}\n", sp ? sp->library + " (data.tokenizer.type sentencepiece)"
+                                       : std::string("built without SentencePiece (RELPOS_SENTENCEPIECE=OFF)"));
   const auto devs = cuda::devices();
   fmt::print("CUDA devices: {}\n", devs.size());
   for (const auto& d : devs)

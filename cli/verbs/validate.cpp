@@ -1,6 +1,7 @@
 // relpos validate CONFIG [--set k=v ...] [--ignore-memory-check]
-// What train checks before it starts, without training: the config, the data file (exists,
-// readable, UTF-8) and the memory estimate.
+// What train checks before it starts, without training: the config, the data file (a text file:
+// exists, readable, UTF-8; a token file: its header; a subword tokenizer: the library) and the
+// memory estimate.
 #include <fmt/format.h>
 
 #include "cli/command.h"
@@ -20,12 +21,7 @@ struct Args {
 
 int run(const Args& a) {
   const train::Config c = train::load_config(a.config, a.sets);
-  int64_t vocab = c.model.vocab;
-  if (train::find_data_task(c.data.task).text) {
-    const std::string bytes = train::read_text_file(c.data.path);
-    vocab = int64_t(
-        train::distinct_chars(train::utf8_char_views(bytes, fmt::format("data file '{}'", c.data.path))).size());
-  }
+  const int64_t vocab = train::data_vocab_size(c);
   train::check_device_usable(c.train.device);  // as train refuses it
   const train::ResourceEstimate est = train::estimate_resources(c, vocab);
   train::check_memory(est, a.ignore_memory, "validate");

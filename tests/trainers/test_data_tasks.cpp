@@ -10,6 +10,7 @@
 
 #include "trainers/config.h"
 #include "trainers/data/data_tasks.h"
+#include "trainers/data/token_file.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;
@@ -41,10 +42,22 @@ TEST_CASE("data tasks: no task name is compared outside the task table and the t
 }
 
 namespace {
+// The data file of a task: the bundled text, or for token-file tasks a small token file (4
+// examples of 40 tokens over 12 ids, a label per example).
+std::string data_path(const train::DataTask& t) {
+  if (!t.val_file) return RELPOS_SOURCE_DIR "/data/tinyshakespeare.txt";
+  const std::string p = (fs::temp_directory_path() / "relpos_data_tasks.rptok").string();
+  std::vector<int64_t> toks;
+  for (int i = 0; i < 160; ++i) toks.push_back(i % 12);
+  train::write_token_file(p, 12, toks, {0, 40, 80, 120}, {}, {{"label", train::ChannelScope::Example, 0, 11}},
+                          {{3, 1, 4, 1}});
+  return p;
+}
+
 train::Config task_config(const train::DataTask& t, const std::string& kind, int64_t vocab = 12) {
   return train::parse_config("model: {kind: " + kind + ", d_model: 16, n_heads: 2, max_len: 64}\ndata: {task: " +
                                  t.name + ", seq_len: 8, vocab_size: " + std::to_string(vocab) + ", path: " +
-                                 RELPOS_SOURCE_DIR + "/data/tinyshakespeare.txt}\n",
+                                 data_path(t) + "}\n",
                              "test");
 }
 }  // namespace

@@ -42,6 +42,10 @@ class Dataset {
   virtual std::string decode(const std::vector<int64_t>& ids) const = 0;
   // Vocabulary to save with a run (text: the characters), empty for synthetic tasks.
   virtual std::vector<std::string> vocabulary() const { return {}; }
+  // A subword tokenizer to save with a run (the SentencePiece model's bytes), empty for none; and
+  // what made it (library version and training options), for run records.
+  virtual std::string tokenizer_model() const { return {}; }
+  virtual std::string tokenizer_info() const { return {}; }
   // The validation split as one token stream (text: every character id in order), for
   // evaluation over consecutive windows (`relpos eval --mode windows|sliding`); empty for
   // synthetic tasks, whose examples are independent.
@@ -50,9 +54,24 @@ class Dataset {
   virtual std::vector<int64_t> train_stream() const { return {}; }
 };
 
+// What a run or checkpoint adds to cfg.data when a dataset is rebuilt: `vocab` (from a checkpoint)
+// fixes a text vocabulary; `vocab_size` a token file's when the file is not at hand (sampling);
+// `tokenizer_model` is a checkpoint's SentencePiece model (its bytes); `run_dir` is where the
+// encoded tokens of a subword run are cached (<run_dir>/data/), "" for none.
+struct DataContext {
+  std::vector<std::string> vocab;
+  int64_t vocab_size = 0;
+  std::string tokenizer_model;
+  std::string run_dir;
+};
+
 // Builds the dataset of cfg.data. For text, `vocab` (from a checkpoint) fixes the
 // vocabulary; otherwise it is made from the file.
 std::unique_ptr<Dataset> make_dataset(const Config& cfg, const std::vector<std::string>& vocab = {});
+std::unique_ptr<Dataset> make_dataset(const Config& cfg, const DataContext& ctx);
+// The vocabulary size the data of `cfg` gives a model, without building the dataset where it can
+// (`relpos validate`): the characters of a text file, a tokenizer's size, a token file's header.
+int64_t data_vocab_size(const Config& cfg);
 
 // UTF-8 -> code points, as views into `bytes`; throws (ConfigError) naming `source` ("data file 'x'") and the
 // byte offset of invalid input (strict UTF-8: no overlong forms, surrogates or code points above U+10FFFF).

@@ -8,14 +8,16 @@
 
 namespace relpos::train {
 
-std::unique_ptr<Dataset> make_text_dataset(const Config& cfg, const std::vector<std::string>& vocab);
+std::unique_ptr<Dataset> make_text_dataset(const Config& cfg, const DataContext& ctx);
+std::unique_ptr<Dataset> make_token_dataset(const Config& cfg, const DataContext& ctx);
+std::unique_ptr<Dataset> make_token_label_dataset(const Config& cfg, const DataContext& ctx);
 std::unique_ptr<Dataset> make_synthetic_dataset(const Config& cfg);
 std::unique_ptr<Dataset> make_structured_dataset(const Config& cfg);
 
 namespace {
 
-std::unique_ptr<Dataset> synthetic(const Config& c, const std::vector<std::string>&) { return make_synthetic_dataset(c); }
-std::unique_ptr<Dataset> structured(const Config& c, const std::vector<std::string>&) { return make_structured_dataset(c); }
+std::unique_ptr<Dataset> synthetic(const Config& c, const DataContext&) { return make_synthetic_dataset(c); }
+std::unique_ptr<Dataset> structured(const Config& c, const DataContext&) { return make_structured_dataset(c); }
 
 int64_t same(int64_t n) { return n; }
 int64_t one(int64_t) { return 1; }
@@ -27,7 +29,8 @@ int64_t addition_answer(int64_t n) { return n + 1; }                           /
 
 const std::vector<DataTask>& data_tasks() {
   static const std::vector<DataTask> tasks = {
-      {.name = "text", .text = true, .make = make_text_dataset},
+      {.name = "text", .text = true, .tokenizer = true, .make = make_text_dataset},
+      {.name = "tokens", .text = true, .val_file = true, .make = make_token_dataset},
       {.name = "copy", .input_len = same, .answer_len = same, .make = synthetic},
       {.name = "reverse", .input_len = same, .answer_len = same, .make = synthetic},
       {.name = "sort", .input_len = same, .answer_len = same, .make = synthetic},
@@ -36,6 +39,7 @@ const std::vector<DataTask>& data_tasks() {
       {.name = "addition", .output_length_differs = true, .min_vocab = 11, .min_vocab_reason = "10 digits and '+'",
        .input_len = addition_input, .answer_len = addition_answer, .make = synthetic},
       {.name = "patch_grid", .labels_each_token = true, .grid = true, .make = structured},
+      {.name = "token_labels", .val_file = true, .labels_each_token = true, .make = make_token_label_dataset},
       {.name = "graph", .labels_each_token = true, .position_index = true, .min_vocab = 3,
        .min_vocab_reason = "distance classes", .make = structured},
   };
@@ -64,7 +68,11 @@ int64_t task_positions(const Config& c, int64_t seq_len) {
 }
 
 std::unique_ptr<Dataset> make_dataset(const Config& cfg, const std::vector<std::string>& vocab) {
-  return find_data_task(cfg.data.task).make(cfg, vocab);
+  return make_dataset(cfg, DataContext{.vocab = vocab});
+}
+
+std::unique_ptr<Dataset> make_dataset(const Config& cfg, const DataContext& ctx) {
+  return find_data_task(cfg.data.task).make(cfg, ctx);
 }
 
 }  // namespace relpos::train

@@ -1,7 +1,8 @@
 // trainers/data/data_tasks.h — the data tasks (data.task) and what the rest of relpos needs to know
 // about each: one entry per task, the one place a task name is compared
 // (tests/trainers/test_data_tasks.cpp greps trainers/ and cli/ for comparisons elsewhere).
-// The datasets themselves: text_data.cpp (text), tasks.cpp (copy .. addition),
+// The datasets themselves: text_data.cpp (text), token_data.cpp (tokens; text with SentencePiece
+// subwords), tasks.cpp (copy .. addition),
 // structured_tasks.cpp (patch_grid, graph).
 #pragma once
 #include <memory>
@@ -18,6 +19,10 @@ struct DataTask {
   // comes from the file; evaluation over consecutive windows of the validation stream
   // (windows, sliding, segments); sampling from a text prompt; Transformer-XL segment memory.
   bool text = false;
+  // Reads a text file that data.tokenizer turns into tokens (characters or SentencePiece subwords).
+  bool tokenizer = false;
+  // Reads token files (docs/data.md): data.val_path may name a separate validation file.
+  bool val_file = false;
   // Every input token gets a label (patch_grid, graph): an encoder only; sequences are the input
   // itself (no [BOS x SEP y EOS] layout).
   bool labels_each_token = false;
@@ -38,7 +43,7 @@ struct DataTask {
   // x = 2 n + 1, y = n + 1). Null for text and per-token tasks: one sequence of n tokens.
   int64_t (*input_len)(int64_t n) = nullptr;
   int64_t (*answer_len)(int64_t n) = nullptr;
-  std::unique_ptr<Dataset> (*make)(const Config&, const std::vector<std::string>& vocab) = nullptr;
+  std::unique_ptr<Dataset> (*make)(const Config&, const DataContext& ctx) = nullptr;
 };
 
 const std::vector<DataTask>& data_tasks();

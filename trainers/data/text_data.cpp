@@ -158,9 +158,12 @@ class TextDataset : public Dataset {
 
 }  // namespace
 
-// data.task 'text' (data_tasks.cpp).
-std::unique_ptr<Dataset> make_text_dataset(const Config& cfg, const std::vector<std::string>& vocab) {
-  return std::make_unique<TextDataset>(cfg, vocab);
+std::unique_ptr<Dataset> make_subword_dataset(const Config& cfg, const DataContext& ctx);
+
+// data.task 'text' (data_tasks.cpp): characters, or subwords (token_data.cpp).
+std::unique_ptr<Dataset> make_text_dataset(const Config& cfg, const DataContext& ctx) {
+  if (cfg.data.tokenizer.type == TokenizerType::SentencePiece) return make_subword_dataset(cfg, ctx);
+  return std::make_unique<TextDataset>(cfg, ctx.vocab);
 }
 
 }  // namespace relpos::train

@@ -1,0 +1,502 @@
+// trainers/data/token_data.cpp — language modelling on tokens: data.task 'tokens' (a relpos token
+// file or llm.c shards, token_file.h) and data.task 'text' with SentencePiece subwords
+// (data.tokenizer.type sentencepiece), which encodes the text into a token file cached in the run.
+// Split by example: with data.val_path, that file validates and all of data.path trains; otherwise
+// the last max(1, floor(n_examples * val_fraction)) examples validate (a token file of one example
+// cannot be split: give data.val_path). Batches are windows of seq_len + 1 consecutive tokens of a
+// split, drawn as the text task draws them (text_data.cpp; windows may cross example boundaries,
+// as nanoGPT's do), read from the memory-mapped file.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <unistd.h>
+
+#include "trainers/data/data.h"
+#include "trainers/data/data_tasks.h"
+#include "trainers/data/token_file.h"
+#include "trainers/data/tokenizer.h"
+#include "trainers/io/file_io.h"
+
+namespace relpos::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+const SubwordBackend* g_backend = nullptr;
+}
+
+void register_subword_backend(const SubwordBackend* backend) { g_backend = backend; }
+const SubwordBackend* subword_backend() { return g_backend; }
+
+namespace {
+
+// A newline inside an example, as the subword model sees it (SentencePiece reads one sentence per
+// line): U+23CE RETURN SYMBOL, a user-defined piece; decoding maps it back.
+const std::string kNewline = "\xE2\x8F\x8E";
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  return s;
+}
+
+class TokenDataset : public Dataset {
+ public:
+  // train: data.path (null when the file is not at hand: a vocabulary-only dataset that samples but
+  // has no batches); val: data.val_path or null (split train by example).
+  TokenDataset(const Config& cfg, std::shared_ptr<TokenFile> train, std::shared_ptr<TokenFile> val,
+               int64_t vocab_size, std::vector<std::string> vocab, std::shared_ptr<SubwordModel> sub = nullptr,
+               std::string sub_info = "")
+      : cfg_(cfg.data), train_(std::move(train)), val_(std::move(val)), vocab_size_(vocab_size),
+        vocab_(std::move(vocab)), sub_(std::move(sub)), sub_info_(std::move(sub_info)) {
+    if (!train_) return;
+    const TokenFileInfo& in = train_->info();
+    if (val_) {
+      RELPOS_CHECK_CONFIG(val_->info().vocab_size == in.vocab_size,
+                          "data.val_path '{}' has vocabulary size {}, data.path '{}' has {}", val_->path(),
+                          val_->info().vocab_size, train_->path(), in.vocab_size);
+      train_end_ = in.n_tokens;
+      val_begin_ = 0;
+      val_end_ = val_->info().n_tokens;
+    } else {
+      RELPOS_CHECK_CONFIG(in.n_examples >= 2,
+                          "data.path '{}' holds {} example: a train/validation split by example needs at least 2 (or "
+                          "give the validation file as data.val_path)",
+                          train_->path(), in.n_examples);
+      const uint64_t n_val =
+          std::clamp<uint64_t>(uint64_t(double(in.n_examples) * cfg_.val_fraction), 1, in.n_examples - 1);
+      train_end_ = val_begin_ = train_->example_start(in.n_examples - n_val);
+      val_end_ = in.n_tokens;
+    }
+    const int64_t need = cfg_.seq_len + 2;
+    RELPOS_CHECK_CONFIG(int64_t(train_end_) >= need && int64_t(val_end_ - val_begin_) >= need,
+                        "data.path '{}': the training split has {} tokens and the validation split {}: too few for "
+                        "seq_len {} (each needs at least {})",
+                        train_->path(), train_end_, val_end_ - val_begin_, cfg_.seq_len, need);
+  }
+
+  int64_t vocab_size() const override { return vocab_size_; }
+  std::vector<std::string> vocabulary() const override { return vocab_; }
+  std::string tokenizer_model() const override { return sub_ ? sub_->serialized() : std::string(); }
+  std::string tokenizer_info() const override { return sub_info_; }
+
+  Batch train_batch(Generator& gen) const override {
+    need_files("training");
+    return windows(*train_, 0, train_end_, cfg_.seq_len, gen);
+  }
+
+  Batch val_batch(int64_t i, int64_t seq_len) const override {
+    need_files("evaluation");
+    Generator g(0x5EED0000ULL + uint64_t(i));
+    RELPOS_CHECK(int64_t(val_end_ - val_begin_) >= seq_len + 2, "validation split has {} tokens, too few for seq_len {}",
+                 val_end_ - val_begin_, seq_len);
+    return windows(val_file(), val_begin_, val_end_, seq_len, g);
+  }
+
+  std::vector<int64_t> val_stream() const override {
+    need_files("evaluation");
+    return val_file().tokens(val_begin_, val_end_);
+  }
+  std::vector<int64_t> train_stream() const override {
+    need_files("training");
+    return train_->tokens(0, train_end_);
+  }
+
+  std::vector<int64_t> encode(const std::string& text) const override {
+    if (text.empty()) return {};
+    if (sub_) return sub_->encode(replace_all(text, "\n", kNewline));
+    if (!vocab_.empty()) return longest_match(text);
+    // No strings: the prompt is token ids separated by spaces.
+    std::vector<int64_t> out;
+    std::istringstream in(text);
+    for (std::string w; in >> w;) {
+      int64_t id = -1;
+      try {
+        size_t used = 0;
+        id = std::stoll(w, &used);
+        if (used != w.size()) id = -1;
+      } catch (const std::exception&) {
+        id = -1;
+      }
+      RELPOS_CHECK_CONFIG(id >= 0 && id < vocab_size_,
+                          "--prompt: '{}' is not a token id in [0, {}) (this run's token file stores no vocabulary "
+                          "strings, so a prompt is token ids separated by spaces)",
+                          w, vocab_size_);
+      out.push_back(id);
+    }
+    return out;
+  }
+
+  std::string decode(const std::vector<int64_t>& ids) const override {
+    if (sub_) return replace_all(sub_->decode(ids), kNewline, "\n");
+    std::string s;
+    for (size_t k = 0; k < ids.size(); ++k) {
+      const int64_t i = ids[k];
+      if (!vocab_.empty()) s += (i >= 0 && i < int64_t(vocab_.size())) ? vocab_[size_t(i)] : "?";
+      else s += fmt::format("{}{}", k ? " " : "", i);
+    }
+    return s;
+  }
+
+ private:
+  void need_files(const char* what) const {
+    if (!train_)
+      fail_config("data.path '{}' is not readable here{}: {} needs the tokens (sampling does not; copy the whole run "
+                  "directory, whose data/ holds a subword run's encoded tokens)",
+                  cfg_.path, sub_ ? " and the run holds no token cache (data/tokens.rptok)" : "", what);
+  }
+  const TokenFile& val_file() const { return val_ ? *val_ : *train_; }
+
+  std::vector<int64_t> longest_match(const std::string& text) const {
+    if (index_.empty())
+      for (size_t i = 0; i < vocab_.size(); ++i) index_.emplace(vocab_[i], int64_t(i)), longest_ = std::max(longest_, vocab_[i].size());
+    std::vector<int64_t> out;
+    for (size_t at = 0; at < text.size();) {
+      size_t n = std::min(longest_, text.size() - at);
+      for (; n > 0; --n)
+        if (auto it = index_.find(text.substr(at, n)); it != index_.end()) {
+          out.push_back(it->second);
+          break;
+        }
+      RELPOS_CHECK_CONFIG(n > 0, "--prompt: no vocabulary string matches the text at byte {} ('{}')", at,
+                          text.substr(at, 8));
+      at += n;
+    }
+    return out;
+  }
+
+  Batch windows(const TokenFile& f, uint64_t lo, uint64_t hi, int64_t L, Generator& g) const {
+    const int64_t B = cfg_.batch_size;
+    std::vector<int64_t> x(size_t(B * L)), y(size_t(B * L));
+    for (int64_t b = 0; b < B; ++b) {
+      const uint64_t s = lo + g.next_u64() % (hi - lo - uint64_t(L) - 1);
+      int64_t prev = int64_t(f.token(s));
+      for (int64_t t = 0; t < L; ++t) {
+        const int64_t next = int64_t(f.token(s + uint64_t(t) + 1));
+        x[size_t(b * L + t)] = prev;
+        y[size_t(b * L + t)] = next;
+        prev = next;
+      }
+    }
+    return {Tensor::from_vector(x, {B, L}), Tensor::from_vector(y, {B, L}), Tensor(), Tensor()};
+  }
+
+  DataConfig cfg_;
+  std::shared_ptr<TokenFile> train_, val_;
+  uint64_t train_end_ = 0, val_begin_ = 0, val_end_ = 0;
+  int64_t vocab_size_ = 0;
+  std::vector<std::string> vocab_;
+  std::shared_ptr<SubwordModel> sub_;
+  std::string sub_info_;
+  mutable std::map<std::string, int64_t> index_;
+  mutable size_t longest_ = 0;
+};
+
+// data.task token_labels: an encoder labels a token file's examples from its `label` channel. One
+// example per batch row, its first seq_len tokens, padded (mask 1, target kIgnore) to seq_len; the
+// targets are the per-token labels (a token-scope channel) or, for a per-example label, the label
+// at position 0 (a sequence classifier; the other positions take no loss).
+class TokenLabelDataset : public Dataset {
+ public:
+  TokenLabelDataset(const Config& cfg, std::shared_ptr<TokenFile> train, std::shared_ptr<TokenFile> val)
+      : cfg_(cfg.data), train_(std::move(train)), val_(std::move(val)) {
+    const TokenFileInfo& in = train_->info();
+    label_ = find_label(*train_);
+    if (val_) {
+      RELPOS_CHECK_CONFIG(val_->info().vocab_size == in.vocab_size,
+                          "data.val_path '{}' has vocabulary size {}, data.path '{}' has {}", val_->path(),
+                          val_->info().vocab_size, train_->path(), in.vocab_size);
+      val_label_ = find_label(*val_);
+      RELPOS_CHECK_CONFIG(val_->info().channels[val_label_].scope == in.channels[label_].scope,
+                          "data.val_path '{}': its 'label' channel has another scope than data.path's", val_->path());
+      train_n_ = in.n_examples;
+      val_lo_ = 0, val_hi_ = val_->info().n_examples;
+    } else {
+      RELPOS_CHECK_CONFIG(in.n_examples >= 2,
+                          "data.path '{}' holds {} example: a train/validation split by example needs at least 2 (or "
+                          "give the validation file as data.val_path)",
+                          train_->path(), in.n_examples);
+      const uint64_t n_val =
+          std::clamp<uint64_t>(uint64_t(double(in.n_examples) * cfg_.val_fraction), 1, in.n_examples - 1);
+      train_n_ = val_lo_ = in.n_examples - n_val;
+      val_hi_ = in.n_examples;
+      val_label_ = label_;
+    }
+  }
+
+  int64_t vocab_size() const override { return int64_t(train_->info().vocab_size); }
+  std::vector<std::string> vocabulary() const override { return train_->info().vocab; }
+
+  Batch train_batch(Generator& gen) const override { return rows(*train_, label_, 0, train_n_, cfg_.seq_len, gen); }
+  Batch val_batch(int64_t i, int64_t seq_len) const override {
+    Generator g(0x5EED0000ULL + uint64_t(i));
+    return rows(val_ ? *val_ : *train_, val_label_, val_lo_, val_hi_, seq_len, g);
+  }
+  std::vector<int64_t> encode(const std::string& text) const override {
+    std::vector<int64_t> out;
+    std::istringstream in(text);
+    for (int64_t id; in >> id;) out.push_back(id);
+    return out;
+  }
+  std::string decode(const std::vector<int64_t>& ids) const override {
+    std::string s;
+    for (size_t k = 0; k < ids.size(); ++k) s += fmt::format("{}{}", k ? " " : "", ids[k]);
+    return s;
+  }
+
+ private:
+  // The index of the channel named `label`, its range checked against the output size.
+  static size_t find_label(const TokenFile& f) {
+    const auto& ch = f.info().channels;
+    std::string names;
+    for (size_t c = 0; c < ch.size(); ++c) {
+      if (ch[c].name == "label") {
+        RELPOS_CHECK_CONFIG(ch[c].min >= 0 && uint64_t(ch[c].max) < f.info().vocab_size,
+                            "token file '{}': channel 'label' declares the range [{}, {}]; labels index the model's "
+                            "outputs, one per vocabulary entry: they must lie in [0, {})",
+                            f.path(), ch[c].min, ch[c].max, f.info().vocab_size);
+        return c;
+      }
+      names += (names.empty() ? "" : ", ") + ch[c].name;
+    }
+    fail_config("token file '{}' has no channel named 'label' (data.task token_labels reads it; its channels: {})",
+                f.path(), names.empty() ? "none" : names);
+  }
+
+  Batch rows(const TokenFile& f, size_t label, uint64_t lo, uint64_t hi, int64_t L, Generator& g) const {
+    const int64_t B = cfg_.batch_size;
+    const bool per_token = f.info().channels[label].scope == ChannelScope::Token;
+    std::vector<int64_t> x(size_t(B * L), 0), y(size_t(B * L), kIgnore);
+    std::vector<double> pad(size_t(B * L), 1.0);
+    for (int64_t b = 0; b < B; ++b) {
+      const uint64_t e = lo + g.next_u64() % (hi - lo);
+      const uint64_t s = f.example_start(e), n = std::min<uint64_t>(f.example_start(e + 1) - s, uint64_t(L));
+      for (uint64_t t = 0; t < n; ++t) {
+        const size_t at = size_t(b * L) + t;
+        x[at] = int64_t(f.token(s + t));
+        pad[at] = 0.0;
+        if (per_token) y[at] = f.channel(label, s + t);
+      }
+      if (!per_token) y[size_t(b * L)] = f.channel(label, e);
+    }
+    Batch out{Tensor::from_vector(x, {B, L}), Tensor::from_vector(y, {B, L}), Tensor(), Tensor()};
+    out.padding = Tensor::from_vector(pad, {B, L});
+    return out;
+  }
+
+  DataConfig cfg_;
+  std::shared_ptr<TokenFile> train_, val_;
+  size_t label_ = 0, val_label_ = 0;
+  uint64_t train_n_ = 0, val_lo_ = 0, val_hi_ = 0;
+};
+
+bool readable_file(const std::string& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec) && ::access(p.c_str(), R_OK) == 0;
+}
+
+const SubwordBackend& backend() {
+  const SubwordBackend* b = subword_backend();
+  if (!b)
+    fail_config("data.tokenizer.type sentencepiece: this relpos was built without SentencePiece (install Debian's "
+                "libsentencepiece-dev, e.g. scripts/install-deps.sh, and rebuild)");
+  return *b;
+}
+
+// The examples of a text: paragraphs, each ending after its run of blank lines.
+std::vector<std::string> paragraphs(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t at = text.find("\n\n", start);
+    if (at == std::string::npos) {
+      out.push_back(text.substr(start));
+      break;
+    }
+    size_t end = at;
+    while (end < text.size() && text[end] == '\n') ++end;
+    out.push_back(text.substr(start, end - start));
+    start = end;
+  }
+  return out;
+}
+
+std::string read_bounded(const std::string& path, const std::string& what) {
+  try {
+    return read_whole_file(path, what, uint64_t(256) << 20);
+  } catch (const Error& e) {
+    fail_config("{}", e.what());
+  }
+}
+
+}  // namespace
+
+// data.task 'tokens' (data_tasks.cpp).
+std::unique_ptr<Dataset> make_token_dataset(const Config& cfg, const DataContext& ctx) {
+  const DataConfig& d = cfg.data;
+  if (!readable_file(d.path) && ctx.vocab_size > 0)  // a checkpoint away from its data: sampling only
+    return std::make_unique<TokenDataset>(cfg, nullptr, nullptr, ctx.vocab_size, ctx.vocab);
+  std::shared_ptr<TokenFile> train, val;
+  try {
+    train = std::make_shared<TokenFile>(d.path, uint64_t(d.shard_vocab), "data.path");
+    if (!d.val_path.empty()) val = std::make_shared<TokenFile>(d.val_path, uint64_t(d.shard_vocab), "data.val_path");
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const Error& e) {
+    fail_config("{}", e.what());  // a bad data file is a mistake in what the config names
+  }
+  const int64_t v = int64_t(train->info().vocab_size);
+  RELPOS_CHECK(ctx.vocab_size == 0 || ctx.vocab_size == v,
+               "data.path '{}' has vocabulary size {}, the checkpoint's model has {}", d.path, v, ctx.vocab_size);
+  return std::make_unique<TokenDataset>(cfg, train, val, v, train->info().vocab);
+}
+
+// data.task 'token_labels' (data_tasks.cpp).
+std::unique_ptr<Dataset> make_token_label_dataset(const Config& cfg, const DataContext&) {
+  const DataConfig& d = cfg.data;
+  std::shared_ptr<TokenFile> train, val;
+  try {
+    train = std::make_shared<TokenFile>(d.path, uint64_t(d.shard_vocab), "data.path");
+    if (!d.val_path.empty()) val = std::make_shared<TokenFile>(d.val_path, uint64_t(d.shard_vocab), "data.val_path");
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const Error& e) {
+    fail_config("{}", e.what());
+  }
+  return std::make_unique<TokenLabelDataset>(cfg, train, val);
+}
+
+// data.task 'text' with data.tokenizer.type sentencepiece (text_data.cpp).
+std::unique_ptr<Dataset> make_subword_dataset(const Config& cfg, const DataContext& ctx) {
+  const DataConfig& d = cfg.data;
+  const SubwordBackend& sp = backend();
+  // The cache: <run>/data/ (a scratch directory, removed once the file is mapped, without a run).
+  const bool scratch = ctx.run_dir.empty();
+  const std::string dir = scratch ? (fs::temp_directory_path() / fmt::format("relpos-subword-{}", ::getpid())).string()
+                                  : (fs::path(ctx.run_dir) / "data").string();
+  fs::create_directories(dir);
+  struct Cleanup {
+    std::string dir;
+    bool on;
+    ~Cleanup() {
+      std::error_code ec;
+      if (on) fs::remove_all(dir, ec);
+    }
+  } cleanup{dir, scratch};
+  const std::string cache = dir + "/tokens.rptok", key_file = dir + "/tokens.key", model_file = dir + "/tokenizer.model";
+
+  const bool have_text = readable_file(d.path);
+  std::string text;
+  std::vector<std::string> examples;
+  if (have_text) {
+    text = read_text_file(d.path);
+    (void)utf8_char_views(text, fmt::format("data file '{}'", d.path));
+    examples = paragraphs(text);
+    RELPOS_CHECK_CONFIG(examples.size() >= 2,
+                        "data file '{}' has {} paragraph: a subword run splits by paragraph (blank-line separated "
+                        "examples) and needs at least 2",
+                        d.path, examples.size());
+  }
+  const uint64_t n_val = examples.empty() ? 0 : std::clamp<uint64_t>(uint64_t(double(examples.size()) * d.val_fraction), 1, examples.size() - 1);
+
+  // The model: the checkpoint's, a given file, or trained on the training examples.
+  std::string model_bytes = ctx.tokenizer_model, options;
+  std::string source = "the checkpoint's tokenizer";
+  if (model_bytes.empty() && !d.tokenizer.model.empty()) {
+    // A regular file only: a FIFO or device would block or never end.
+    RELPOS_CHECK_CONFIG(readable_file(d.tokenizer.model), "data.tokenizer.model '{}' is not a readable regular file",
+                        d.tokenizer.model);
+    model_bytes = read_bounded(d.tokenizer.model, "data.tokenizer.model");
+    source = fmt::format("data.tokenizer.model '{}'", d.tokenizer.model);
+    RELPOS_CHECK_CONFIG(!model_bytes.empty(), "{} is empty: not a SentencePiece model", source);
+  }
+  if (model_bytes.empty()) {
+    RELPOS_CHECK_CONFIG(have_text, "data.path '{}' is not readable: a subword tokenizer trains on it", d.path);
+    size_t longest = 0;  // bytes of the longest sentence (a newline becomes 3 bytes)
+    std::vector<std::string> sentences;
+    for (size_t i = 0; i + n_val < examples.size(); ++i) {
+      sentences.push_back(replace_all(examples[i], "\n", kNewline));
+      longest = std::max(longest, sentences.back().size());
+    }
+    model_bytes = sp.train(sentences, d.tokenizer,
+                           {"user_defined_symbols=" + kNewline, fmt::format("max_sentence_length={}", longest + 16)},
+                           &options);
+    source = "the trained tokenizer";
+  }
+  std::shared_ptr<SubwordModel> model;
+  try {
+    model = sp.load(model_bytes, source);
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const Error& e) {
+    fail_config("{}", e.what());
+  }
+  const std::vector<std::string> pieces = model->pieces();
+  const uint32_t model_crc = crc32_update(0, model_bytes.data(), model_bytes.size());
+  if (!scratch && (!options.empty() || !readable_file(model_file))) replace_file_atomically(model_file, model_bytes);
+
+  // The cache key: the text, the model and the split.
+  const std::string key = have_text ? fmt::format("relpos subword cache 1\ntext {:08x} {}\nmodel {:08x}\nval_fraction {}\n",
+                                                  crc32_update(0, text.data(), text.size()), text.size(), model_crc,
+                                                  d.val_fraction)
+                                    : "";
+  std::string saved_key;
+  if (readable_file(key_file)) saved_key = read_bounded(key_file, "subword cache key");
+  const std::string model_line = fmt::format("model {:08x}\nval_fraction {}\n", model_crc, d.val_fraction);
+  const bool cache_ok = readable_file(cache) && !saved_key.empty() &&
+                        (have_text ? saved_key == key
+                                   : saved_key.size() >= model_line.size() &&
+                                         saved_key.compare(saved_key.size() - model_line.size(), model_line.size(),
+                                                           model_line) == 0);
+  std::string info = sp.library + (options.empty() ? "" : ", trained with " + options);
+  if (!options.empty() && !scratch) replace_file_atomically(dir + "/tokenizer.options", info + "\n");
+  if (options.empty() && !scratch && readable_file(dir + "/tokenizer.options")) {
+    info = read_bounded(dir + "/tokenizer.options", "tokenizer options");
+    while (!info.empty() && info.back() == '\n') info.pop_back();
+  }
+  if (!cache_ok && !have_text)  // neither the text nor the run's cache: the tokenizer alone (sampling)
+    return std::make_unique<TokenDataset>(cfg, nullptr, nullptr, int64_t(pieces.size()), pieces, model, info);
+  if (!cache_ok) {
+    std::vector<int64_t> ids;
+    std::vector<uint64_t> starts;
+    for (const std::string& ex : examples) {
+      std::vector<int64_t> e = model->encode(replace_all(ex, "\n", kNewline));
+      if (e.empty()) continue;
+      starts.push_back(ids.size());
+      ids.insert(ids.end(), e.begin(), e.end());
+    }
+    write_token_file(cache, pieces.size(), ids, starts, pieces);
+    replace_file_atomically(key_file, key);
+  }
+  std::shared_ptr<TokenFile> file;
+  try {
+    file = std::make_shared<TokenFile>(cache, 0, "subword token cache");
+  } catch (const Error& e) {
+    fail_config("{}", e.what());
+  }
+  RELPOS_CHECK_CONFIG(file->info().vocab_size == pieces.size(),
+                      "subword token cache '{}' has vocabulary size {}, the tokenizer has {} pieces", cache,
+                      file->info().vocab_size, pieces.size());
+  return std::make_unique<TokenDataset>(cfg, file, nullptr, int64_t(pieces.size()), pieces, model, info);
+}
+
+int64_t data_vocab_size(const Config& cfg) {
+  const DataTask& t = find_data_task(cfg.data.task);
+  if (t.val_file) return make_dataset(cfg)->vocab_size();  // maps the files: the split and channels checked too
+  if (t.tokenizer && cfg.data.tokenizer.type == TokenizerType::SentencePiece) {
+    (void)backend();
+    RELPOS_CHECK_CONFIG(cfg.data.tokenizer.model.empty() || readable_file(cfg.data.tokenizer.model),
+                        "data.tokenizer.model '{}' is not a readable regular file", cfg.data.tokenizer.model);
+    RELPOS_CHECK_CONFIG(readable_file(cfg.data.path), "data.path '{}' is not a readable file", cfg.data.path);
+    return cfg.data.tokenizer.vocab_size;
+  }
+  if (t.text) {
+    const std::string bytes = read_text_file(cfg.data.path);
+    return int64_t(distinct_chars(utf8_char_views(bytes, fmt::format("data file '{}'", cfg.data.path))).size());
+  }
+  return cfg.model.vocab;
+}
+
+}  // namespace relpos::train
