@@ -1032,7 +1032,7 @@ std::string sample(const LoadedRun& run, const SampleOptions& o) {
   RELPOS_CHECK_CONFIG(o.temperature >= 0, "sample: --temperature must be >= 0, got {}", o.temperature);
   NoGradGuard ng;
   std::vector<int64_t> ids = run.data->encode(o.prompt);
-  if (ids.empty()) ids.push_back(0);  // start from the first vocabulary entry
+  if (ids.empty()) ids.push_back(run.data->start_token());
   Generator g(o.seed);
   nn::DecodeState st;
   const int64_t window = std::max<int64_t>(run.cfg.data.seq_len, 2);

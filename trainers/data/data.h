@@ -40,6 +40,9 @@ class Dataset {
   // Tokens <-> text, for sampling (text) and for showing examples (synthetic).
   virtual std::vector<int64_t> encode(const std::string& text) const = 0;
   virtual std::string decode(const std::vector<int64_t>& ids) const = 0;
+  // The token a sample without a prompt starts from (text: the first vocabulary entry; subwords:
+  // the newline piece).
+  virtual int64_t start_token() const { return 0; }
   // Vocabulary to save with a run (text: the characters), empty for synthetic tasks.
   virtual std::vector<std::string> vocabulary() const { return {}; }
   // A subword tokenizer to save with a run (the SentencePiece model's bytes), empty for none; and

@@ -129,6 +129,12 @@ class TokenDataset : public Dataset {
     return out;
   }
 
+  int64_t start_token() const override {
+    if (!sub_) return 0;
+    const std::vector<int64_t> nl = sub_->encode(kNewline);
+    return nl.size() == 1 ? nl[0] : 0;
+  }
+
   std::string decode(const std::vector<int64_t>& ids) const override {
     if (sub_) return replace_all(sub_->decode(ids), kNewline, "\n");
     std::string s;
