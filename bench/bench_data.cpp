@@ -1,8 +1,8 @@
 // relpos_bench_data — how fast the data side feeds training (not a test; numbers go to the report):
-//   relpos_bench_data TOKEN_FILE [SEQ_LEN] [BATCH] [SECONDS]
+//   relpos_bench_data TOKEN_FILE [SEQ_LEN] [BATCH] [SECONDS] [SP_TEXT]
 // draws data.task tokens training batches (windows read from the memory-mapped file, every token
 // range-checked) for SECONDS and prints tokens/s, to compare with `relpos train`'s tok/s on the
-// same shapes (docs/data.md). With RELPOS_BENCH_SP_TEXT=FILE it also times training the SentencePiece
+// same shapes (docs/data.md). With SP_TEXT (a text file) it also times training the SentencePiece
 // model of data.tokenizer (1024 pieces, unigram and bpe) on that text's training paragraphs.
 #include <fmt/format.h>
 
@@ -20,7 +20,7 @@ using Clock = std::chrono::steady_clock;
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fmt::print(stderr, "usage: relpos_bench_data TOKEN_FILE [SEQ_LEN] [BATCH] [SECONDS]\n");
+    fmt::print(stderr, "usage: relpos_bench_data TOKEN_FILE [SEQ_LEN] [BATCH] [SECONDS] [SP_TEXT]\n");
     return 2;
   }
   train::register_sentencepiece();
@@ -42,7 +42,8 @@ int main(int argc, char** argv) {
     }
     fmt::print("token reader: {} tokens in {:.2f} s = {:.0f} tokens/s (seq_len {}, batch {})\n", tokens, el,
                double(tokens) / el, cfg.data.seq_len, cfg.data.batch_size);
-    if (const char* text = std::getenv("RELPOS_BENCH_SP_TEXT")) {
+    if (argc > 5) {
+      const char* text = argv[5];
       for (const char* type : {"unigram", "bpe"}) {
         train::Config c;
         c.data.task = "text";

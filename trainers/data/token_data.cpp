@@ -374,6 +374,115 @@ std::unique_ptr<Dataset> make_token_label_dataset(const Config& cfg, const DataC
   return std::make_unique<TokenLabelDataset>(cfg, train, val);
 }
 
+namespace {
+
+// A subword run's text: its examples (blank-line separated paragraphs) and how many of the last
+// ones are validation examples. Absent (have_text false) when data.path cannot be read (a
+// checkpoint sampled elsewhere).
+struct SubwordText {
+  bool have_text = false;
+  std::string text;
+  std::vector<std::string> examples;
+  uint64_t n_val = 0;
+};
+
+SubwordText read_subword_text(const DataConfig& d) {
+  SubwordText t;
+  t.have_text = readable_file(d.path);
+  if (t.have_text) {
+    t.text = read_text_file(d.path);
+    (void)utf8_char_views(t.text, fmt::format("data file '{}'", d.path));
+    t.examples = paragraphs(t.text);
+    RELPOS_CHECK_CONFIG(t.examples.size() >= 2,
+                        "data file '{}' has {} paragraph: a subword run splits by paragraph (blank-line separated "
+                        "examples) and needs at least 2",
+                        d.path, t.examples.size());
+  }
+  t.n_val = t.examples.empty()
+                ? 0
+                : std::clamp<uint64_t>(uint64_t(double(t.examples.size()) * d.val_fraction), 1, t.examples.size() - 1);
+  return t;
+}
+
+// The tokenizer model's bytes: the checkpoint's, a given file, or trained on the training
+// examples (options: the training options, set only then; source: where the bytes came from).
+std::string subword_model_bytes(const DataConfig& d, const DataContext& ctx, const SubwordBackend& sp,
+                                const SubwordText& t, std::string& options, std::string& source) {
+  std::string model_bytes = ctx.tokenizer_model;
+  source = "the checkpoint's tokenizer";
+  if (model_bytes.empty() && !d.tokenizer.model.empty()) {
+    // A regular file only: a FIFO or device would block or never end.
+    RELPOS_CHECK_CONFIG(readable_file(d.tokenizer.model), "data.tokenizer.model '{}' is not a readable regular file",
+                        d.tokenizer.model);
+    model_bytes = read_bounded(d.tokenizer.model, "data.tokenizer.model");
+    source = fmt::format("data.tokenizer.model '{}'", d.tokenizer.model);
+    RELPOS_CHECK_CONFIG(!model_bytes.empty(), "{} is empty: not a SentencePiece model", source);
+  }
+  if (!model_bytes.empty()) return model_bytes;
+  RELPOS_CHECK_CONFIG(t.have_text, "data.path '{}' is not readable: a subword tokenizer trains on it", d.path);
+  size_t longest = 0;  // bytes of the longest sentence (a newline becomes 3 bytes)
+  std::vector<std::string> sentences;
+  for (size_t i = 0; i + t.n_val < t.examples.size(); ++i) {
+    sentences.push_back(replace_all(t.examples[i], "\n", kNewline));
+    longest = std::max(longest, sentences.back().size());
+  }
+  source = "the trained tokenizer";
+  return sp.train(sentences, d.tokenizer,
+                  {"user_defined_symbols=" + kNewline, fmt::format("max_sentence_length={}", longest + 16)}, &options);
+}
+
+std::shared_ptr<SubwordModel> load_subword_model(const SubwordBackend& sp, const std::string& bytes,
+                                                 const std::string& source) {
+  try {
+    return sp.load(bytes, source);
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const Error& e) {
+    fail_config("{}", e.what());
+  }
+}
+
+// Whether the run's token cache matches: the same text, model and split (key: the cache key for
+// this text; without the text, the saved key's model and split lines must match).
+bool subword_cache_ok(const std::string& cache, const std::string& key_file, const std::string& key, bool have_text,
+                      uint32_t model_crc, double val_fraction) {
+  std::string saved_key;
+  if (readable_file(key_file)) saved_key = read_bounded(key_file, "subword cache key");
+  const std::string model_line = fmt::format("model {:08x}\nval_fraction {}\n", model_crc, val_fraction);
+  return readable_file(cache) && !saved_key.empty() &&
+         (have_text ? saved_key == key
+                    : saved_key.size() >= model_line.size() &&
+                          saved_key.compare(saved_key.size() - model_line.size(), model_line.size(), model_line) == 0);
+}
+
+// Every example encoded (newlines as kNewline), empty ones dropped, written as a token file.
+void write_subword_cache(const std::string& cache, const SubwordModel& model, const std::vector<std::string>& examples,
+                         const std::vector<std::string>& pieces) {
+  std::vector<int64_t> ids;
+  std::vector<uint64_t> starts;
+  for (const std::string& ex : examples) {
+    std::vector<int64_t> e = model.encode(replace_all(ex, "\n", kNewline));
+    if (e.empty()) continue;
+    starts.push_back(ids.size());
+    ids.insert(ids.end(), e.begin(), e.end());
+  }
+  write_token_file(cache, pieces.size(), ids, starts, pieces);
+}
+
+// The tokenizer line a run reports: the library, and the options it was trained with (saved in
+// the run's data/ folder when trained, read back from there otherwise).
+std::string subword_info(const SubwordBackend& sp, const std::string& options, const std::string& dir, bool scratch) {
+  std::string info = sp.library + (options.empty() ? "" : ", trained with " + options);
+  if (!options.empty() && !scratch) replace_file_atomically(dir + "/tokenizer.options", info + "\n");
+  if (options.empty() && !scratch && readable_file(dir + "/tokenizer.options")) {
+    info = read_bounded(dir + "/tokenizer.options", "tokenizer options");
+    while (!info.empty() && info.back() == '\n') info.pop_back();
+  }
+  return info;
+}
+
+}  // namespace
+
 // data.task 'text' with data.tokenizer.type sentencepiece (text_data.cpp).
 std::unique_ptr<Dataset> make_subword_dataset(const Config& cfg, const DataContext& ctx) {
   const DataConfig& d = cfg.data;
@@ -393,87 +502,26 @@ std::unique_ptr<Dataset> make_subword_dataset(const Config& cfg, const DataConte
   } cleanup{dir, scratch};
   const std::string cache = dir + "/tokens.rptok", key_file = dir + "/tokens.key", model_file = dir + "/tokenizer.model";
 
-  const bool have_text = readable_file(d.path);
-  std::string text;
-  std::vector<std::string> examples;
-  if (have_text) {
-    text = read_text_file(d.path);
-    (void)utf8_char_views(text, fmt::format("data file '{}'", d.path));
-    examples = paragraphs(text);
-    RELPOS_CHECK_CONFIG(examples.size() >= 2,
-                        "data file '{}' has {} paragraph: a subword run splits by paragraph (blank-line separated "
-                        "examples) and needs at least 2",
-                        d.path, examples.size());
-  }
-  const uint64_t n_val = examples.empty() ? 0 : std::clamp<uint64_t>(uint64_t(double(examples.size()) * d.val_fraction), 1, examples.size() - 1);
-
-  // The model: the checkpoint's, a given file, or trained on the training examples.
-  std::string model_bytes = ctx.tokenizer_model, options;
-  std::string source = "the checkpoint's tokenizer";
-  if (model_bytes.empty() && !d.tokenizer.model.empty()) {
-    // A regular file only: a FIFO or device would block or never end.
-    RELPOS_CHECK_CONFIG(readable_file(d.tokenizer.model), "data.tokenizer.model '{}' is not a readable regular file",
-                        d.tokenizer.model);
-    model_bytes = read_bounded(d.tokenizer.model, "data.tokenizer.model");
-    source = fmt::format("data.tokenizer.model '{}'", d.tokenizer.model);
-    RELPOS_CHECK_CONFIG(!model_bytes.empty(), "{} is empty: not a SentencePiece model", source);
-  }
-  if (model_bytes.empty()) {
-    RELPOS_CHECK_CONFIG(have_text, "data.path '{}' is not readable: a subword tokenizer trains on it", d.path);
-    size_t longest = 0;  // bytes of the longest sentence (a newline becomes 3 bytes)
-    std::vector<std::string> sentences;
-    for (size_t i = 0; i + n_val < examples.size(); ++i) {
-      sentences.push_back(replace_all(examples[i], "\n", kNewline));
-      longest = std::max(longest, sentences.back().size());
-    }
-    model_bytes = sp.train(sentences, d.tokenizer,
-                           {"user_defined_symbols=" + kNewline, fmt::format("max_sentence_length={}", longest + 16)},
-                           &options);
-    source = "the trained tokenizer";
-  }
-  std::shared_ptr<SubwordModel> model;
-  try {
-    model = sp.load(model_bytes, source);
-  } catch (const ConfigError&) {
-    throw;
-  } catch (const Error& e) {
-    fail_config("{}", e.what());
-  }
+  const SubwordText t = read_subword_text(d);
+  std::string options, source;
+  const std::string model_bytes = subword_model_bytes(d, ctx, sp, t, options, source);
+  const std::shared_ptr<SubwordModel> model = load_subword_model(sp, model_bytes, source);
   const std::vector<std::string> pieces = model->pieces();
   const uint32_t model_crc = crc32_update(0, model_bytes.data(), model_bytes.size());
   if (!scratch && (!options.empty() || !readable_file(model_file))) replace_file_atomically(model_file, model_bytes);
 
   // The cache key: the text, the model and the split.
-  const std::string key = have_text ? fmt::format("relpos subword cache 1\ntext {:08x} {}\nmodel {:08x}\nval_fraction {}\n",
-                                                  crc32_update(0, text.data(), text.size()), text.size(), model_crc,
-                                                  d.val_fraction)
-                                    : "";
-  std::string saved_key;
-  if (readable_file(key_file)) saved_key = read_bounded(key_file, "subword cache key");
-  const std::string model_line = fmt::format("model {:08x}\nval_fraction {}\n", model_crc, d.val_fraction);
-  const bool cache_ok = readable_file(cache) && !saved_key.empty() &&
-                        (have_text ? saved_key == key
-                                   : saved_key.size() >= model_line.size() &&
-                                         saved_key.compare(saved_key.size() - model_line.size(), model_line.size(),
-                                                           model_line) == 0);
-  std::string info = sp.library + (options.empty() ? "" : ", trained with " + options);
-  if (!options.empty() && !scratch) replace_file_atomically(dir + "/tokenizer.options", info + "\n");
-  if (options.empty() && !scratch && readable_file(dir + "/tokenizer.options")) {
-    info = read_bounded(dir + "/tokenizer.options", "tokenizer options");
-    while (!info.empty() && info.back() == '\n') info.pop_back();
-  }
-  if (!cache_ok && !have_text)  // neither the text nor the run's cache: the tokenizer alone (sampling)
+  const std::string key = t.have_text
+                              ? fmt::format("relpos subword cache 1\ntext {:08x} {}\nmodel {:08x}\nval_fraction {}\n",
+                                            crc32_update(0, t.text.data(), t.text.size()), t.text.size(), model_crc,
+                                            d.val_fraction)
+                              : "";
+  const bool cache_ok = subword_cache_ok(cache, key_file, key, t.have_text, model_crc, d.val_fraction);
+  const std::string info = subword_info(sp, options, dir, scratch);
+  if (!cache_ok && !t.have_text)  // neither the text nor the run's cache: the tokenizer alone (sampling)
     return std::make_unique<TokenDataset>(cfg, nullptr, nullptr, int64_t(pieces.size()), pieces, model, info);
   if (!cache_ok) {
-    std::vector<int64_t> ids;
-    std::vector<uint64_t> starts;
-    for (const std::string& ex : examples) {
-      std::vector<int64_t> e = model->encode(replace_all(ex, "\n", kNewline));
-      if (e.empty()) continue;
-      starts.push_back(ids.size());
-      ids.insert(ids.end(), e.begin(), e.end());
-    }
-    write_token_file(cache, pieces.size(), ids, starts, pieces);
+    write_subword_cache(cache, *model, t.examples, pieces);
     replace_file_atomically(key_file, key);
   }
   std::shared_ptr<TokenFile> file;

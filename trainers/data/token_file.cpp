@@ -166,23 +166,25 @@ void TokenFile::open_llmc(const unsigned char* head, uint64_t have, uint64_t voc
   map_bytes_ = info_.file_bytes;
 }
 
-void TokenFile::open_relpos(const unsigned char* head, uint64_t have, uint64_t vocab_override) {
-  info_.layout = TokenFileLayout::Relpos;
+// The fixed header's fields (bytes 0..79), each checked on its own and against the others.
+TokenFile::RelposHeader TokenFile::read_relpos_header(const unsigned char* head, uint64_t have,
+                                                      uint64_t vocab_override) {
   if (have < kTokenFileFixedHeader)
     bad("truncated header: the file has {} bytes, the fixed header alone is {}", info_.file_bytes,
         kTokenFileFixedHeader);
+  RelposHeader h;
   info_.version = load_le<uint32_t>(head + 8);
   if (info_.version != kTokenFileVersion)
     bad("field 'version' = {}: this relpos reads version {}", info_.version, kTokenFileVersion);
-  const uint32_t header_bytes = load_le<uint32_t>(head + 12);
+  h.header_bytes = load_le<uint32_t>(head + 12);
   info_.token_bytes = load_le<uint32_t>(head + 16);
-  const uint32_t n_channels = load_le<uint32_t>(head + 20);
+  h.n_channels = load_le<uint32_t>(head + 20);
   info_.vocab_size = load_le<uint64_t>(head + 24);
   info_.n_tokens = load_le<uint64_t>(head + 32);
   info_.n_examples = load_le<uint64_t>(head + 40);
-  const uint64_t vocab_bytes = load_le<uint64_t>(head + 48);
+  h.vocab_bytes = load_le<uint64_t>(head + 48);
   info_.payload_crc32 = load_le<uint32_t>(head + 56);
-  const uint32_t header_crc = load_le<uint32_t>(head + 60);
+  h.header_crc = load_le<uint32_t>(head + 60);
   if (info_.token_bytes != 2 && info_.token_bytes != 4)
     bad("field 'token_bytes' = {}: expected 2 (uint16) or 4 (uint32)", info_.token_bytes);
   if (info_.vocab_size < 2 || info_.vocab_size > kMaxTokenVocab)
@@ -192,104 +194,113 @@ void TokenFile::open_relpos(const unsigned char* head, uint64_t have, uint64_t v
   if (vocab_override > 0 && vocab_override != info_.vocab_size)
     bad("field 'vocab_size' = {}, but the config gives {} (data.shard_vocab is for llm.c shards; leave it 0)",
         info_.vocab_size, vocab_override);
-  if (n_channels > kMaxTokenChannels) bad("field 'n_channels' = {} is out of range [0, {}]", n_channels, kMaxTokenChannels);
+  if (h.n_channels > kMaxTokenChannels)
+    bad("field 'n_channels' = {} is out of range [0, {}]", h.n_channels, kMaxTokenChannels);
   if (info_.n_examples < 1) bad("field 'n_examples' = 0: a file holds at least one example");
   if (info_.n_tokens < info_.n_examples)
     bad("field 'n_examples' = {} exceeds field 'n_tokens' = {} (examples are not empty)", info_.n_examples,
         info_.n_tokens);
   if (load_le<uint64_t>(head + 64) != 0 || load_le<uint64_t>(head + 72) != 0)
     bad("reserved header bytes 64..79 are not zero");
-  // The header's own extent, then everything after it, against the file size (no overflow).
-  const uint64_t table_end = kTokenFileFixedHeader + kTokenChannelEntry * n_channels;
-  if (vocab_bytes > info_.file_bytes) bad("field 'vocab_strings_bytes' = {} exceeds the file size {}", vocab_bytes, info_.file_bytes);
-  if (info_.vocab_size > 0 && vocab_bytes != 0 && vocab_bytes < 4 * info_.vocab_size)
-    bad("field 'vocab_strings_bytes' = {} is too small for {} strings (4 length bytes each at least)", vocab_bytes,
+  h.table_end = kTokenFileFixedHeader + kTokenChannelEntry * h.n_channels;
+  return h;
+}
+
+// total += count values of width bytes, padded to 8: an error naming the field when that runs
+// past the file (or overflows).
+void TokenFile::extend(uint64_t& total, uint64_t count, uint64_t width, const std::string& field) const {
+  uint64_t part = 0;
+  if (!mul_add(count, width, 7, part) || __builtin_add_overflow(total, part & ~uint64_t(7), &total) ||
+      total > info_.file_bytes)
+    bad("field '{}' = {} runs past the end of the file ({} bytes)", field, count, info_.file_bytes);
+}
+
+// The header's own extent, then the example starts and the tokens, against the file size (no
+// overflow); returns where the channels' values start.
+uint64_t TokenFile::relpos_extent(const RelposHeader& h) {
+  if (h.vocab_bytes > info_.file_bytes)
+    bad("field 'vocab_strings_bytes' = {} exceeds the file size {}", h.vocab_bytes, info_.file_bytes);
+  if (info_.vocab_size > 0 && h.vocab_bytes != 0 && h.vocab_bytes < 4 * info_.vocab_size)
+    bad("field 'vocab_strings_bytes' = {} is too small for {} strings (4 length bytes each at least)", h.vocab_bytes,
         info_.vocab_size);
-  const uint64_t want_header = align8(table_end + vocab_bytes);
-  if (header_bytes != want_header)
-    bad("field 'header_bytes' = {}: {} channels and {} vocabulary-string bytes make a header of {}", header_bytes,
-        n_channels, vocab_bytes, want_header);
-  if (header_bytes > info_.file_bytes)
-    bad("truncated header: field 'header_bytes' = {}, the file has {} bytes", header_bytes, info_.file_bytes);
-  uint64_t total = header_bytes, part = 0;
-  auto add = [&](uint64_t count, uint64_t width, const char* field) {
-    if (!mul_add(count, width, 7, part) || __builtin_add_overflow(total, part & ~uint64_t(7), &total) ||
-        total > info_.file_bytes)
-      bad("field '{}' = {} runs past the end of the file ({} bytes)", field, count, info_.file_bytes);
-  };
+  const uint64_t want_header = align8(h.table_end + h.vocab_bytes);
+  if (h.header_bytes != want_header)
+    bad("field 'header_bytes' = {}: {} channels and {} vocabulary-string bytes make a header of {}", h.header_bytes,
+        h.n_channels, h.vocab_bytes, want_header);
+  if (h.header_bytes > info_.file_bytes)
+    bad("truncated header: field 'header_bytes' = {}, the file has {} bytes", h.header_bytes, info_.file_bytes);
+  uint64_t total = h.header_bytes;
   offsets_at_ = total;
-  add(info_.n_examples + 1, 8, "n_examples");
+  extend(total, info_.n_examples + 1, 8, "n_examples");
   tokens_at_ = total;
-  add(info_.n_tokens, info_.token_bytes, "n_tokens");
-  // The mapping: the header and the channel table are read from it from here on.
-  void* m = ::mmap(nullptr, info_.file_bytes, PROT_READ, MAP_PRIVATE, fd_, 0);
-  if (m == MAP_FAILED) bad("mmap failed: {}", std::strerror(errno));
-  map_ = static_cast<const unsigned char*>(m);
-  map_bytes_ = info_.file_bytes;
-  {
-    uint32_t c = crc32_update(0, map_, 60);
-    const unsigned char zero[4] = {};
-    c = crc32_update(c, zero, 4);
-    c = crc32_update(c, map_ + 64, header_bytes - 64);
-    if (c != header_crc) bad("field 'header_crc32' = {:#010x}, the header's bytes give {:#010x} (a damaged header)", header_crc, c);
+  extend(total, info_.n_tokens, info_.token_bytes, "n_tokens");
+  return total;
+}
+
+void TokenFile::check_header_crc(const RelposHeader& h) const {
+  uint32_t c = crc32_update(0, map_, 60);
+  const unsigned char zero[4] = {};
+  c = crc32_update(c, zero, 4);
+  c = crc32_update(c, map_ + 64, h.header_bytes - 64);
+  if (c != h.header_crc)
+    bad("field 'header_crc32' = {:#010x}, the header's bytes give {:#010x} (a damaged header)", h.header_crc, c);
+}
+
+// Channel i's table entry: its name, scope and declared range (names: those seen so far).
+TokenChannel TokenFile::read_channel(uint32_t i, std::set<std::string>& names) const {
+  const unsigned char* e = map_ + kTokenFileFixedHeader + kTokenChannelEntry * i;
+  TokenChannel ch;
+  const size_t len = strnlen(reinterpret_cast<const char*>(e), 32);
+  if (len == 0 || len == 32) bad("channel {}: field 'name' must be 1..31 bytes followed by NUL", i);
+  ch.name.assign(reinterpret_cast<const char*>(e), len);
+  for (size_t k = len; k < 32; ++k)
+    if (e[k] != 0) bad("channel {} ('{}'): field 'name' has bytes after its NUL", i, ch.name);
+  for (char x : ch.name)
+    if (!((x >= 'a' && x <= 'z') || (x >= '0' && x <= '9') || x == '_'))
+      bad("channel {}: field 'name' = '{}' must use only a-z, 0-9 and _", i, escaped(ch.name));
+  if (!names.insert(ch.name).second) bad("channel {}: field 'name' = '{}' repeats an earlier channel", i, ch.name);
+  const uint32_t scope = load_le<uint32_t>(e + 32);
+  if (scope > 1) bad("channel '{}': field 'scope' = {}: expected 0 (per token) or 1 (per example)", ch.name, scope);
+  ch.scope = ChannelScope(scope);
+  ch.min = load_le<int64_t>(e + 40);
+  ch.max = load_le<int64_t>(e + 48);
+  if (load_le<uint32_t>(e + 36) != 0 || load_le<uint64_t>(e + 56) != 0)
+    bad("channel '{}': reserved bytes are not zero", ch.name);
+  constexpr int64_t lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
+  if (ch.min > ch.max || ch.min < lo || ch.max > hi)
+    bad("channel '{}': declared range [{}, {}] must satisfy {} <= min <= max <= {} (int32 values)", ch.name, ch.min,
+        ch.max, lo, hi);
+  return ch;
+}
+
+// Vocabulary strings: u32 length + bytes each; UTF-8, non-empty, distinct, within the region.
+void TokenFile::read_vocab_strings(const RelposHeader& h) {
+  const unsigned char* p = map_ + h.table_end;
+  const uint64_t vocab_bytes = h.vocab_bytes;
+  uint64_t at = 0;
+  std::set<std::string_view> seen;
+  info_.vocab.reserve(info_.vocab_size);
+  for (uint64_t i = 0; i < info_.vocab_size; ++i) {
+    if (at + 4 > vocab_bytes) bad("vocabulary string {}: runs past field 'vocab_strings_bytes' = {}", i, vocab_bytes);
+    const uint32_t len = load_le<uint32_t>(p + at);
+    at += 4;
+    if (len == 0 || len > kMaxVocabString)
+      bad("vocabulary string {}: length {} is out of range [1, {}]", i, len, kMaxVocabString);
+    if (len > vocab_bytes - at)
+      bad("vocabulary string {}: length {} runs past field 'vocab_strings_bytes' = {}", i, len, vocab_bytes);
+    std::string_view s(reinterpret_cast<const char*>(p + at), len);
+    if (size_t off = utf8_error_offset(s); off != std::string::npos)
+      bad("vocabulary string {}: invalid UTF-8 at byte {}", i, off);
+    if (!seen.insert(s).second) bad("vocabulary string {} ('{}') repeats an earlier one", i, escaped(s));
+    info_.vocab.emplace_back(s);
+    at += len;
   }
-  std::set<std::string> names;
-  for (uint32_t i = 0; i < n_channels; ++i) {
-    const unsigned char* e = map_ + kTokenFileFixedHeader + kTokenChannelEntry * i;
-    TokenChannel ch;
-    const size_t len = strnlen(reinterpret_cast<const char*>(e), 32);
-    if (len == 0 || len == 32) bad("channel {}: field 'name' must be 1..31 bytes followed by NUL", i);
-    ch.name.assign(reinterpret_cast<const char*>(e), len);
-    for (size_t k = len; k < 32; ++k)
-      if (e[k] != 0) bad("channel {} ('{}'): field 'name' has bytes after its NUL", i, ch.name);
-    for (char x : ch.name)
-      if (!((x >= 'a' && x <= 'z') || (x >= '0' && x <= '9') || x == '_'))
-        bad("channel {}: field 'name' = '{}' must use only a-z, 0-9 and _", i, escaped(ch.name));
-    if (!names.insert(ch.name).second) bad("channel {}: field 'name' = '{}' repeats an earlier channel", i, ch.name);
-    const uint32_t scope = load_le<uint32_t>(e + 32);
-    if (scope > 1) bad("channel '{}': field 'scope' = {}: expected 0 (per token) or 1 (per example)", ch.name, scope);
-    ch.scope = ChannelScope(scope);
-    ch.min = load_le<int64_t>(e + 40);
-    ch.max = load_le<int64_t>(e + 48);
-    if (load_le<uint32_t>(e + 36) != 0 || load_le<uint64_t>(e + 56) != 0)
-      bad("channel '{}': reserved bytes are not zero", ch.name);
-    constexpr int64_t lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
-    if (ch.min > ch.max || ch.min < lo || ch.max > hi)
-      bad("channel '{}': declared range [{}, {}] must satisfy {} <= min <= max <= {} (int32 values)", ch.name, ch.min,
-          ch.max, lo, hi);
-    channel_at_.push_back(total);
-    add(ch.scope == ChannelScope::Token ? info_.n_tokens : info_.n_examples, 4,
-        fmt::format("channel '{}' values", ch.name).c_str());
-    info_.channels.push_back(ch);
-  }
-  if (total != info_.file_bytes)
-    bad("the header describes {} bytes, the file has {} ({} bytes {})", total, info_.file_bytes,
-        info_.file_bytes > total ? info_.file_bytes - total : total - info_.file_bytes,
-        info_.file_bytes > total ? "of trailing data" : "missing");
-  // Vocabulary strings: u32 length + bytes each; UTF-8, non-empty, distinct, within the region.
-  if (vocab_bytes > 0) {
-    const unsigned char* p = map_ + table_end;
-    uint64_t at = 0;
-    std::set<std::string_view> seen;
-    info_.vocab.reserve(info_.vocab_size);
-    for (uint64_t i = 0; i < info_.vocab_size; ++i) {
-      if (at + 4 > vocab_bytes) bad("vocabulary string {}: runs past field 'vocab_strings_bytes' = {}", i, vocab_bytes);
-      const uint32_t len = load_le<uint32_t>(p + at);
-      at += 4;
-      if (len == 0 || len > kMaxVocabString)
-        bad("vocabulary string {}: length {} is out of range [1, {}]", i, len, kMaxVocabString);
-      if (len > vocab_bytes - at) bad("vocabulary string {}: length {} runs past field 'vocab_strings_bytes' = {}", i, len, vocab_bytes);
-      std::string_view s(reinterpret_cast<const char*>(p + at), len);
-      if (size_t off = utf8_error_offset(s); off != std::string::npos)
-        bad("vocabulary string {}: invalid UTF-8 at byte {}", i, off);
-      if (!seen.insert(s).second) bad("vocabulary string {} ('{}') repeats an earlier one", i, escaped(s));
-      info_.vocab.emplace_back(s);
-      at += len;
-    }
-    if (at != vocab_bytes)
-      bad("field 'vocab_strings_bytes' = {}, but {} strings end at byte {}", vocab_bytes, info_.vocab_size, at);
-  }
-  // Example boundaries: 0, increasing, ending at n_tokens (8 bytes per example: bounded by the file).
+  if (at != vocab_bytes)
+    bad("field 'vocab_strings_bytes' = {}, but {} strings end at byte {}", vocab_bytes, info_.vocab_size, at);
+}
+
+// Example boundaries: 0, increasing, ending at n_tokens (8 bytes per example: bounded by the file).
+void TokenFile::check_example_starts() const {
   const unsigned char* off = map_ + offsets_at_;
   uint64_t prev = load_le<uint64_t>(off);
   if (prev != 0) bad("field 'example_starts'[0] = {}, expected 0", prev);
@@ -302,6 +313,32 @@ void TokenFile::open_relpos(const unsigned char* head, uint64_t have, uint64_t v
   }
   if (prev != info_.n_tokens)
     bad("field 'example_starts'[{}] = {}, expected n_tokens = {}", info_.n_examples, prev, info_.n_tokens);
+}
+
+void TokenFile::open_relpos(const unsigned char* head, uint64_t have, uint64_t vocab_override) {
+  info_.layout = TokenFileLayout::Relpos;
+  const RelposHeader h = read_relpos_header(head, have, vocab_override);
+  uint64_t total = relpos_extent(h);
+  // The mapping: the header and the channel table are read from it from here on.
+  void* m = ::mmap(nullptr, info_.file_bytes, PROT_READ, MAP_PRIVATE, fd_, 0);
+  if (m == MAP_FAILED) bad("mmap failed: {}", std::strerror(errno));
+  map_ = static_cast<const unsigned char*>(m);
+  map_bytes_ = info_.file_bytes;
+  check_header_crc(h);
+  std::set<std::string> names;
+  for (uint32_t i = 0; i < h.n_channels; ++i) {
+    TokenChannel ch = read_channel(i, names);
+    channel_at_.push_back(total);
+    extend(total, ch.scope == ChannelScope::Token ? info_.n_tokens : info_.n_examples, 4,
+           fmt::format("channel '{}' values", ch.name));
+    info_.channels.push_back(std::move(ch));
+  }
+  if (total != info_.file_bytes)
+    bad("the header describes {} bytes, the file has {} ({} bytes {})", total, info_.file_bytes,
+        info_.file_bytes > total ? info_.file_bytes - total : total - info_.file_bytes,
+        info_.file_bytes > total ? "of trailing data" : "missing");
+  if (h.vocab_bytes > 0) read_vocab_strings(h);
+  check_example_starts();
 }
 
 uint64_t TokenFile::token(uint64_t i) const {

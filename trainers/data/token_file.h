@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -80,6 +81,17 @@ class TokenFile {
 
  private:
   void open_relpos(const unsigned char* head, uint64_t have, uint64_t vocab_override);
+  struct RelposHeader {  // the fixed header's layout fields (the rest go to info_)
+    uint32_t header_bytes = 0, n_channels = 0, header_crc = 0;
+    uint64_t vocab_bytes = 0, table_end = 0;
+  };
+  RelposHeader read_relpos_header(const unsigned char* head, uint64_t have, uint64_t vocab_override);
+  uint64_t relpos_extent(const RelposHeader& h);
+  void extend(uint64_t& total, uint64_t count, uint64_t width, const std::string& field) const;
+  void check_header_crc(const RelposHeader& h) const;
+  TokenChannel read_channel(uint32_t i, std::set<std::string>& names) const;
+  void read_vocab_strings(const RelposHeader& h);
+  void check_example_starts() const;
   void open_llmc(const unsigned char* head, uint64_t have, uint64_t vocab_override);
   template <typename... Args>
   [[noreturn]] void bad(const char* f, const Args&... args) const;
