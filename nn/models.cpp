@@ -20,6 +20,10 @@ void validate(const ModelConfig& c) {
   find_position_variant(c.position);  // throws with the list of names
 }
 
+bool position_table_shared(const ModelConfig& cfg) {
+  return cfg.position_shared.value_or(!find_position_variant(cfg.position).per_layer);
+}
+
 PositionConfig position_config(const ModelConfig& cfg) {
   PositionConfig pc;
   pc.type = cfg.position;
@@ -37,7 +41,7 @@ TransformerStack::TransformerStack(const ModelConfig& cfg, bool causal, bool cro
     : cfg_(cfg), causal_(causal) {
   embed_ = register_module("embed", std::make_shared<Embedding>(cfg.vocab, cfg.d_model, cfg.init_std, gen, cfg.dtype));
   PositionConfig pc = position_config(cfg);
-  const bool share = cfg.position_shared.value_or(!find_position_variant(cfg.position).per_layer);
+  const bool share = position_table_shared(cfg);
   pc.shared_across_layers = share;
   pos_ = make_position_encoding(pc, gen);
   RELPOS_CHECK(causal || !pos_->causal_only(), "position encoding '{}' is causal-only; it cannot be used in an encoder",

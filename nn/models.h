@@ -137,6 +137,9 @@ void validate(const ModelConfig& cfg);
 
 // The position-encoding settings a model of this config builds its encodings from.
 PositionConfig position_config(const ModelConfig& cfg);
+// Whether a stack's layers share one position encoding (model.position.shared, else the
+// registry's per_layer default): the model and the memory estimate both ask here.
+bool position_table_shared(const ModelConfig& cfg);
 
 }  // namespace relpos::nn
 

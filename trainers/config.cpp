@@ -409,6 +409,21 @@ std::string per_layer_default() {
   return fmt::format("true (false for {})", fmt::join(names, ", "));
 }
 
+// model.attention's meaning, with the encodings on each path named from the registry
+// (PositionVariant::fused_attention).
+std::string attention_doc() {
+  std::vector<std::string> fused, reference;
+  for (const auto& v : nn::position_variants()) (v.fused_attention ? fused : reference).push_back(v.name);
+  return fmt::format(
+      "`fused`: layers whose scores are q k^T plus a distance-only (Toeplitz) bias, Shaw's clipped relative keys and "
+      "values (as bucketed terms, O(L·k_max)) or a table bias looked up by an index (the int64 index itself is "
+      "[L, L] or [B, L, L]) — {} — run one fused kernel (O(L) memory, causal keys skipped, bias gradient fused; "
+      "attention dropout drawn inside it, the same cells as the reference path drops) on the CPU when "
+      "`attn_softcap` is 0; the other encodings ({}: dense content-position terms or a bias normalised by the query "
+      "position), softcap and cuda use the reference path. `reference`: always materialise the scores",
+      fmt::join(fused, ", "), fmt::join(reference, ", "));
+}
+
 using nn::ModelConfig;
 
 const std::vector<Key<ModelConfig>>& model_keys() {
@@ -421,15 +436,7 @@ const std::vector<Key<ModelConfig>>& model_keys() {
       integer("d_ff", at(&M::d_ff), 1, kMaxDff, "MLP hidden width (GELU, erf form)", "4·d_model",
               std::function<void(M&)>([](M& m) { m.d_ff = 4 * m.d_model; })),
       real("dropout", at(&M::dropout), 0.0, 0.99, "on attention probabilities, block outputs and the MLP hidden layer"),
-      choice("attention", at(&M::attention),
-             "`fused`: layers whose scores are q k^T plus a distance-only (Toeplitz) bias — none, sinusoidal, learned, "
-             "t5, alibi, rope, kerple_*, sandwich, dynamic_bias, xpos — or Shaw's clipped relative keys and values (as "
-             "bucketed terms, O(L·k_max)), or a table bias looked up by an index (relative_2d, graph_spd; the int64 "
-             "index itself is [L, L] or [B, L, L]) run one fused kernel (O(L) memory, causal keys skipped, bias "
-             "gradient fused; attention dropout drawn inside it, the same cells as the reference path drops) on the "
-             "CPU when `attn_softcap` is 0; other encodings (transformer_xl, deberta, cope: dense content-position "
-             "terms; fire: a bias normalised by the query position), softcap and cuda use the reference path. "
-             "`reference`: always materialise the scores"),
+      choice("attention", at(&M::attention), attention_doc()),
       choice("norm", at(&M::norm), "LayerNorm placement (pre-LN adds a final norm)"),
       choice("norm_type", at(&M::norm_type), "LayerNorm or RMSNorm (every norm of the model)"),
       integer("max_len", at(&M::max_len), 1, kMaxLen,

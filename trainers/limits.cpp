@@ -47,7 +47,7 @@ struct PositionSizes {
 
 PositionSizes position_sizes(const nn::ModelConfig& m, int64_t stacks) {
   nn::PositionConfig pc = nn::position_config(m);
-  const bool share = m.position_shared.value_or(!nn::find_position_variant(m.position).per_layer);
+  const bool share = nn::position_table_shared(m);
   pc.shared_across_layers = share;
   PositionSizes f;
   const std::optional<int64_t> n = nn::position_parameter_count(pc);
