@@ -6,6 +6,7 @@
 #                      (scripts/test.sh) and the fuzzers (scripts/fuzz.sh)
 #   RELPOS_WERROR=ON   warnings are errors (CI)
 #   RELPOS_BUILD_TARGETS="a b"  build only these targets (default: all)
+#   ccache is used where installed (scripts/install-deps.sh installs it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${RELPOS_BUILD_DIR:-build}
@@ -21,6 +22,12 @@ if [[ "${RELPOS_SANITIZE:-0}" == 1 ]]; then
         -DRELPOS_WERROR="${RELPOS_WERROR:-OFF}")
 else
   scripts/install-deps.sh
+fi
+# ccache, where installed: compiler output cached by content, with paths relative to this tree
+# (CCACHE_BASEDIR), so a rebuild or a fresh clone elsewhere reuses the objects of earlier builds.
+if command -v ccache > /dev/null; then
+  args+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR=$PWD
 fi
 mkdir -p "$dir"
 cmake -S . -B "$dir" "${args[@]}" > "$dir/configure.log" 2>&1 || { cat "$dir/configure.log"; exit 1; }
