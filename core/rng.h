@@ -4,11 +4,7 @@
 #pragma once
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define RELPOS_HOST_DEVICE __host__ __device__
-#else
-#define RELPOS_HOST_DEVICE
-#endif
+#include "core/host_device.h"
 
 namespace relpos {
 

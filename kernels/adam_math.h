@@ -7,11 +7,7 @@
 #pragma once
 #include <cmath>
 
-#if defined(__CUDACC__)
-#define RELPOS_HOST_DEVICE __host__ __device__
-#else
-#define RELPOS_HOST_DEVICE
-#endif
+#include "core/host_device.h"
 
 namespace relpos::k {
 

@@ -42,6 +42,24 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
   return s;
 }
 
+// A validation file must share the training file's vocabulary.
+void check_same_vocab(const TokenFile& val, const TokenFile& train) {
+  RELPOS_CHECK_CONFIG(val.info().vocab_size == train.info().vocab_size,
+                      "data.val_path '{}' has vocabulary size {}, data.path '{}' has {}", val.path(),
+                      val.info().vocab_size, train.path(), train.info().vocab_size);
+}
+
+// How many of a file's examples train when it is split by example (data.val_fraction of them,
+// at least one, validate; at least one trains).
+uint64_t training_examples(const TokenFile& f, double val_fraction) {
+  const TokenFileInfo& in = f.info();
+  RELPOS_CHECK_CONFIG(in.n_examples >= 2,
+                      "data.path '{}' holds {} example: a train/validation split by example needs at least 2 (or "
+                      "give the validation file as data.val_path)",
+                      f.path(), in.n_examples);
+  return in.n_examples - std::clamp<uint64_t>(uint64_t(double(in.n_examples) * val_fraction), 1, in.n_examples - 1);
+}
+
 class TokenDataset : public Dataset {
  public:
   // train: data.path (null when the file is not at hand: a vocabulary-only dataset that samples but
@@ -54,20 +72,12 @@ class TokenDataset : public Dataset {
     if (!train_) return;
     const TokenFileInfo& in = train_->info();
     if (val_) {
-      RELPOS_CHECK_CONFIG(val_->info().vocab_size == in.vocab_size,
-                          "data.val_path '{}' has vocabulary size {}, data.path '{}' has {}", val_->path(),
-                          val_->info().vocab_size, train_->path(), in.vocab_size);
+      check_same_vocab(*val_, *train_);
       train_end_ = in.n_tokens;
       val_begin_ = 0;
       val_end_ = val_->info().n_tokens;
     } else {
-      RELPOS_CHECK_CONFIG(in.n_examples >= 2,
-                          "data.path '{}' holds {} example: a train/validation split by example needs at least 2 (or "
-                          "give the validation file as data.val_path)",
-                          train_->path(), in.n_examples);
-      const uint64_t n_val =
-          std::clamp<uint64_t>(uint64_t(double(in.n_examples) * cfg_.val_fraction), 1, in.n_examples - 1);
-      train_end_ = val_begin_ = train_->example_start(in.n_examples - n_val);
+      train_end_ = val_begin_ = train_->example_start(training_examples(*train_, cfg_.val_fraction));
       val_end_ = in.n_tokens;
     }
     const int64_t need = cfg_.seq_len + 2;
@@ -211,22 +221,14 @@ class TokenLabelDataset : public Dataset {
     const TokenFileInfo& in = train_->info();
     label_ = find_label(*train_);
     if (val_) {
-      RELPOS_CHECK_CONFIG(val_->info().vocab_size == in.vocab_size,
-                          "data.val_path '{}' has vocabulary size {}, data.path '{}' has {}", val_->path(),
-                          val_->info().vocab_size, train_->path(), in.vocab_size);
+      check_same_vocab(*val_, *train_);
       val_label_ = find_label(*val_);
       RELPOS_CHECK_CONFIG(val_->info().channels[val_label_].scope == in.channels[label_].scope,
                           "data.val_path '{}': its 'label' channel has another scope than data.path's", val_->path());
       train_n_ = in.n_examples;
       val_lo_ = 0, val_hi_ = val_->info().n_examples;
     } else {
-      RELPOS_CHECK_CONFIG(in.n_examples >= 2,
-                          "data.path '{}' holds {} example: a train/validation split by example needs at least 2 (or "
-                          "give the validation file as data.val_path)",
-                          train_->path(), in.n_examples);
-      const uint64_t n_val =
-          std::clamp<uint64_t>(uint64_t(double(in.n_examples) * cfg_.val_fraction), 1, in.n_examples - 1);
-      train_n_ = val_lo_ = in.n_examples - n_val;
+      train_n_ = val_lo_ = training_examples(*train_, cfg_.val_fraction);
       val_hi_ = in.n_examples;
       val_label_ = label_;
     }
@@ -340,19 +342,28 @@ std::string read_bounded(const std::string& path, const std::string& what) {
 }  // namespace
 
 // data.task 'tokens' (data_tasks.cpp).
+namespace {
+// data.path and data.val_path (null when not given) as token files; a bad file is a config error
+// (a mistake in what the config names).
+std::pair<std::shared_ptr<TokenFile>, std::shared_ptr<TokenFile>> open_token_files(const DataConfig& d) {
+  try {
+    auto train = std::make_shared<TokenFile>(d.path, uint64_t(d.shard_vocab), "data.path");
+    std::shared_ptr<TokenFile> val;
+    if (!d.val_path.empty()) val = std::make_shared<TokenFile>(d.val_path, uint64_t(d.shard_vocab), "data.val_path");
+    return {train, val};
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const Error& e) {
+    fail_config("{}", e.what());
+  }
+}
+}  // namespace
+
 std::unique_ptr<Dataset> make_token_dataset(const Config& cfg, const DataContext& ctx) {
   const DataConfig& d = cfg.data;
   if (!readable_file(d.path) && ctx.vocab_size > 0)  // a checkpoint away from its data: sampling only
     return std::make_unique<TokenDataset>(cfg, nullptr, nullptr, ctx.vocab_size, ctx.vocab);
-  std::shared_ptr<TokenFile> train, val;
-  try {
-    train = std::make_shared<TokenFile>(d.path, uint64_t(d.shard_vocab), "data.path");
-    if (!d.val_path.empty()) val = std::make_shared<TokenFile>(d.val_path, uint64_t(d.shard_vocab), "data.val_path");
-  } catch (const ConfigError&) {
-    throw;
-  } catch (const Error& e) {
-    fail_config("{}", e.what());  // a bad data file is a mistake in what the config names
-  }
+  const auto [train, val] = open_token_files(d);
   const int64_t v = int64_t(train->info().vocab_size);
   RELPOS_CHECK(ctx.vocab_size == 0 || ctx.vocab_size == v,
                "data.path '{}' has vocabulary size {}, the checkpoint's model has {}", d.path, v, ctx.vocab_size);
@@ -362,15 +373,7 @@ std::unique_ptr<Dataset> make_token_dataset(const Config& cfg, const DataContext
 // data.task 'token_labels' (data_tasks.cpp).
 std::unique_ptr<Dataset> make_token_label_dataset(const Config& cfg, const DataContext&) {
   const DataConfig& d = cfg.data;
-  std::shared_ptr<TokenFile> train, val;
-  try {
-    train = std::make_shared<TokenFile>(d.path, uint64_t(d.shard_vocab), "data.path");
-    if (!d.val_path.empty()) val = std::make_shared<TokenFile>(d.val_path, uint64_t(d.shard_vocab), "data.val_path");
-  } catch (const ConfigError&) {
-    throw;
-  } catch (const Error& e) {
-    fail_config("{}", e.what());
-  }
+  const auto [train, val] = open_token_files(d);
   return std::make_unique<TokenLabelDataset>(cfg, train, val);
 }
 
