@@ -27,11 +27,13 @@ std::string any_path(std::string_view v) {
   return v.find('\0') == std::string_view::npos ? "" : "expected a path (no NUL byte)";
 }
 
+// s is a decimal integer in [lo, hi] (0 <= lo): digits only, no overflow whatever their number.
 bool integer(std::string_view s, long long lo, long long hi) {
-  if (s.empty() || s.size() > 19) return false;
+  if (s.empty()) return false;
   long long n = 0;
   for (char c : s) {
     if (c < '0' || c > '9') return false;
+    if (n > (hi - (c - '0')) / 10) return false;  // n * 10 + digit would pass hi (or overflow)
     n = n * 10 + (c - '0');
   }
   return n >= lo && n <= hi;

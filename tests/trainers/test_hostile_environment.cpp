@@ -288,3 +288,18 @@ TEST_CASE("hostile environment: the memory estimate covers every size key and na
     CHECK_THAT(m.out, Contains(key) && Contains("available"));
   }
 }
+
+TEST_CASE("hostile environment: an integer field of a switch too long for 64 bits is refused, not overflowed",
+          "[hostile][env]") {
+  // A fuzz finding (fuzz_env): RELPOS_FAULT's step of 19 nines overflowed the digit loop (UB).
+  const EnvSwitch* fault = nullptr;
+  for (const EnvSwitch& s : env_switches())
+    if (std::string(s.name) == "RELPOS_FAULT") fault = &s;
+  REQUIRE(fault != nullptr);
+  CHECK(fault->check("hang:1:2").empty());
+  CHECK(fault->check("hang:1:4611686018427387904").empty());  // 2^62, the largest step
+  CHECK(!fault->check("hang:1:4611686018427387905").empty());
+  CHECK(!fault->check("hang:1:9999999999999999909").empty());
+  CHECK(!fault->check("hang:1:99999999999999999999999999").empty());
+  CHECK(!fault->check("hang:1048577:1").empty());
+}
