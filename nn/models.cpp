@@ -18,16 +18,23 @@ void validate(const ModelConfig& c) {
                c.n_heads);
   RELPOS_CHECK(c.dropout >= 0 && c.dropout < 1, "model.dropout must be in [0, 1), got {}", c.dropout);
   RELPOS_CHECK(c.max_len > 0, "model.max_len must be positive, got {}", c.max_len);
-  find_position_variant(c.position);  // throws with the list of names
+  check_causal_position(c.position, c.kind != ModelKind::Encoder, c.kind);
+}
+
+void check_causal_position(const PositionType& position, bool causal, ModelKind kind) {
+  RELPOS_CHECK_CONFIG(!causal || position->causal_capable,
+                      "model.position.type '{}' is encoder-only (bidirectional attention); model.kind '{}' has causal "
+                      "self-attention: use model.kind encoder",
+                      position, kind);
 }
 
 bool position_table_shared(const ModelConfig& cfg) {
-  return cfg.position_shared.value_or(!find_position_variant(cfg.position).per_layer);
+  return cfg.position_shared.value_or(!cfg.position->per_layer);
 }
 
 PositionConfig position_config(const ModelConfig& cfg) {
   PositionConfig pc;
-  pc.type = cfg.position;
+  pc.type = cfg.position.name();
   pc.d_model = cfg.d_model;
   pc.n_heads = cfg.n_heads;
   pc.head_dim = cfg.d_model / cfg.n_heads;
@@ -48,10 +55,7 @@ TransformerStack::TransformerStack(const ModelConfig& cfg, bool causal, bool cro
   pos_ = make_position_encoding(pc, gen);
   RELPOS_CHECK(causal || !pos_->causal_only(), "position encoding '{}' is causal-only; it cannot be used in an encoder",
                cfg.position);
-  RELPOS_CHECK(!causal || find_position_variant(cfg.position).causal_capable,
-               "position encoding '{}' is encoder-only; it cannot be used in a decoder (causal self-attention); "
-               "use model.kind encoder",
-               cfg.position);
+  check_causal_position(cfg.position, causal, cfg.kind);
   const bool shared = pos_->is_absolute() || share;
   pc.shared_across_layers = false;
   if (shared) register_module("pos", pos_);  // per-layer encodings live in layers.N.attn.pos

@@ -38,7 +38,7 @@ struct ModelConfig {
   NormPlacement norm = NormPlacement::Pre;
   NormType norm_type = NormType::LayerNorm;
   int64_t max_len = 512;           // as the YAML default (docs/config.md)
-  std::string position = "none";
+  PositionType position;  // model.position.type, resolved to its registry entry
   // Names of the per-token position channels the input carries (ModelInput::positions, column p
   // = position_channels[p]); copied from data.position_channels, read by encodings that take
   // positions from data (PositionConfig::channels).
@@ -143,6 +143,10 @@ class Model : public Module {
 
 // Cross-field checks with messages naming the fields (d_model % n_heads, kind, norm, ...).
 void validate(const ModelConfig& cfg);
+// The one rule for encoder-only encodings: a stack with causal self-attention (a decoder, or an
+// encoder-decoder's decoder: `causal`) refuses one, as a ConfigError naming model.position.type
+// and model.kind.
+void check_causal_position(const PositionType& position, bool causal, ModelKind kind);
 
 // The position-encoding settings a model of this config builds its encodings from.
 PositionConfig position_config(const ModelConfig& cfg);

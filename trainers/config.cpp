@@ -227,7 +227,7 @@ void read_position(Section& model, nn::ModelConfig& m) {
                       where(p.ctx(), kv.second, "model.position." + k), k, v);
       // Keys that set table rows, times the width of a row, bound what building the
       // encoding allocates (checked before it is built).
-      const nn::PositionVariant& variant = nn::find_position_variant(m.position);
+      const nn::PositionVariant& variant = m.position.variant();
       if (const nn::ParamSpec* spec = variant.param(k); spec && spec->table_rows) {
         const std::string at = where(p.ctx(), kv.second, "model.position." + k);
         int64_t rows = 0;
@@ -807,7 +807,7 @@ void check_yaml_size(const YAML::Node& root, const std::string& source) {
 
 void check_positions(const Config& c, int64_t seq_len, const std::string& what) {
   const int64_t needed = task_positions(c, seq_len);
-  if (nn::find_position_variant(c.model.position).facts.bounded_by_max_len && c.model.max_len < needed)
+  if (c.model.position->facts.bounded_by_max_len && c.model.max_len < needed)
     fail_config("{} {} needs {} positions, more than model.max_len ({}); learned absolute positions cannot extrapolate",
                 what, seq_len, needed, c.model.max_len);
 }
@@ -832,13 +832,15 @@ void check_model_task(const Config& c, const std::string& source) {
   if (!c.data.val_path.empty() && !task.val_file)
     fail_config("{}: data.val_path is for the token-file tasks (a separate validation file), got data.task '{}'", source,
                 c.data.task);
-  if (!nn::find_position_variant(c.model.position).causal_capable && c.model.kind != nn::ModelKind::Encoder)
-    fail_config("{}: model.position.type '{}' is encoder-only (bidirectional attention); model.kind '{}' has causal "
-                "self-attention", source, c.model.position, c.model.kind);
+  try {
+    nn::check_causal_position(c.model.position, c.model.kind != nn::ModelKind::Encoder, c.model.kind);
+  } catch (const ConfigError& e) {
+    fail_config("{}: {}", source, e.what());
+  }
   if (task.labels_each_token && c.model.kind != nn::ModelKind::Encoder)
     fail_config("{}: data.task '{}' labels every input token: model.kind must be 'encoder', got '{}'", source,
                 c.data.task, c.model.kind);
-  const nn::PositionFacts& facts = nn::find_position_variant(c.model.position).facts;
+  const nn::PositionFacts& facts = c.model.position->facts;
   if (!facts.index_task.empty() && c.data.task != facts.index_task)
     fail_config("{}: model.position.type '{}' needs per-example position indices that only data.task '{}' supplies: "
                 "use data.task '{}'", source, c.model.position, facts.index_task, facts.index_task);
@@ -875,7 +877,7 @@ void check_position_encoding(const Config& c, const Ctx& ctx, const YAML::Node& 
         source, c.model.mem_len, c.model.kind, c.data.task, c.model.position);
   // alpha scales additive biases (Toeplitz or score_bias); an encoding without one (rotary,
   // content terms such as Shaw, CoPE, DeBERTa) would carry a parameter that does nothing.
-  const bool index_bias = !nn::find_position_variant(c.model.position).facts.index_task.empty();
+  const bool index_bias = !c.model.position->facts.index_task.empty();
   if (c.model.bias_scale.enabled && !index_bias) {  // an index bias always exists
     NoGradGuard ng;
     // Probe bidirectionally unless the encoding is causal-only: encoder-only encodings
@@ -884,7 +886,8 @@ void check_position_encoding(const Config& c, const Ctx& ctx, const YAML::Node& 
     if (!pos->toeplitz_bias(geo).defined() && !pos->score_bias(geo).defined())
       fail_config(
           "{}: model.bias_scale.enabled: position encoding '{}' adds no additive bias for alpha to scale "
-          "(alpha scales T5, ALiBi, KERPLE, Sandwich, FIRE, dynamic and index biases); disable bias_scale",
+          "(alpha scales an additive score bias: a distance bias such as T5's or ALiBi's, or a table bias looked up by an "
+          "index); disable bias_scale",
           where(ctx, root["model"]["bias_scale"], "model.bias_scale.enabled"), c.model.position);
   }
   if (c.model.kind == nn::ModelKind::Encoder && pos->causal_only())

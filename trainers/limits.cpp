@@ -77,7 +77,7 @@ MemoryTerm attention_term(const Config& cfg, int64_t L, int64_t layers, int64_t 
   const int64_t B = cfg.data.batch_size, H = m.n_heads;
   const bool fused =
       nn::fused_attention_possible(m.attention == nn::AttentionImpl::Fused, m.stability.softcap, cfg.train.device) &&
-      nn::find_position_variant(m.position).fused_attention;
+      m.position->fused_attention;
   if (fused) {
     const int64_t threads =  // train.threads 0 = every core
         cfg.train.threads > 0 ? cfg.train.threads : std::max<int64_t>(std::thread::hardware_concurrency(), 1);

@@ -79,7 +79,7 @@ std::vector<std::string> scaling_choices() {
 // RoPE context scaling at evaluation time (--rope-scaling, --rope-factor): the run's model with
 // those position settings; returns the note printed beside each result.
 std::string apply_rope_scaling(train::LoadedRun& run, const Args& a) {
-  if (!nn::find_position_variant(run.cfg.model.position).param("scaling"))
+  if (!run.cfg.model.position->param("scaling"))
     throw UsageError(
         fmt::format("--rope-scaling: this run uses position encoding '{}', which has no 'scaling' "
                     "parameter (rope has)",

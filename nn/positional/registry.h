@@ -5,9 +5,12 @@
 // (docs/DESIGN.md, "Position encodings: one interface, many variants", the paragraph
 // "Adding a variant"). Every test iterates position_variants().
 #pragma once
+#include <fmt/format.h>
+
 #include <functional>
 #include <map>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -75,6 +78,26 @@ RELPOS_POSITION_ENCODINGS(RELPOS_DECLARE_POSITION_ENCODING)
 
 const std::vector<PositionVariant>& position_variants();
 const PositionVariant& find_position_variant(const std::string& name);  // error lists the names
+
+// An encoding of the registry, resolved from its name once (when a config or ModelConfig is
+// made): what relpos asks of it later (facts, capabilities, parameters) is a member access
+// (`cfg.position->facts`), never another lookup by name. Made from a name (a ConfigError listing
+// the registered names when there is none such), and usable as that name (messages, YAML, JSON).
+class PositionType {
+ public:
+  PositionType() : PositionType("none") {}
+  PositionType(const std::string& name) : v_(&find_position_variant(name)) {}  // implicit: cfg.position = "t5"
+  PositionType(const char* name) : PositionType(std::string(name)) {}
+  const PositionVariant& variant() const { return *v_; }
+  const PositionVariant* operator->() const { return v_; }
+  const std::string& name() const { return v_->name; }
+  operator const std::string&() const { return v_->name; }
+  bool operator==(const PositionType& o) const { return v_ == o.v_; }
+
+ private:
+  const PositionVariant* v_;
+};
+inline std::ostream& operator<<(std::ostream& o, const PositionType& t) { return o << t.name(); }
 // Binds cfg.params to the variant's schema (unknown keys, types and bounds are refused here)
 // and builds it.
 PositionEncodingPtr make_position_encoding(const PositionConfig& cfg, Generator& gen);
@@ -98,3 +121,10 @@ std::optional<int64_t> position_parameter_count(const PositionConfig& cfg);
 PositionEncodingPtr make_position_probe(const PositionConfig& cfg, Generator& gen);
 
 }  // namespace relpos::nn
+
+template <>
+struct fmt::formatter<relpos::nn::PositionType> : fmt::formatter<std::string_view> {
+  auto format(const relpos::nn::PositionType& t, fmt::format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(t.name(), ctx);
+  }
+};

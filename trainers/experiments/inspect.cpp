@@ -15,7 +15,7 @@ BiasReport position_bias(const BiasRequest& req) {
   RELPOS_CHECK(req.heads > 0 && req.lq > 0 && req.lk > 0, "bias: --heads, --lq and --lk must be positive");
   Generator gen(req.seed);
   nn::PositionConfig pc;
-  pc.type = req.type;
+  pc.type = req.type.name();
   pc.n_heads = req.heads;
   pc.head_dim = 8;
   pc.d_model = 8 * req.heads;
@@ -23,7 +23,7 @@ BiasReport position_bias(const BiasRequest& req) {
   pc.params = nn::PositionParams(req.params);
   pc.dtype = DType::F64;
   nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, gen);
-  const nn::PositionFacts& facts = nn::find_position_variant(req.type).facts;
+  const nn::PositionFacts& facts = req.type->facts;
   if (req.identity_table)
     for (const Variable& p : pos->parameters_in_group(nn::group::kPosition)) {
       if (p.dim() < 1) continue;
@@ -79,9 +79,9 @@ namespace {
 
 // Gradcheck parameters: the caller's (--param), then the encoding's own defaults for the 5- and
 // 6-token cases below (PositionFacts::gradcheck_params).
-std::map<std::string, std::string> gradcheck_params(const std::string& type,
+std::map<std::string, std::string> gradcheck_params(const nn::PositionType& type,
                                                     std::map<std::string, std::string> params) {
-  const auto& d = nn::find_position_variant(type).facts.gradcheck_params;
+  const auto& d = type->facts.gradcheck_params;
   params.insert(d.begin(), d.end());  // keeps the caller's values
   return params;
 }
@@ -96,9 +96,10 @@ Tensor demo_spd() {
   return nn::shortest_path_distances({a, b}, 10);
 }
 
-std::vector<GradcheckCase> gradchecks_for(const std::string& type, const std::map<std::string, std::string>& user) {
+std::vector<GradcheckCase> gradchecks_for(const nn::PositionType& type,
+                                          const std::map<std::string, std::string>& user) {
   const std::map<std::string, std::string> params = gradcheck_params(type, user);
-  const bool causal_capable = nn::find_position_variant(type).causal_capable;
+  const bool causal_capable = type->causal_capable;
   std::vector<GradcheckCase> out;
   struct Geo {
     std::string name;
@@ -106,14 +107,14 @@ std::vector<GradcheckCase> gradchecks_for(const std::string& type, const std::ma
   };
   // Encodings the fused kernel serves are checked on both paths (model.attention fused and
   // reference); the others only have the materialised one.
-  const bool fusable = nn::find_position_variant(type).fused_attention;
+  const bool fusable = type->fused_attention;
   for (const bool fused : {true, false})
     for (const Geo& geo : {Geo{"causal self-attention", true, false}, Geo{"bidirectional self-attention", false, false},
                            Geo{"cross-attention Lq!=Lk, offsets, padding", false, true}}) {
       if (fused && !fusable) continue;
       Generator gen(17);
       nn::PositionConfig pc;
-      pc.type = type;
+      pc.type = type.name();
       pc.d_model = 8;
       pc.n_heads = 2;
       pc.head_dim = 4;
@@ -142,7 +143,7 @@ std::vector<GradcheckCase> gradchecks_for(const std::string& type, const std::ma
       if (geo.cross) inputs.push_back(xkv);
       for (const Variable& p : attn.parameters()) inputs.push_back(p);
       Tensor index;  // graph_spd: the distances between the positions of this case
-      if (const std::string& t = nn::find_position_variant(type).facts.index_task;
+      if (const std::string& t = type->facts.index_task;
           !t.empty() && train::find_data_task(t).position_index)
         index = geo.cross ? demo_spd().narrow(1, 7, 3).narrow(2, 2, 6) : demo_spd().narrow(1, 0, 5).narrow(2, 0, 5);
       auto fn = [&](const std::vector<Variable>& in) {
@@ -159,7 +160,7 @@ std::vector<GradcheckCase> gradchecks_for(const std::string& type, const std::ma
       };
       const std::string name =
           geo.name + (causal && !geo.causal ? ", causal" : "") + (fused ? " [fused]" : " [reference]");
-      out.push_back({type + ": " + name, gradcheck(type + " (" + name + ")", fn, inputs)});
+      out.push_back({type.name() + ": " + name, gradcheck(type.name() + " (" + name + ")", fn, inputs)});
     }
   return out;
 }

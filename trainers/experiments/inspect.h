@@ -7,12 +7,12 @@
 #include <vector>
 
 #include "autograd/gradcheck.h"
-#include "nn/positional/position_encoding.h"
+#include "nn/positional/registry.h"
 
 namespace relpos::inspect {
 
 struct BiasRequest {
-  std::string type;
+  nn::PositionType type;
   int64_t heads = 4, lq = 8, lk = 8, q_offset = 0, k_offset = 0;
   bool causal = false;
   std::map<std::string, std::string> params;

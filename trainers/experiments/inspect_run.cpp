@@ -23,7 +23,7 @@ std::vector<BiasCurve> learned_bias(const nn::Model& model, int64_t n, std::stri
   NoGradGuard ng;
   std::vector<BiasCurve> out;
   const auto& blocks = model.main_stack().blocks();
-  const std::string type = model.config().position;
+  const nn::PositionType& type = model.config().position;
   for (size_t li = 0; li < blocks.size(); ++li) {
     const nn::MultiHeadAttention& a = blocks[li]->self_attention();
     const auto& pos = a.position();
@@ -33,7 +33,7 @@ std::vector<BiasCurve> learned_bias(const nn::Model& model, int64_t n, std::stri
       // entry t <-> distance t - (n - 1); the causal half is t = 0 .. n-1
       row = tb.data().narrow(1, 0, n).contiguous();
       if (a.bias_scale().defined()) row = k::mul(row, a.bias_scale().data());
-    } else if (nn::find_position_variant(type).facts.index_bias) {
+    } else if (type->facts.index_bias) {
       // relative_2d, graph_spd look their bias up by a 2D / graph index, not by a distance:
       // their table is shown by the gradient rows and the attention maps.
       if (note)
@@ -120,7 +120,7 @@ std::vector<RowGrad> position_grad_rows(nn::Model& model, const Dataset& data, u
     const auto& pos = model.main_stack().blocks().front()->self_attention().position();
     r.train_distance = b.input.size(1) - 1;
     r.probe_distance = std::max<int64_t>(4 * b.input.size(1), 256);
-    if (pos && gr.dim() >= 1 && !nn::find_position_variant(model.config().position).facts.index_bias)
+    if (pos && gr.dim() >= 1 && !model.config().position->facts.index_bias)
       r.row_distances = row_distances(*pos, gr.size(0), r.probe_distance, model.main_stack().causal());
     out.push_back(r);
   }
@@ -218,11 +218,11 @@ std::string attention_graph_dot(const nn::Model& model, int64_t L, uint64_t seed
   return o.str();
 }
 
-EntryCheck entry_gradcheck(const std::string& type, const std::map<std::string, std::string>& params,
+EntryCheck entry_gradcheck(const nn::PositionType& type, const std::map<std::string, std::string>& params,
                            const std::string& param, const std::vector<int64_t>& index, double eps) {
   Generator gen(5);
   nn::PositionConfig pc;
-  pc.type = type;
+  pc.type = type.name();
   pc.d_model = 8;
   pc.n_heads = 2;
   pc.head_dim = 4;
@@ -237,7 +237,7 @@ EntryCheck entry_gradcheck(const std::string& type, const std::map<std::string, 
   ac.bias_scale.init = 0.7;
   ac.bias_scale.per_head = true;
   nn::MultiHeadAttention attn(ac, nn::make_position_encoding(pc, gen), true, gen, DType::F64);
-  const bool causal = nn::find_position_variant(type).causal_capable;
+  const bool causal = type->causal_capable;
   Generator g(11);
   Variable x(Tensor::rand({2, 6, 8}, g, DType::F64, -1, 1));
   Tensor u = Tensor::rand({2, 6, 8}, g, DType::F64, -1, 1);

@@ -67,7 +67,7 @@ struct EntryCheck {
 };
 // A float64 attention layer (d_model 8, 2 heads, causal, L = 6, bias scale alpha on) with
 // encoding `type`; param "" picks the first position parameter, index {} its first entry.
-EntryCheck entry_gradcheck(const std::string& type, const std::map<std::string, std::string>& params,
+EntryCheck entry_gradcheck(const nn::PositionType& type, const std::map<std::string, std::string>& params,
                            const std::string& param, const std::vector<int64_t>& index, double eps = 1e-6);
 
 }  // namespace relpos::train
