@@ -46,6 +46,7 @@ struct AttnGeometry {
   // The attention layer's query / key projections x [.., D] -> [.., D] (weights and bias), set
   // by MultiHeadAttention; empty when the geometry is built elsewhere (inspection).
   std::function<Variable(const Variable&)> q_proj, k_proj;
+  Tensor positions;  // int64 [B, L, P]: the batch's position channels (PositionConfig::channels), or undefined
 };
 
 // What a variant is built from (model sizes + its own parameters).
@@ -60,6 +61,14 @@ struct PositionConfig {
   // are partly shared and partly per layer (Transformer-XL: u, v shared, W_r per layer) then
   // builds only the shared part and hands each layer its own part through make_layer().
   bool shared_across_layers = false;
+  std::vector<std::string> channels;  // data.position_channels: the columns of AttnGeometry::positions
+};
+
+// What the stack-level hooks (embed_input, after_block) see of a batch.
+struct StackInput {
+  Tensor positions;    // int64 [B, L, P]: columns PositionConfig::channels (data.position_channels); or undefined
+  Tensor padding;      // [B, L], 1 = padding; or undefined
+  int64_t offset = 0;  // absolute position of token 0
 };
 
 class PositionEncoding : public Module {
@@ -75,6 +84,12 @@ class PositionEncoding : public Module {
 
   // Absolute encodings: x [B, L, D] at positions offset.. -> x + PE.
   virtual Variable embed(const Variable& x, int64_t /*offset*/) const { return x; }
+  // The stack's call of embed(): x [B, L, D] with the batch's positions and padding (encodings
+  // that read position channels: learned with grid_h/grid_w). Default: embed(x, in.offset).
+  virtual Variable embed_input(const Variable& x, const StackInput& in) const { return embed(x, in.offset); }
+  // Stack-level hook after block `block` (0-based) of a stack: hidden states x [B, L, D] ->
+  // x plus what the encoding adds (cpe: the PEG convolution after block 0). Default: x.
+  virtual Variable after_block(const Variable& x, int64_t /*block*/, const StackInput& /*in*/) const { return x; }
   // Rotary encodings: x [B, H, L, dh] at positions offset.. -> rotated x (applied to q and k).
   virtual Variable rotate(const Variable& x, int64_t /*offset*/) const { return x; }
   // The key side of rotate(); the same map unless q and k are treated differently (xPos

@@ -70,6 +70,13 @@ CASES = [
      {"task": "patch_grid", "grid_h": 3, "grid_w": 4, "vocab_size": 6, "batch_size": 4}),
     ("graph_spd", {"type": "graph_spd", "max_dist": 4}, {"kind": "encoder", "bias_scale": {"enabled": True}},
      {"task": "graph", "seq_len": 10, "edge_prob": 0.2, "vocab_size": 6, "batch_size": 4}),
+    # real images: the 8x8 digits as token_labels, the grid from the row/col position channels
+    ("cpe", {"type": "cpe", "kernel": 3}, {"kind": "encoder"},
+     {"task": "token_labels", "path": "data/digits_train.rptok", "val_path": "data/digits_val.rptok",
+      "position_channels": ["row", "col"], "seq_len": 64, "batch_size": 4}),
+    ("relative_2d_digits", {"type": "relative_2d", "grid_h": 8, "grid_w": 8}, {"kind": "encoder"},
+     {"task": "token_labels", "path": "data/digits_train.rptok", "val_path": "data/digits_val.rptok",
+      "position_channels": ["row", "col"], "seq_len": 64, "batch_size": 4}),
     # the synthetic tasks and the other model kinds
     ("t5_encoder_decoder_reverse", {"type": "t5", "num_buckets": 8, "max_distance": 16}, {"kind": "encoder_decoder"},
      {"task": "reverse", "seq_len": 6, "vocab_size": 8, "batch_size": 4}),

@@ -242,6 +242,14 @@ class TokenLabelDataset : public Dataset {
     Generator g(0x5EED0000ULL + uint64_t(i));
     return rows(val_ ? *val_ : *train_, val_label_, val_lo_, val_hi_, seq_len, g);
   }
+  int64_t val_examples() const override { return int64_t(val_hi_ - val_lo_); }
+  Batch val_examples_batch(int64_t first, int64_t count, int64_t seq_len) const override {
+    RELPOS_CHECK(first >= 0 && count >= 1 && first + count <= val_examples(),
+                 "validation examples {}..{} requested; the split holds {}", first, first + count - 1, val_examples());
+    std::vector<uint64_t> ex(static_cast<size_t>(count));
+    for (int64_t b = 0; b < count; ++b) ex[size_t(b)] = val_lo_ + uint64_t(first + b);
+    return rows_of(val_ ? *val_ : *train_, val_label_, ex, seq_len);
+  }
   std::vector<int64_t> encode(const std::string& text) const override {
     std::vector<int64_t> out;
     std::istringstream in(text);
@@ -274,12 +282,19 @@ class TokenLabelDataset : public Dataset {
   }
 
   Batch rows(const TokenFile& f, size_t label, uint64_t lo, uint64_t hi, int64_t L, Generator& g) const {
-    const int64_t B = cfg_.batch_size;
+    std::vector<uint64_t> ex(static_cast<size_t>(cfg_.batch_size));
+    for (uint64_t& e : ex) e = lo + g.next_u64() % (hi - lo);
+    return rows_of(f, label, ex, L);
+  }
+
+  // One batch row per example of `ex`.
+  Batch rows_of(const TokenFile& f, size_t label, const std::vector<uint64_t>& ex, int64_t L) const {
+    const int64_t B = int64_t(ex.size());
     const bool per_token = f.info().channels[label].scope == ChannelScope::Token;
     std::vector<int64_t> x(size_t(B * L), 0), y(size_t(B * L), kIgnore);
     std::vector<double> pad(size_t(B * L), 1.0);
     for (int64_t b = 0; b < B; ++b) {
-      const uint64_t e = lo + g.next_u64() % (hi - lo);
+      const uint64_t e = ex[size_t(b)];
       const uint64_t s = f.example_start(e), n = std::min<uint64_t>(f.example_start(e + 1) - s, uint64_t(L));
       for (uint64_t t = 0; t < n; ++t) {
         const size_t at = size_t(b * L) + t;
@@ -340,6 +355,11 @@ std::string read_bounded(const std::string& path, const std::string& what) {
 }
 
 }  // namespace
+
+Batch Dataset::val_examples_batch(int64_t, int64_t, int64_t) const {
+  fail_config("evaluation by example (--mode examples) needs a dataset of labelled examples (data.task "
+              "token_labels)");
+}
 
 // data.task 'tokens' (data_tasks.cpp).
 namespace {

@@ -105,12 +105,18 @@ nlohmann::json num_or_null(double v) { return std::isfinite(v) ? nlohmann::json(
 // A finished point's "eval" records: every eval length in every mode of the spec (text data;
 // other tasks, whose examples are independent: random windows only).
 nlohmann::json evaluate_point(const SweepSpec& spec, const std::string& run_dir) {
-  LoadedRun run = load_run(run_dir);
-  const std::vector<std::string> modes =
-      find_data_task(run.cfg.data.task).text ? spec.eval_modes : std::vector<std::string>{"random"};
+  LoadedRun base = load_run(run_dir);
+  const bool by_example = std::count(spec.eval_modes.begin(), spec.eval_modes.end(), "examples") > 0;
+  const std::vector<std::string> modes = find_data_task(base.cfg.data.task).text ? spec.eval_modes
+                                         : by_example ? std::vector<std::string>{"examples"}
+                                                      : std::vector<std::string>{"random"};
   nlohmann::json evs = nlohmann::json::array();
   for (const std::string& mode : modes) {
-    for (int64_t L : spec.eval_lengths) {
+    for (size_t li = 0; li < spec.eval_lengths.size(); ++li) {
+      const int64_t L = spec.eval_lengths[li];
+      const std::string val_path = spec.eval_val_paths.empty() ? std::string() : spec.eval_val_paths[li];
+      LoadedRun other = val_path.empty() ? LoadedRun() : load_run(run_dir, val_path);
+      LoadedRun& run = val_path.empty() ? base : other;
       EvalOptions eo;
       eo.seq_len = L;
       eo.mode = mode;
@@ -123,6 +129,7 @@ nlohmann::json evaluate_point(const SweepSpec& spec, const std::string& run_dir)
       evs.push_back({{"seq_len", L}, {"mode", e.mode}, {"stride", e.stride}, {"loss", e.loss},
                      {"accuracy", e.accuracy}, {"tokens", e.tokens}, {"beyond_loss", num_or_null(e.beyond_loss)},
                      {"beyond_tokens", e.beyond_tokens}, {"buckets", bj}});
+      if (!val_path.empty()) evs.back()["val_path"] = val_path;
     }
   }
   return evs;
@@ -165,7 +172,7 @@ struct SpecReader {
 };
 
 void read_eval(const SpecReader& r, const YAML::Node& e, SweepSpec& s) {
-  r.known_keys(e, "eval", {"lengths", "mode", "stride", "bucket", "max_tokens"});
+  r.known_keys(e, "eval", {"lengths", "mode", "stride", "bucket", "max_tokens", "val_paths"});
   if (const YAML::Node l = e["lengths"]) {
     if (!l.IsSequence()) r.bad(l, "eval.lengths", fmt::format("expected a list of lengths, e.g. [64, 128], got '{}'", yaml_text(l)));
     for (const auto& v : l) s.eval_lengths.push_back(r.integer(v, "eval.lengths", 1, kMaxLen));
@@ -180,10 +187,19 @@ void read_eval(const SpecReader& r, const YAML::Node& e, SweepSpec& s) {
     }
     std::set<std::string> seen;
     for (const auto& mode : s.eval_modes) {
-      if (mode != "random" && mode != "windows" && mode != "sliding")
-        r.bad(m, "eval.mode", fmt::format("'{}': expected random, windows or sliding, or a list of them", mode));
+      if (mode != "random" && mode != "windows" && mode != "sliding" && mode != "examples")
+        r.bad(m, "eval.mode",
+              fmt::format("'{}': expected random, windows, sliding or examples, or a list of them", mode));
       if (!seen.insert(mode).second) r.bad(m, "eval.mode", fmt::format("'{}' is listed twice", mode));
     }
+  }
+  if (const YAML::Node v = e["val_paths"]) {  // one validation file per eval length
+    if (!v.IsSequence()) r.bad(v, "eval.val_paths", fmt::format("expected a list of token files, got '{}'", yaml_text(v)));
+    for (const auto& p : v) s.eval_val_paths.push_back(r.scalar(p, "eval.val_paths"));
+    if (s.eval_val_paths.size() != s.eval_lengths.size())
+      r.bad(v, "eval.val_paths",
+            fmt::format("lists {} files for {} eval.lengths; give one validation file per length",
+                        s.eval_val_paths.size(), s.eval_lengths.size()));
   }
   if (e["stride"]) s.eval_stride = r.integer(e["stride"], "eval.stride", 1, kMaxLen);
   if (e["bucket"]) s.eval_bucket = r.integer(e["bucket"], "eval.bucket", 1, kMaxLen);
@@ -390,6 +406,21 @@ SweepSpec load_sweep_spec(const std::string& path, int64_t max_points) {
       }
     }();
     for (int64_t L : s.eval_lengths) check_positions(c, L, where + ": eval.lengths");
+    if (std::count(s.eval_modes.begin(), s.eval_modes.end(), "examples"))
+      RELPOS_CHECK_CONFIG(find_data_task(c.data.task).val_file && !find_data_task(c.data.task).text &&
+                              find_data_task(c.data.task).labels_each_token,
+                          "{}: eval.mode examples (every validation example once) needs data.task token_labels, "
+                          "not '{}'",
+                          where, c.data.task);
+    for (const std::string& vp : s.eval_val_paths) {  // each file a validation split the point's data accepts
+      Config cv = c;
+      cv.data.val_path = vp;
+      try {
+        (void)make_dataset(cv);
+      } catch (const Error& e) {
+        fail_config("{}: eval.val_paths '{}': {}", where, vp, e.what());
+      }
+    }
     if (!find_data_task(c.data.task).text || s.eval_lengths.empty()) continue;
     const auto key = std::make_pair(c.data.path, c.data.val_fraction);
     auto it = val_chars.find(key);
@@ -560,6 +591,7 @@ void write_sweep_meta(const SweepSpec& spec, const std::string& dir) {
                          {"eval_lengths", spec.eval_lengths},
                          {"eval_modes", spec.eval_modes},
                          {"points", int64_t(spec.points.size())}};
+  if (!spec.eval_val_paths.empty()) meta["eval_val_paths"] = spec.eval_val_paths;
   write_atomically(fs::path(dir) / "sweep.json", meta.dump(2) + "\n");
 }
 

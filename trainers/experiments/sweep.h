@@ -17,9 +17,13 @@
 //                                     95% Student-t interval
 //   checkpoint_every: 100             train.checkpoint_every of every point (resume granularity)
 //   eval: {lengths: [64, 128, 256], mode: windows, stride: 0, bucket: 0, max_tokens: 4096}
-//                                     mode: random | windows | sliding, or a list ([windows, sliding]):
+//                                     mode: random | windows | sliding | examples, or a list ([windows, sliding]):
 //                                     every point is evaluated at every length in every mode (text
-//                                     data; other tasks: random windows)
+//                                     data; other tasks: random windows, or with `examples` every
+//                                     validation example once: token_labels)
+//         val_paths: [a.rptok, b.rptok]  optional, one per length: length i is evaluated on that
+//                                     validation file instead of data.val_path (the digits at
+//                                     8x8 / 12x12 / 16x16, seq_len 64 / 144 / 256); the record says which
 //
 // Point i runs in <dir>/<NNN>_<values> with output.dir set there. After training (and the
 // evaluations, if `eval` is given) one JSON line is appended to this process's index file:
@@ -68,6 +72,7 @@ struct SweepSpec {
   std::vector<SweepPoint> points;
   std::vector<int64_t> eval_lengths;
   std::vector<std::string> eval_modes = {"windows"};  // eval.mode: one mode or a list
+  std::vector<std::string> eval_val_paths;            // eval.val_paths: one validation file per length (or none)
   int64_t eval_stride = 0, eval_bucket = 0, eval_max_tokens = 0;
   int64_t checkpoint_every = 0;
 };
