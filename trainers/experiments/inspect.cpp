@@ -65,10 +65,10 @@ BiasReport position_bias(const BiasRequest& req) {
     r.bias = sb.data().contiguous().to_vector<double>();  // [H, Lq, Lk]
   } else if (st.defined()) {
     r.bias = st.data().expand({1, req.heads, req.lq, req.lk}).contiguous().to_vector<double>();
-  } else if (pos->is_absolute()) {
-    r.note = "absolute encoding: added to the input embeddings, no attention bias";
   } else if (!facts.no_bias_note.empty()) {
     r.note = facts.no_bias_note;
+  } else if (pos->is_absolute()) {
+    r.note = "absolute encoding: added to the input embeddings, no attention bias";
   } else {
     r.note = "content-dependent terms (score/value terms), no fixed additive bias";
   }
