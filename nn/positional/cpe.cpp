@@ -63,6 +63,9 @@ PositionEncodingPtr make_cpe(const PositionConfig& cfg, Generator& gen) {
   const int64_t k = cfg.params.get_int("kernel");
   RELPOS_CHECK_CONFIG(k >= 1 && k % 2 == 1, "position 'cpe': kernel must be odd and >= 1 (a k x k convolution "
                       "centred on each token), got {}", k);
+  // Built without channels (gradchecks, `relpos bias`), the grid is refused at the first forward;
+  // with channels that lack row or col, here (config validation builds every encoding).
+  if (!cfg.channels.empty()) (void)channel_column(cfg, "row"), (void)channel_column(cfg, "col");
   return std::make_shared<Cpe>(cfg.d_model, k, gen, cfg.dtype, find_grid_channels(cfg.channels));
 }
 }  // namespace

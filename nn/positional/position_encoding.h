@@ -43,10 +43,15 @@ struct AttnGeometry {
   // Optional per-example structure for index-based encodings (2D patch grids, graphs):
   // int64 [B, Lq, Lk] or [Lq, Lk], e.g. shortest-path distances. Undefined otherwise.
   Tensor position_index;
+  // Per-token position channels from the data (data.position_channels): int64 [B, L, P], column p
+  // = PositionConfig::channels[p]; query row i is token q_offset + i of it, key column j token
+  // k_offset + j (self-attention without a memory or cache: q_offset = k_offset = 0, L = Lq = Lk).
+  // Undefined when the input carries none (no channels configured, or decoding, whose generated
+  // tokens have no data): an encoding that reads a channel refuses then, naming it.
+  Tensor positions;
   // The attention layer's query / key projections x [.., D] -> [.., D] (weights and bias), set
   // by MultiHeadAttention; empty when the geometry is built elsewhere (inspection).
   std::function<Variable(const Variable&)> q_proj, k_proj;
-  Tensor positions;  // int64 [B, L, P]: the batch's position channels (PositionConfig::channels), or undefined
 };
 
 // What a variant is built from (model sizes + its own parameters).
@@ -56,12 +61,15 @@ struct PositionConfig {
   int64_t max_len = 0;      // longest sequence the model is built for (learned tables)
   double init_std = 0.02;   // std of every learnable position table
   PositionParams params;
+  // Names of the per-token position channels the input carries (AttnGeometry::positions columns,
+  // model.position_channels = data.position_channels); an encoding that reads one finds its column
+  // with channel_column().
+  std::vector<std::string> channels;
   DType dtype = DType::F32;
   // Set by a stack that shares one instance across its layers. An encoding whose parameters
   // are partly shared and partly per layer (Transformer-XL: u, v shared, W_r per layer) then
   // builds only the shared part and hands each layer its own part through make_layer().
   bool shared_across_layers = false;
-  std::vector<std::string> channels;  // data.position_channels: the columns of AttnGeometry::positions
 };
 
 // What the stack-level hooks (embed_input, after_block) see of a batch.
@@ -158,6 +166,10 @@ class PositionEncoding : public Module {
 };
 
 using PositionEncodingPtr = std::shared_ptr<PositionEncoding>;
+
+// The column of position channel `name` in AttnGeometry::positions; a ConfigError naming the
+// encoding, the channel and data.position_channels' names when the data does not carry it.
+int64_t channel_column(const PositionConfig& cfg, const std::string& name);
 
 // Distances kj - qi for the Toeplitz entries t = 0 .. Lq + Lk - 2 (int64 [Lq + Lk - 1]).
 Tensor toeplitz_distances(const AttnGeometry& g);

@@ -133,7 +133,8 @@ TEST_CASE("cpe: x + depthwise conv after block 0 only, padding untouched; missin
   CHECK(pos->embed_input(x, in).data().to_vector<double>() == xv);     // nothing at the input
   CHECK_THROWS_WITH(pos->after_block(x, 0, {}), Contains("position 'cpe' reads the token grid from the position "
                                                          "channels 'row' and 'col'"));
-  auto blind = make("cpe", {}, {"time"});
+  CHECK_THROWS_WITH(make("cpe", {}, {"time"}), Contains("reads the per-token position channel 'row'"));
+  auto blind = make("cpe", {}, {});
   CHECK_THROWS_WITH(blind->after_block(x, 0, in), Contains("list them in data.position_channels"));
   CHECK_THROWS_WITH(make("cpe", {{"kernel", "2"}}), Contains("kernel must be odd"));
 }
