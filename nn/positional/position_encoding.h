@@ -49,6 +49,8 @@ struct AttnGeometry {
   // Undefined when the input carries none (no channels configured, or decoding, whose generated
   // tokens have no data): an encoding that reads a channel refuses then, naming it.
   Tensor positions;
+  // With positions: the keys' padding [B, Lk] (1 = padding; the same tokens), or undefined.
+  Tensor key_padding;
   // The attention layer's query / key projections x [.., D] -> [.., D] (weights and bias), set
   // by MultiHeadAttention; empty when the geometry is built elsewhere (inspection).
   std::function<Variable(const Variable&)> q_proj, k_proj;

@@ -20,7 +20,7 @@
 // another H' x W' grid (the 8x8 digits upsampled to 12x12 at evaluation) gets the index of its
 // own grid over a table resized from (2Wh-1) x (2Ww-1) to (2H'-1) x (2W'-1) offsets by bicubic
 // interpolation, per head (Swin v1's resolution change, F.interpolate(mode="bicubic",
-// align_corners=False); grid.h's resize_grid_rows). Such batches carry no padding.
+// align_corners=False); grid.h's resize_grid_rows). Padding after the grid reads as its last token.
 // Init: normal(init_std) like every relpos table (Swin: zeros, then trunc_normal std .02).
 // Parameters: grid_h, grid_w (required, >= 1).
 #include "autograd/ops.h"
@@ -57,27 +57,25 @@ class Relative2D : public PositionEncoding {
   IndexBias index_bias(const AttnGeometry& g) const override {
     if (ch_.present() && g.positions.defined() && !g.position_index.defined()) {
       RELPOS_CHECK(!g.causal, "position encoding 'relative_2d' is encoder-only; it cannot be used with causal attention");
-      const Grid b = batch_grid(g.positions, ch_, Tensor(), "position 'relative_2d'");
-      if (b != Grid{gh_, gw_}) {
-        RELPOS_CHECK(g.q_offset + g.Lq <= b.tokens() && g.k_offset + g.Lk <= b.tokens(),
-                     "position encoding 'relative_2d': the batch's {}x{} grid holds {} tokens, but queries are at "
-                     "positions {}..{} and keys at {}..{}",
-                     b.h, b.w, b.tokens(), g.q_offset, g.q_offset + g.Lq - 1, g.k_offset, g.k_offset + g.Lk - 1);
-        const Variable table = resize_grid_rows(table_, {2 * gh_ - 1, 2 * gw_ - 1}, {2 * b.h - 1, 2 * b.w - 1});
-        return {table, cached("relative_2d.grid_index", {b.h, b.w, g.Lq, g.Lk, g.q_offset, g.k_offset},
-                              [&] { return grid_index(b.h, b.w, g); })};
-      }
+      const Grid b = batch_grid(g.positions, ch_, g.key_padding, "position 'relative_2d'");
+      // Tokens after the grid (padding: masked keys, query rows nothing reads) look up as its last token.
+      const Variable table = b == Grid{gh_, gw_} ? table_
+                                                 : resize_grid_rows(table_, {2 * gh_ - 1, 2 * gw_ - 1},
+                                                                    {2 * b.h - 1, 2 * b.w - 1});
+      return {table, cached("relative_2d.grid_index", {b.h, b.w, g.Lq, g.Lk, g.q_offset, g.k_offset},
+                            [&] { return grid_index(b.h, b.w, g); })};
     }
     return {table_, lookup_index(g)};
   }
 
  private:
-  // Table rows [Lq, Lk] on an h x w grid: (dh + h - 1) (2w - 1) + (dw + w - 1).
+  // Table rows [Lq, Lk] on an h x w grid: (dh + h - 1) (2w - 1) + (dw + w - 1); a position past the
+  // grid (padding) is read as the grid's last token.
   static Tensor grid_index(int64_t h, int64_t w, const AttnGeometry& g) {
     std::vector<int64_t> idx(size_t(g.Lq * g.Lk));
     for (int64_t i = 0; i < g.Lq; ++i)
       for (int64_t j = 0; j < g.Lk; ++j) {
-        const int64_t p = g.q_offset + i, r = g.k_offset + j;
+        const int64_t p = std::min(g.q_offset + i, h * w - 1), r = std::min(g.k_offset + j, h * w - 1);
         const int64_t dh = p / w - r / w, dw = p % w - r % w;
         idx[size_t(i * g.Lk + j)] = (dh + h - 1) * (2 * w - 1) + (dw + w - 1);
       }
