@@ -37,7 +37,8 @@ test::CliRun relpos_cli(const std::string& args) { return test::cli_run("--threa
 // n examples, each an h x w grid (row-major) of intensities 0..4; label = the brightest row mod 4.
 // `edit` may change an example's tokens / coordinates before the file is written.
 struct Images {
-  std::vector<int64_t> tokens, rows, cols, labels;
+  std::vector<int64_t> tokens;
+  std::vector<int32_t> rows, cols, labels;
   std::vector<uint64_t> starts;
   int64_t max_row = 0, max_col = 0;
   void add(int64_t h, int64_t w, uint64_t seed) {
@@ -47,12 +48,12 @@ struct Images {
       int64_t sum = 0;
       for (int64_t c = 0; c < w; ++c) {
         const int64_t v = int64_t((seed * 2654435761u + uint64_t(r * 31 + c * 7)) % 5);
-        tokens.push_back(v), rows.push_back(r), cols.push_back(c);
+        tokens.push_back(v), rows.push_back(int32_t(r)), cols.push_back(int32_t(c));
         sum += v;
       }
       if (sum > best_sum) best_sum = sum, best = r;
     }
-    labels.push_back(best % 4);
+    labels.push_back(int32_t(best % 4));
     max_row = std::max(max_row, h - 1), max_col = std::max(max_col, w - 1);
   }
   void write(const std::string& path, int64_t declared_row = -1, int64_t declared_col = -1) const {
