@@ -40,10 +40,9 @@ class Learned : public PositionEncoding {
     if (grid_.tokens() == 0 || !ch_.present() || !in.positions.defined()) return embed(x, in.offset);
     const Grid b = batch_grid(in.positions, ch_, in.padding, "position 'learned'");
     if (b == grid_) return embed(x, in.offset);
-    const int64_t B = x.size(0), L = x.size(1), D = x.size(2), n = b.tokens();
+    const int64_t L = x.size(1), D = x.size(2), n = b.tokens();
     const Variable pe = resize_grid_rows(narrow(table_, 0, 0, grid_.tokens()), grid_, b);  // [n, D]
     const Variable cells = (n == L ? x : narrow(x, 1, 0, n)) + reshape(pe, {1, n, D});
-    (void)B;
     return n == L ? cells : cat({cells, narrow(x, 1, n, L - n)}, 1);
   }
 

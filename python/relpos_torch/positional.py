@@ -1,4 +1,4 @@
-"""The 18 relpos position encodings as torch modules (see docs/model.md and the header comment
+"""The relpos position encodings as torch modules (see docs/model.md and the header comment
 of each nn/positional/*.cpp). Every module implements the subset of hooks its C++ twin does:
 
     embed(x, offset)                       absolute encodings, x [B, L, D]
