@@ -94,7 +94,7 @@ TEST_CASE("depthwise_conv2d: forward and gradients equal PyTorch's Conv2d(groups
   CHECK_FALSE(g.dbias.defined());
 }
 
-TEST_CASE("depthwise_conv2d: a 1x1 kernel scales each channel; bad shapes are named errors", "[kernels][conv]") {
+TEST_CASE("depthwise_conv2d: a 1x1 kernel scales each channel, and bad shapes are named errors", "[kernels][conv]") {
   Tensor x = golden_x();
   Tensor w = Tensor::from_vector(std::vector<double>{2.0, -3.0}, {2, 1, 1});
   const std::vector<double> xs = x.to_vector<double>(), ys = k::depthwise_conv2d(x, w, Tensor()).to_vector<double>();

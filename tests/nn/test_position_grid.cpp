@@ -110,7 +110,7 @@ TEST_CASE("grid: batch_grid reads H x W and refuses bad grids naming the batch r
                     Contains("batch row 0: token 3 is padding but token 4 is not"));
 }
 
-TEST_CASE("cpe: x + depthwise conv after block 0 only, padding untouched; missing channels are named", "[nn][grid]") {
+TEST_CASE("cpe: x + depthwise conv after block 0 only, padding untouched, missing channels named", "[nn][grid]") {
   auto pos = make("cpe", {{"kernel", "1"}});
   CHECK(pos->type() == "cpe");
   CHECK(pos->is_absolute());

@@ -96,6 +96,47 @@ Tensor demo_spd() {
   return nn::shortest_path_distances({a, b}, 10);
 }
 
+std::vector<GradcheckCase> stack_hook_gradchecks(const std::string& type,
+                                                 const std::map<std::string, std::string>& params) {
+  // Encodings that read position channels (cpe: row, col) also act at the stack level
+  // (embed_input, after_block): hidden states [2, L, 8] on a 2x3 grid (row-major, channels row and
+  // col as data.position_channels gives them), once with L = 6 and once with 2 padding tokens after
+  // the grid, through both hooks; the inputs and every parameter of the encoding are checked.
+  std::vector<GradcheckCase> out;
+  const auto& chans = nn::find_position_variant(type).facts.position_channels;
+  if (!chans.empty())
+    for (const int64_t L : {6, 8}) {
+      Generator gen(23);
+      nn::PositionConfig pc;
+      pc.type = type;
+      pc.d_model = 8;
+      pc.n_heads = 2;
+      pc.head_dim = 4;
+      pc.max_len = 16;
+      pc.init_std = 0.5;
+      pc.params = nn::PositionParams(params);
+      pc.dtype = DType::F64;
+      pc.channels = chans;
+      nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, gen);
+      const int64_t P = int64_t(chans.size());
+      std::vector<int64_t> pv(size_t(2 * L * P), 0);
+      std::vector<double> padv(size_t(2 * L), 0.0);
+      for (int64_t b = 0; b < 2; ++b)
+        for (int64_t t = 0; t < L; ++t) {
+          if (t >= 6) padv[size_t(b * L + t)] = 1.0;
+          for (int64_t c = 0; c < P; ++c)
+            pv[size_t((b * L + t) * P + c)] = t >= 6 ? 0 : chans[size_t(c)] == "row" ? t / 3 : chans[size_t(c)] == "col" ? t % 3 : 0;
+        }
+      const nn::StackInput si{Tensor::from_vector(pv, {2, L, P}), L > 6 ? Tensor::from_vector(padv, {2, L}) : Tensor(), 0};
+      std::vector<Variable> inputs{Variable(Tensor::rand({2, L, 8}, gen, DType::F64, -1, 1), true)};
+      for (const Variable& p : pos->parameters()) inputs.push_back(p);
+      auto fn = [&](const std::vector<Variable>& in) { return pos->after_block(pos->embed_input(in[0], si), 0, si); };
+      const std::string name = fmt::format("stack hooks on a 2x3 grid, L {}{}", L, L > 6 ? " (2 padding)" : "");
+      out.push_back({type + ": " + name, gradcheck(type + " (" + name + ")", fn, inputs)});
+    }
+  return out;
+}
+
 std::vector<GradcheckCase> gradchecks_for(const std::string& type, const std::map<std::string, std::string>& user) {
   const std::map<std::string, std::string> params = gradcheck_params(type, user);
   const bool causal_capable = nn::find_position_variant(type).causal_capable;
@@ -161,40 +202,7 @@ std::vector<GradcheckCase> gradchecks_for(const std::string& type, const std::ma
           geo.name + (causal && !geo.causal ? ", causal" : "") + (fused ? " [fused]" : " [reference]");
       out.push_back({type + ": " + name, gradcheck(type + " (" + name + ")", fn, inputs)});
     }
-  // Encodings that read position channels (cpe: row, col) also act at the stack level
-  // (embed_input, after_block): hidden states [2, L, 8] on a 2x3 grid (row-major, channels row and
-  // col as data.position_channels gives them), once with L = 6 and once with 2 padding tokens after
-  // the grid, through both hooks; the inputs and every parameter of the encoding are checked.
-  if (const auto& chans = nn::find_position_variant(type).facts.position_channels; !chans.empty())
-    for (const int64_t L : {6, 8}) {
-      Generator gen(23);
-      nn::PositionConfig pc;
-      pc.type = type;
-      pc.d_model = 8;
-      pc.n_heads = 2;
-      pc.head_dim = 4;
-      pc.max_len = 16;
-      pc.init_std = 0.5;
-      pc.params = nn::PositionParams(params);
-      pc.dtype = DType::F64;
-      pc.channels = chans;
-      nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, gen);
-      const int64_t P = int64_t(chans.size());
-      std::vector<int64_t> pv(size_t(2 * L * P), 0);
-      std::vector<double> padv(size_t(2 * L), 0.0);
-      for (int64_t b = 0; b < 2; ++b)
-        for (int64_t t = 0; t < L; ++t) {
-          if (t >= 6) padv[size_t(b * L + t)] = 1.0;
-          for (int64_t c = 0; c < P; ++c)
-            pv[size_t((b * L + t) * P + c)] = t >= 6 ? 0 : chans[size_t(c)] == "row" ? t / 3 : chans[size_t(c)] == "col" ? t % 3 : 0;
-        }
-      const nn::StackInput si{Tensor::from_vector(pv, {2, L, P}), L > 6 ? Tensor::from_vector(padv, {2, L}) : Tensor(), 0};
-      std::vector<Variable> inputs{Variable(Tensor::rand({2, L, 8}, gen, DType::F64, -1, 1), true)};
-      for (const Variable& p : pos->parameters()) inputs.push_back(p);
-      auto fn = [&](const std::vector<Variable>& in) { return pos->after_block(pos->embed_input(in[0], si), 0, si); };
-      const std::string name = fmt::format("stack hooks on a 2x3 grid, L {}{}", L, L > 6 ? " (2 padding)" : "");
-      out.push_back({type + ": " + name, gradcheck(type + " (" + name + ")", fn, inputs)});
-    }
+  for (auto& c : stack_hook_gradchecks(type, params)) out.push_back(std::move(c));
   return out;
 }
 

@@ -210,6 +210,26 @@ void read_eval(const SpecReader& r, const YAML::Node& e, SweepSpec& s) {
                           r.path, s.eval_stride, L);
 }
 
+// eval.mode examples needs labelled examples; each eval.val_paths file must be a validation split
+// the point's data accepts (opened, its channels and grids checked).
+void check_eval_data(const SweepSpec& s, const Config& c, const std::string& where) {
+  if (std::count(s.eval_modes.begin(), s.eval_modes.end(), "examples"))
+    RELPOS_CHECK_CONFIG(find_data_task(c.data.task).val_file && !find_data_task(c.data.task).text &&
+                            find_data_task(c.data.task).labels_each_token,
+                        "{}: eval.mode examples (every validation example once) needs data.task token_labels, "
+                        "not '{}'",
+                        where, c.data.task);
+  for (const std::string& vp : s.eval_val_paths) {
+    Config cv = c;
+    cv.data.val_path = vp;
+    try {
+      (void)make_dataset(cv);
+    } catch (const Error& e) {
+      fail_config("{}: eval.val_paths '{}': {}", where, vp, e.what());
+    }
+  }
+}
+
 // grid: key -> value or list of values (cartesian product in key order, the last key fastest)
 std::vector<std::vector<std::string>> read_grid(const SpecReader& r, const YAML::Node& g, SweepSpec& s) {
   std::vector<std::vector<std::string>> values;
@@ -406,21 +426,7 @@ SweepSpec load_sweep_spec(const std::string& path, int64_t max_points) {
       }
     }();
     for (int64_t L : s.eval_lengths) check_positions(c, L, where + ": eval.lengths");
-    if (std::count(s.eval_modes.begin(), s.eval_modes.end(), "examples"))
-      RELPOS_CHECK_CONFIG(find_data_task(c.data.task).val_file && !find_data_task(c.data.task).text &&
-                              find_data_task(c.data.task).labels_each_token,
-                          "{}: eval.mode examples (every validation example once) needs data.task token_labels, "
-                          "not '{}'",
-                          where, c.data.task);
-    for (const std::string& vp : s.eval_val_paths) {  // each file a validation split the point's data accepts
-      Config cv = c;
-      cv.data.val_path = vp;
-      try {
-        (void)make_dataset(cv);
-      } catch (const Error& e) {
-        fail_config("{}: eval.val_paths '{}': {}", where, vp, e.what());
-      }
-    }
+    check_eval_data(s, c, where);
     if (!find_data_task(c.data.task).text || s.eval_lengths.empty()) continue;
     const auto key = std::make_pair(c.data.path, c.data.val_fraction);
     auto it = val_chars.find(key);
