@@ -107,6 +107,11 @@ Variable scatter_add(const Shape& shape, int64_t dim, const Tensor& idx, const V
 // scores: [B, H, Lq, Lk], bias: [H, Lq + Lk - 1] -> scores + bias[h, j - i + Lq - 1]
 // Backward to the bias sums dS along diagonals (no [H, Lq, Lk] tensor, no atomics).
 Variable add_toeplitz_bias(const Variable& scores, const Variable& bias);
+// ---- depthwise 2D convolution (PEG, the cpe encoding) ----
+// x [B, H, W, C] (channels last), w [C, k, k] (k odd), bias [C] or undefined -> [B, H, W, C]:
+// PyTorch's Conv2d(C, C, k, padding=(k-1)/2, groups=C) on x.permute(0, 3, 1, 2), permuted back.
+// Gradients for x, w and bias (k::depthwise_conv2d_backward).
+Variable depthwise_conv2d(const Variable& x, const Variable& w, const Variable& bias);
 // x [..., L, dh] rotated pairwise by the cos/sin table cs [2, L, r/2] (k::rotary); no gradient to cs.
 Variable rotary(const Variable& x, const Tensor& cs, bool interleaved);
 // softmax(scale q k^T + bias (Toeplitz [H, Lq + Lk - 1], may be undefined) + masks) v in one

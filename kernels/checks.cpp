@@ -133,6 +133,36 @@ void toeplitz_diag_sum(const Tensor& ds) {
   floating(ds.dtype(), "toeplitz_diag_sum");
 }
 
+namespace {
+// x [B, H, W, C], w [C, k, k] with k odd, same dtype and device, floating.
+void conv_args(const Tensor& x, const Tensor& w, const char* op) {
+  check_defined(x, op, "input");
+  check_defined(w, op, "weight");
+  check_same_dtype_device(x, w, op);
+  RELPOS_CHECK(x.dim() == 4, "{}: x must be [B, H, W, C], got {}", op, shape_str(x.shape()));
+  RELPOS_CHECK(w.dim() == 3 && w.size(0) == x.size(3) && w.size(1) == w.size(2) && w.size(1) % 2 == 1,
+               "{}: w must be [C, k, k] with C = {} and k odd, got {}", op, x.size(3), shape_str(w.shape()));
+  floating(x.dtype(), op);
+}
+}  // namespace
+
+void depthwise_conv2d(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  conv_args(x, w, "depthwise_conv2d");
+  if (bias.defined()) {
+    check_same_dtype_device(x, bias, "depthwise_conv2d");
+    RELPOS_CHECK(bias.dim() == 1 && bias.size(0) == x.size(3), "depthwise_conv2d: bias must be [C] = [{}], got {}",
+                 x.size(3), shape_str(bias.shape()));
+  }
+}
+
+void depthwise_conv2d_backward(const Tensor& gy, const Tensor& x, const Tensor& w, bool) {
+  check_defined(gy, "depthwise_conv2d_backward", "gradient");
+  conv_args(x, w, "depthwise_conv2d_backward");
+  check_same_dtype_device(x, gy, "depthwise_conv2d_backward");
+  RELPOS_CHECK(gy.shape() == x.shape(), "depthwise_conv2d_backward: gradient {} and input {} differ in shape",
+               shape_str(gy.shape()), shape_str(x.shape()));
+}
+
 void rotary(const Tensor& x, const Tensor& cs, bool, bool) {
   check_defined(x, "rotary", "x");
   check_same_dtype_device(x, cs, "rotary");

@@ -206,6 +206,22 @@ Tensor toeplitz_add(const Tensor& s, const Tensor& t);
 // ds: [B, H, Lq, Lk] -> [H, Lq + Lk - 1], sums along each diagonal (deterministic)
 Tensor toeplitz_diag_sum(const Tensor& ds);
 
+// ---------------------------------------------------------------- depthwise 2D convolution
+// x [B, H, W, C] (channels last: a token grid [B, H*W, C] viewed as rows x columns), w [C, k, k]
+// (k odd), bias [C] or undefined -> y [B, H, W, C], PyTorch's Conv2d(C, C, k, padding=k/2,
+// groups=C) in channels-last layout (cross-correlation, zero padding, p = (k - 1) / 2):
+//   y[b, i, j, c] = bias[c] + sum_{u, v < k} w[c, u, v] * x[b, i + u - p, j + v - p, c]
+Tensor depthwise_conv2d(const Tensor& x, const Tensor& w, const Tensor& bias);
+struct ConvGrads {
+  Tensor dx, dw, dbias;  // [B, H, W, C], [C, k, k], [C] (dbias undefined without a bias)
+};
+// gy [B, H, W, C] -> the gradients of depthwise_conv2d (dw and dbias summed in float64, in a
+// fixed order: deterministic, the same bits on every backend):
+//   dx[b, i, j, c] = sum_{u, v} w[c, u, v] * gy[b, i - u + p, j - v + p, c]
+//   dw[c, u, v]    = sum_{b, i, j} gy[b, i, j, c] * x[b, i + u - p, j + v - p, c]
+//   dbias[c]       = sum_{b, i, j} gy[b, i, j, c]
+ConvGrads depthwise_conv2d_backward(const Tensor& gy, const Tensor& x, const Tensor& w, bool has_bias);
+
 // ---------------------------------------------------------------- rotary position encoding
 // x [..., L, dh], cs [2, L, r/2] (cs[0] = cos, cs[1] = sin of every position's pair angles, any
 // scale folded in; r <= dh): the first r channels of each row rotated pairwise, the rest copied:

@@ -92,12 +92,15 @@ Variable TransformerStack::forward(const Tensor& tokens, const Tensor& padding, 
   RELPOS_CHECK(tokens.dim() == 2 && tokens.dtype() == DType::I64, "model input must be int64 [B, L], got {}",
                describe(tokens));
   check_positions(tokens, positions);
-  Variable x = pos_->embed(embed_->forward(tokens), offset);  // absolute encodings add here
+  const StackInput in{positions, padding, offset};
+  Variable x = pos_->embed_input(embed_->forward(tokens), in);  // absolute encodings add here
   if (stats) stats->assign(layers_.size(), {});
   if (state && state->blocks.size() != layers_.size()) state->blocks.resize(layers_.size());
-  for (size_t i = 0; i < layers_.size(); ++i)
+  for (size_t i = 0; i < layers_.size(); ++i) {
     x = layers_[i]->forward(x, causal_, padding, offset, memory, memory_padding, state ? &state->blocks[i] : nullptr,
                             gen, stats ? &(*stats)[i] : nullptr, position_index, positions);
+    x = pos_->after_block(x, int64_t(i), in);  // conditional encodings (cpe) add here
+  }
   return norm_ ? norm_->forward(x) : x;
 }
 

@@ -5,11 +5,12 @@
 #                                    sanitizer build: scripts/build.sh with RELPOS_SANITIZE=1)
 set -euo pipefail
 pkgs=(cmake g++ make libopenblas-openmp-dev libdnnl-dev libyaml-cpp-dev libfmt-dev catch2 libcli11-dev nlohmann-json3-dev
-      pkg-config ccache python3-matplotlib python3-numpy python3-yaml python3-torch
+      pkg-config ccache python3-matplotlib python3-numpy python3-yaml python3-torch python3-sklearn
       openmpi-bin libopenmpi-dev libsentencepiece-dev)
 # python3-matplotlib: relpos report (and its tests); python3-torch + yaml: the PyTorch loader test
 # (ctest torch_loader); ccache: rebuilds reuse unchanged objects (scripts/build.sh); pkg-config: scripts/test-install.sh's pkg-config consumer;
 # openmpi-bin, libopenmpi-dev: data-parallel training (mpirun -np N relpos train) and its ctest checks.
+# python3-sklearn: scripts/prepare_digits.py reads its bundled 8x8 digits (ctest digits_data).
 # libsentencepiece-dev: data.tokenizer.type sentencepiece (subword tokens, docs/data.md).
 [[ "${1:-}" == "--fuzz" ]] && pkgs+=(clang-14 libclang-rt-14-dev libomp-14-dev)
 

@@ -339,7 +339,7 @@ def read_sweep_meta(path):
     """sweep.json, written by run_sweep (trainers/experiments/sweep.cpp)."""
     meta = read_json_file(path, "sweep description")
     at = Where(path)
-    for key in ("point_names", "grid_keys", "recipes"):
+    for key in ("point_names", "grid_keys", "recipes", "eval_val_paths"):
         v = meta.get(key)
         if v is None:
             continue
@@ -376,6 +376,7 @@ def check_sweep_record(r, at):
         check_str(e.get("mode"), ea.sub("mode"), null=True)
         check_value(require(e, "loss", ea, "a number or null"), ea.sub("loss"), strings=False)
         check_value(e.get("beyond_loss"), ea.sub("beyond_loss"), strings=False)
+        check_value(e.get("accuracy"), ea.sub("accuracy"), strings=False)
 
 
 def sweep_index_files(sweep_dir):
@@ -484,6 +485,19 @@ def read_inspect(path):
                     ra.sub("row_distance").sub(k).fail("null or [min, max] integers with min <= max", d)
             check_int(require(r, "train_distance", ra, "an integer"), ra.sub("train_distance"), lo=0)
             check_int(require(r, "probe_distance", ra, "an integer"), ra.sub("probe_distance"), lo=1)
+    kernels = ins.get("conv_kernels", [])
+    if not isinstance(kernels, list):
+        at.sub("conv_kernels").fail("an array of kernels", kernels)
+    for i, kr in enumerate(kernels):
+        ka = at.sub("conv_kernels").sub(i)
+        check_object(kr, ka)
+        check_str(require(kr, "param", ka, "a string"), ka.sub("param"))
+        check_matrix(require(kr, "mean_abs", ka, "a k x k array"), ka.sub("mean_abs"))
+        chans = require(kr, "channels", ka, "an array of k x k arrays")
+        if not isinstance(chans, list):
+            ka.sub("channels").fail("an array of k x k arrays", chans)
+        for c, m in enumerate(chans):
+            check_matrix(m, ka.sub("channels").sub(c))
     att = ins.get("attention")
     if att:
         check_object(att, at.sub("attention"))
@@ -706,6 +720,10 @@ def tiers(items):
     return out
 
 
+def interval_note(seeded):
+    return " (mean over seeds; band: its 95% interval)" if seeded else ""
+
+
 def small_multiples(figs, stem, title, xlabel, ylabel, series, caption, log2x=None):
     """One panel per series, shared axes: the series in colour (with its 95% interval band where
     it has "lo"/"hi"), every other series in light grey behind it for comparison.
@@ -876,6 +894,28 @@ def inspect_figures(ins, figs):
         figs.save(stem, fig, ax.get_title(), ax.get_xlabel(), ax.get_ylabel(),
                   [{"label": "row norm", "x": x, "y": r["row_norm"]}], caption,
                   extra={"row_labels": labels} if labels else None)
+    for kr in ins.get("conv_kernels", []):
+        panels = [("mean |w| over channels", kr["mean_abs"])] + \
+            [(f"channel {c}", m) for c, m in enumerate(kr["channels"])]
+        fig, axes = plt.subplots(1, len(panels), figsize=(1.9 * len(panels) + 1.2, 2.6), squeeze=False,
+                                 layout="constrained")
+        for ax, (title, m) in zip(axes[0], panels):
+            a = np.asarray(m, dtype=float)
+            lim = float(np.nanmax(np.abs(a))) if np.isfinite(a).any() else 1.0
+            im = ax.imshow(a, cmap="viridis" if title.startswith("mean") else "RdBu_r",
+                           vmin=0 if title.startswith("mean") else -lim, vmax=lim or 1.0)
+            ax.set_title(title, fontsize=8)
+            ax.set_xticks(range(a.shape[1]))
+            ax.set_yticks(range(a.shape[0]))
+            ax.set_xticklabels([str(v - a.shape[1] // 2) for v in range(a.shape[1])], fontsize=7)
+            ax.set_yticklabels([str(v - a.shape[0] // 2) for v in range(a.shape[0])], fontsize=7)
+            fig.colorbar(im, ax=ax, shrink=0.7)
+        stem = "kernel_" + kr["param"].replace(".", "_")
+        figs.save(stem, fig, f"Convolution kernel {kr['param']}", "column offset", "row offset", [],
+                  f"The learned k x k depthwise kernel {kr['param']} {kr.get('shape')}: the mean |w| of each tap "
+                  "over the channels (which neighbours the generated positions read), then the first channels' "
+                  "kernels (signed). Offsets are relative to the token (0, 0 = the token itself).",
+                  extra={"mean_abs": kr["mean_abs"], "channels": kr["channels"]})
     att = ins.get("attention")
     if att and att.get("layers"):
         heads = att["layers"][0]
@@ -1111,6 +1151,44 @@ def sweep_figures(sweep_dir, meta, index, figs, md):
     else:
         md.append("No ranking: every point ran with one seed, so nothing separates its differences from "
                   "seed-to-seed variation (add `seeds: N` to the spec for means with 95% intervals).\n")
+    # Classification (eval.mode examples: every validation example once): held-out accuracy per
+    # evaluation length / validation file, mean over seeds with its interval.
+    acc_keys = [k for k in keys if k[0] == "examples"]
+    val_paths = meta.get("eval_val_paths") or []
+    if acc_keys:
+        def acc_col(L):
+            i = lens.index(L)
+            src = f" ({os.path.basename(str(val_paths[i]))})" if i < len(val_paths) else ""
+            return f"accuracy @ {L}{src}"
+        for g in groups:
+            ev = [{(e.get("mode", "?"), e["seq_len"]): e for e in r.get("eval", [])} for r in g["recs"]]
+            g["acc"] = {k: summarize([e[k].get("accuracy") if k in e else None for e in ev]) for k in acc_keys}
+        md.append("Held-out accuracy: every validation example once (`eval.mode: examples`), at each evaluation "
+                  "length" + (" on its validation file (`eval.val_paths`)" if val_paths else "") +
+                  ("; mean over seeds ± the half-width of its 95% Student-t interval" if seeded else "") + ".\n")
+        head = ["point", "runs"] + [acc_col(L) for _, L in acc_keys]
+        md.append("| " + " | ".join(head) + " |")
+        md.append("|" + "---|" * len(head))
+        for g in groups:
+            md.append("| " + " | ".join([g["label"], str(len(g["recs"]))] +
+                                        [fmt_summary(g["acc"][k]) for k in acc_keys]) + " |")
+        md.append("")
+        series = []
+        for g in groups:
+            xs = [L for _, L in acc_keys if g["acc"][("examples", L)]["mean"] is not None]
+            sm = [g["acc"][("examples", L)] for L in xs]
+            if xs:
+                series.append({"label": g["label"], "x": xs, "y": [v["mean"] for v in sm],
+                               "lo": [v["lo"] for v in sm], "hi": [v["hi"] for v in sm],
+                               "seeds": [v["finite"] for v in sm]})
+        if series:
+            small_multiples(figs, "accuracy", "Held-out accuracy vs evaluation length",
+                            "evaluation length L (tokens, log scale)", "accuracy (every validation example once)",
+                            series, "Classification accuracy over the whole validation split at each evaluation "
+                            "length" + (" (its own validation file: " + ", ".join(os.path.basename(str(v))
+                                                                                  for v in val_paths) + ")"
+                                        if val_paths else "") + interval_note(seeded) +
+                            ", one panel per point with every other point in grey behind it.", log2x=lens)
     if seeded:
         md.append("Every run:\n")
     head = ["#", "point", "status", "final train loss", "final val loss", "first divergence step"] + \

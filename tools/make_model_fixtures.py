@@ -10,7 +10,7 @@ fixed batch, and evaluated in float64 from those float32 weights:
   eps 1e-8, weight_decay 0.01 on every parameter, no clipping, no schedule): loss k is the loss
   before update k + 1, the first one equals `loss`.
 Stored: "param.<name>" F32 (the weights relpos loads), "input"/"target"/"dec_input"/
-"position_index" I64, "logits" F64, "loss" F64 [], "grad.<name>" F64, "trajectory" F64 [5];
+"position_index"/"positions" I64 (positions: [B, L, P], the channels of "data.position_channels"), "logits" F64, "loss" F64 [], "grad.<name>" F64, "trajectory" F64 [5];
 metadata: the model config as "model.<key>" strings (position parameters as
 "model.position.<key>") and "optim.*".
 
@@ -56,7 +56,14 @@ CASES = {
                   {"type": "graph_spd", "max_dist": "3"}),
     "deberta": ({"kind": "encoder"}, {"type": "deberta", "position_buckets": "4", "max_relative_positions": "8"}),
     "music_transformer": ({}, {"type": "music_transformer", "max_relative_position": "5"}),
+    # Grids from the row/col position channels (data.position_channels [row, col]): every example a
+    # 2x4 grid (L = 8). cpe: the PEG convolution after block 0; the _resize cases are built for a
+    # 2x2 training grid and run on 2x4, so the table is resized (F.interpolate, bicubic).
+    "cpe": ({"kind": "encoder"}, {"type": "cpe", "kernel": "3"}),
+    "relative_2d_resize": ({"kind": "encoder"}, {"type": "relative_2d", "grid_h": "2", "grid_w": "2"}),
+    "learned_resize": ({"kind": "encoder"}, {"type": "learned", "grid_h": "2", "grid_w": "2"}),
 }
+GRID = {"cpe": (2, 4), "relative_2d_resize": (2, 4), "learned_resize": (2, 4)}  # case -> (H, W), H W = L
 
 
 def weights(model, gen):
@@ -76,7 +83,7 @@ def weights(model, gen):
     return out
 
 
-def batch(kind, pos_type, gen):
+def batch(kind, pos_type, gen, grid=None):
     b = {}
     toks = lambda *s: torch.randint(0, V, s, generator=gen)  # noqa: E731
     if kind == "encoder_decoder":
@@ -88,6 +95,9 @@ def batch(kind, pos_type, gen):
         spd = torch.randint(-1, 5, (B, L, L), generator=gen)
         spd = torch.where(torch.eye(L, dtype=torch.bool), torch.zeros_like(spd), spd)
         b["position_index"] = spd
+    if grid:
+        t = torch.arange(L)
+        b["positions"] = torch.stack([t // grid[1], t % grid[1]], -1)[None].expand(B, L, 2).contiguous()
     return b
 
 
@@ -95,7 +105,7 @@ def run(model, b):
     if "dec_input" in b:
         logits = model.forward_seq2seq(b["input"], b["dec_input"])
     else:
-        logits = model(b["input"], None, b.get("position_index"))
+        logits = model(b["input"], None, b.get("position_index"), b.get("positions"))
     return logits, loss_fn(logits, b["target"])
 
 
@@ -104,11 +114,12 @@ def make(name, overrides, pos):
     section.update({k: v for k, v in overrides.items()})
     section["position"] = pos
     gen = torch.Generator().manual_seed(sum(map(ord, name)) * 7919)
-    model = RelposModel(ModelConfig(section, V))
+    channels = ["row", "col"] if name in GRID else []
+    model = RelposModel(ModelConfig(section, V), channels)
     w = weights(model, gen)
     model.load_state_dict({k: v.clone() for k, v in w.items()}, strict=True)
     model = model.double()
-    b = batch(section["kind"], pos["type"], gen)
+    b = batch(section["kind"], pos["type"], gen, GRID.get(name))
     logits, loss = run(model, b)
     loss.backward()
     grads = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
@@ -133,6 +144,8 @@ def make(name, overrides, pos):
     meta = {f"model.{k}": v for k, v in section.items() if k not in ("position", "bias_scale")}
     meta.update({f"model.position.{k}": v for k, v in pos.items()})
     meta.update({f"model.bias_scale.{k}": v for k, v in overrides.get("bias_scale", {}).items()})
+    if channels:
+        meta["data.position_channels"] = ",".join(channels)
     meta.update({"model.vocab": str(V), "optim.lr": repr(LR), "optim.weight_decay": repr(WD),
                  "optim.steps": str(STEPS), "generator": "tools/make_model_fixtures.py (relpos_torch, float64)",
                  "torch": torch.__version__})

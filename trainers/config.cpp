@@ -870,6 +870,15 @@ void check_position_encoding(const Config& c, const Ctx& ctx, const YAML::Node& 
   } catch (const ConfigError& e) {
     fail_config("{}: model.position: {}", where(ctx, root["model"]["position"], "model.position"), e.what());
   }
+  // Channels the encoding reads from every batch (cpe: row, col) must be in data.position_channels.
+  for (const std::string& ch : c.model.position->facts.position_channels)
+    if (std::find(c.data.position_channels.begin(), c.data.position_channels.end(), ch) ==
+        c.data.position_channels.end())
+      fail_config("{}: model.position '{}' reads the per-token position channel '{}', but data.position_channels "
+                  "lists {}: add '{}' (a token-scope channel of the token file) to data.position_channels",
+                  where(ctx, root["model"]["position"], "model.position"), c.model.position, ch,
+                  c.data.position_channels.empty() ? "none" : fmt::format("[{}]", fmt::join(c.data.position_channels, ", ")),
+                  ch);
   if (c.model.mem_len > 0 && (!text_decoder(c) || pos->is_absolute()))
     fail_config(
         "{}: model.mem_len {}: Transformer-XL segment memory trains a decoder on a text task with a "

@@ -116,6 +116,16 @@ PositionEval evaluate_positions(const nn::Model& model, const Dataset& data, con
       acc.add(logits_of(model, b), b.target);
     }
     windows = cfg.train.eval_batches * cfg.data.batch_size;
+  } else if (opt.mode == "examples") {
+    const int64_t n = data.val_examples(), B = cfg.data.batch_size;
+    RELPOS_CHECK_CONFIG(n > 0, "eval --mode examples: every validation example once needs a dataset of labelled "
+                        "examples (data.task token_labels; this run: '{}'); use --mode random",
+                        cfg.data.task);
+    for (int64_t first = 0; first < n; first += B) {
+      Batch b = data.val_examples_batch(first, std::min(B, n - first), L);
+      acc.add(logits_of(model, b), b.target);
+    }
+    windows = n;
   } else if (opt.mode == "segments") {
     RELPOS_CHECK_CONFIG(text_decoder(cfg),
                         "eval --mode segments: Transformer-XL memory needs a decoder on a text task");

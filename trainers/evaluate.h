@@ -9,6 +9,8 @@
 //   sliding  windows of L tokens advanced by `stride` S; the first window scores all its L
 //            tokens, every later one only its last S, so each token is scored once with at least
 //            L - S tokens of context (ALiBi Appendix B "sliding window evaluation"); text only
+//   examples every validation example once, in order (datasets of labelled examples:
+//            token_labels); accuracy is then the classification accuracy over the split
 //   segments consecutive segments of L tokens on batch_size contiguous parts of the validation
 //            stream, each attending to the detached Transformer-XL memory of its previous
 //            segments (mem_len, default model.mem_len); every token scored once (text decoders
@@ -32,7 +34,7 @@ namespace relpos::train {
 
 struct EvalOptions {
   int64_t seq_len = 0;          // window length L (0: the training length)
-  std::string mode = "random";  // random | windows | sliding | segments
+  std::string mode = "random";  // random | windows | sliding | segments | examples
   int64_t stride = 0;           // sliding: tokens scored per window after the first (0: L / 2)
   int64_t bucket = 0;           // width of the position buckets (0: the training length)
   int64_t max_tokens = 0;       // windows / sliding: score at most this many tokens

@@ -1005,11 +1005,17 @@ TrainResult train(const Config& cfg, const TrainOptions& topt) {
   return Trainer(cfg, topt).run();
 }
 
-LoadedRun load_run(const std::string& dir) {
+LoadedRun load_run(const std::string& dir, const std::string& val_path) {
   LoadedRun r;
   r.checkpoint = resolve_checkpoint(dir);
   SavedState st = parse_state(load_checkpoint_state(r.checkpoint), r.checkpoint);
   r.cfg = saved_config(st, r.checkpoint);
+  if (!val_path.empty()) {
+    RELPOS_CHECK_CONFIG(find_data_task(r.cfg.data.task).val_file,
+                        "--val-path '{}': this run's data.task '{}' reads no validation file", val_path,
+                        r.cfg.data.task);
+    r.cfg.data.val_path = val_path;
+  }
   r.data = make_dataset(r.cfg, DataContext{.vocab = st.vocab,
                                            .vocab_size = st.vocab_size,
                                            .tokenizer_model = st.tokenizer_model,

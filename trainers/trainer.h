@@ -105,7 +105,9 @@ struct LoadedRun {
   int64_t step = 0;
   std::string checkpoint;
 };
-LoadedRun load_run(const std::string& dir);
+// val_path: evaluate on this validation file instead of the run's data.val_path (a token file of the
+// same vocabulary: `relpos eval --val-path`, a sweep's eval.val_paths).
+LoadedRun load_run(const std::string& dir, const std::string& val_path = "");
 
 // Validation metrics over cfg.train.eval_batches batches at seq_len (0: the training length).
 EvalResult evaluate(const nn::Model& model, const Dataset& data, const Config& cfg, int64_t seq_len = 0);

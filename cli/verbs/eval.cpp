@@ -1,4 +1,5 @@
-// relpos eval RUN_DIR [--seq-len N ...] [--mode random|windows|sliding|segments] [--stride S]
+// relpos eval RUN_DIR [--seq-len N ...] [--mode random|windows|sliding|segments|examples] [--stride S]
+//                     [--val-path FILE]
 //                     [--bucket W] [--rope-scaling linear|ntk|yarn --rope-factor F] [--json]
 // The loss per length, per position bucket and beyond the training length.
 #include <fmt/format.h>
@@ -24,6 +25,7 @@ struct Args {
   std::string rope_scaling;
   double rope_factor = 0;
   std::string precision;
+  std::string val_path;
 };
 
 std::string fmt_loss(double v) {
@@ -57,6 +59,7 @@ nlohmann::json eval_json(const train::PositionEval& e, int64_t L, int64_t step, 
 
 void print_text(const train::PositionEval& e, int64_t L, int64_t step, const std::string& note) {
   const std::string mode = e.mode == "random"    ? fmt::format("random windows ({} sequences)", e.windows)
+                           : e.mode == "examples" ? fmt::format("every validation example ({})", e.windows)
                            : e.mode == "windows" ? fmt::format("non-overlapping windows ({} windows)", e.windows)
                            : e.mode == "segments"
                                ? fmt::format("segments with memory {} ({} batches)", e.stride, e.windows)
@@ -92,7 +95,7 @@ std::string apply_rope_scaling(train::LoadedRun& run, const Args& a) {
 }
 
 int run(Args a) {
-  train::LoadedRun run = train::load_run(a.dir);
+  train::LoadedRun run = train::load_run(a.dir, a.val_path);
   if (a.lens.empty()) a.lens.push_back(run.cfg.data.seq_len);
   for (int64_t L : a.lens)
     train::check_memory(train::estimate_resources(run.cfg, run.data->vocab_size(), L), a.ignore_memory,
@@ -137,8 +140,9 @@ Action setup(CLI::App& cmd) {
       ->check(CLI::Range(int64_t(1), train::kMaxLen));
   cmd.add_option("--mode", a->opt.mode,
                  "random: eval_batches random windows; windows: consecutive non-overlapping windows; sliding: "
-                 "windows advanced by --stride, scoring only the last stride tokens (text decoders)")
-      ->check(CLI::IsMember({"random", "windows", "sliding", "segments"}))
+                 "windows advanced by --stride, scoring only the last stride tokens (text decoders); examples: "
+                 "every validation example once (token_labels)")
+      ->check(CLI::IsMember({"random", "windows", "sliding", "segments", "examples"}))
       ->capture_default_str();
   cmd.add_option("--mem-len", a->opt.mem_len,
                  "segments: Transformer-XL memory length (default: the run's model.mem_len)")
@@ -155,6 +159,9 @@ Action setup(CLI::App& cmd) {
   cmd.add_option("--rope-factor", a->rope_factor, "RoPE scaling factor (e.g. eval length / train length)")
       ->check(finite_positive)
       ->needs(rs);
+  cmd.add_option("--val-path", a->val_path,
+                 "evaluate on this validation token file instead of the run's data.val_path (same vocabulary; "
+                 "e.g. the digits upsampled to 12x12)");
   add_precision_option(cmd, a->precision);
   cmd.add_flag("--ignore-memory-check", a->ignore_memory,
                "evaluate even when the memory estimate exceeds the available memory (MemAvailable, cgroup limits)");

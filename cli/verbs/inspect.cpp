@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -53,6 +54,40 @@ nlohmann::json grad_rows(const train::LoadedRun& run) {
     const auto starving = std::count_if(r.row_norm.begin(), r.row_norm.end(), [&](double v) { return v < 1e-3 * mx; });
     fmt::print("grad per row of {} {}: max {:.3e}, {} of {} rows below 1e-3 x max\n", r.param,
                fmt::format("[{}]", fmt::join(r.shape, ", ")), mx, starving, r.row_norm.size());
+  }
+  return j;
+}
+
+// Convolution kernels among the position parameters (cpe's depthwise [C, k, k]): per kernel the
+// mean |w| of each tap over the channels and the first channels' kernels, for the report's
+// heatmaps; the summary prints the mean |w| grid.
+nlohmann::json conv_kernels(const train::LoadedRun& run) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& p : run.model->named_parameters_with_groups()) {
+    const Variable& v = p.param;
+    if (p.group != nn::group::kPosition || v.dim() != 3 || v.size(1) != v.size(2)) continue;
+    const int64_t C = v.size(0), k = v.size(1);
+    const std::vector<double> w = v.data().to(Device::CPU).contiguous().to_vector<double>();
+    auto at = [&](int64_t c, int64_t u, int64_t t) { return w[size_t((c * k + u) * k + t)]; };
+    nlohmann::json mean = nlohmann::json::array(), channels = nlohmann::json::array();
+    for (int64_t u = 0; u < k; ++u) {
+      std::vector<double> row(size_t(k), 0.0);
+      for (int64_t t = 0; t < k; ++t) {
+        for (int64_t c = 0; c < C; ++c) row[size_t(t)] += std::abs(at(c, u, t)) / double(C);
+      }
+      mean.push_back(row);
+      fmt::print("kernel {} mean |w| row {}: {:.4f}\n", p.name, u, fmt::join(row, " "));
+    }
+    for (int64_t c = 0; c < std::min<int64_t>(C, 8); ++c) {
+      nlohmann::json m = nlohmann::json::array();
+      for (int64_t u = 0; u < k; ++u) {
+        std::vector<double> row(static_cast<size_t>(k));
+        for (int64_t t = 0; t < k; ++t) row[size_t(t)] = at(c, u, t);
+        m.push_back(row);
+      }
+      channels.push_back(m);
+    }
+    j.push_back({{"param", p.name}, {"shape", v.shape()}, {"mean_abs", mean}, {"channels", channels}});
   }
   return j;
 }
@@ -108,6 +143,7 @@ int run(const Args& a) {
   j["bias"] = bias["bias"];
   if (!bias["note"].get<std::string>().empty()) j["bias_note"] = bias["note"];
   j["position_grad_rows"] = grad_rows(run);
+  if (nlohmann::json kj = conv_kernels(run); !kj.empty()) j["conv_kernels"] = kj;
   if (train::text_decoder(run.cfg)) j["attention"] = attention(run, a.text);
   replace_file_atomically(out + "/attention_layer0.dot", layer_graph(run));
   replace_file_atomically(out + "/inspect.json", j.dump() + "\n");  // checked: a full disk is an error

@@ -161,6 +161,16 @@ void segment_sum(DT t, void* out, const void* src, const int64_t* seg_begin, con
 void rotary(DT t, void* out, const void* x, const void* cs, int64_t N, int64_t L, int64_t dh, int64_t half,
             bool interleaved, bool inverse);
 
+// ---------------------------------------------------------------- conv.cu
+// Depthwise 2D convolution, channels last (kernels/cpu/conv.cpp): x, out contiguous
+// [B, H, W, C], w contiguous [C, K, K] (K odd), bias [C] or nullptr. Float64 accumulation in
+// the CPU's order: the CPU's bits.
+void depthwise_conv2d(DT t, void* out, const void* x, const void* w, const void* bias, int64_t B, int64_t H,
+                      int64_t W, int64_t C, int64_t K);
+// dx [B, H, W, C], dw [C, K, K], dbias [C] (nullptr: none) from gy and x [B, H, W, C], w.
+void depthwise_conv2d_backward(DT t, void* dx, void* dw, void* dbias, const void* gy, const void* x, const void* w,
+                               int64_t B, int64_t H, int64_t W, int64_t C, int64_t K);
+
 // ---------------------------------------------------------------- toeplitz.cu
 // s, out: contiguous [B, H, Lq, Lk], bias: contiguous [H, Lq + Lk - 1].
 void toeplitz_add(DT t, void* out, const void* s, const void* bias, int64_t B, int64_t H, int64_t Lq, int64_t Lk);

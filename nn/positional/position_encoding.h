@@ -49,6 +49,8 @@ struct AttnGeometry {
   // Undefined when the input carries none (no channels configured, or decoding, whose generated
   // tokens have no data): an encoding that reads a channel refuses then, naming it.
   Tensor positions;
+  // With positions: the keys' padding [B, Lk] (1 = padding; the same tokens), or undefined.
+  Tensor key_padding;
   // The attention layer's query / key projections x [.., D] -> [.., D] (weights and bias), set
   // by MultiHeadAttention; empty when the geometry is built elsewhere (inspection).
   std::function<Variable(const Variable&)> q_proj, k_proj;
@@ -72,6 +74,13 @@ struct PositionConfig {
   bool shared_across_layers = false;
 };
 
+// What the stack-level hooks (embed_input, after_block) see of a batch.
+struct StackInput {
+  Tensor positions;    // int64 [B, L, P]: columns PositionConfig::channels (data.position_channels); or undefined
+  Tensor padding;      // [B, L], 1 = padding; or undefined
+  int64_t offset = 0;  // absolute position of token 0
+};
+
 class PositionEncoding : public Module {
  public:
   virtual std::string type() const = 0;
@@ -85,6 +94,12 @@ class PositionEncoding : public Module {
 
   // Absolute encodings: x [B, L, D] at positions offset.. -> x + PE.
   virtual Variable embed(const Variable& x, int64_t /*offset*/) const { return x; }
+  // The stack's call of embed(): x [B, L, D] with the batch's positions and padding (encodings
+  // that read position channels: learned with grid_h/grid_w). Default: embed(x, in.offset).
+  virtual Variable embed_input(const Variable& x, const StackInput& in) const { return embed(x, in.offset); }
+  // Stack-level hook after block `block` (0-based) of a stack: hidden states x [B, L, D] ->
+  // x plus what the encoding adds (cpe: the PEG convolution after block 0). Default: x.
+  virtual Variable after_block(const Variable& x, int64_t /*block*/, const StackInput& /*in*/) const { return x; }
   // Rotary encodings: x [B, H, L, dh] at positions offset.. -> rotated x (applied to q and k).
   virtual Variable rotate(const Variable& x, int64_t /*offset*/) const { return x; }
   // The key side of rotate(); the same map unless q and k are treated differently (xPos

@@ -37,6 +37,9 @@ struct PositionFacts {
   bool probe_score_terms = true;
   // What inspect and `relpos bias` say where there is no fixed additive bias to show.
   std::string no_bias_note;
+  // Token-scope channels the encoding reads from every batch (data.position_channels must list
+  // them; config validation refuses a config that does not): cpe's {row, col}.
+  std::vector<std::string> position_channels;
   // Parameters for the gradchecks where the defaults do not fit their 5- and 6-token cases.
   std::map<std::string, std::string> gradcheck_params;
 };
@@ -70,7 +73,7 @@ struct PositionVariant {
 #define RELPOS_POSITION_ENCODINGS(X)                                                                              \
   X(none)                                                                                                         \
   X(sinusoidal) X(learned) X(t5) X(alibi) X(rope) X(shaw) X(transformer_xl) X(kerple_log) X(kerple_power) X(fire) \
-      X(sandwich) X(dynamic_bias) X(xpos) X(cope) X(relative_2d) X(graph_spd) X(deberta) X(music_transformer)
+      X(sandwich) X(dynamic_bias) X(xpos) X(cope) X(relative_2d) X(graph_spd) X(deberta) X(music_transformer) X(cpe)
 
 #define RELPOS_DECLARE_POSITION_ENCODING(name) PositionVariant name##_encoding();
 RELPOS_POSITION_ENCODINGS(RELPOS_DECLARE_POSITION_ENCODING)

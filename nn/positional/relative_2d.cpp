@@ -14,11 +14,19 @@
 // Optional: geometry.position_index (int64 [Lq, Lk] or [B, Lq, Lk]) replaces the computed
 // index, e.g. for windows with their own patch layout; values must be table rows.
 // Encoder only: Swin attends bidirectionally within a window; causal attention is rejected.
+// Grids from the data (resolution transfer): when data.position_channels lists `row` and `col`
+// (PositionConfig::channels), the grid of each batch is read from them (nn/positional/grid.h)
+// instead of assumed. A batch on the training grid grid_h x grid_w is served as above; a batch on
+// another H' x W' grid (the 8x8 digits upsampled to 12x12 at evaluation) gets the index of its
+// own grid over a table resized from (2Wh-1) x (2Ww-1) to (2H'-1) x (2W'-1) offsets by bicubic
+// interpolation, per head (Swin v1's resolution change, F.interpolate(mode="bicubic",
+// align_corners=False); grid.h's resize_grid_rows). Padding after the grid reads as its last token.
 // Init: normal(init_std) like every relpos table (Swin: zeros, then trunc_normal std .02).
 // Parameters: grid_h, grid_w (required, >= 1).
 #include "autograd/ops.h"
 #include "core/rng.h"
 #include "nn/init.h"
+#include "nn/positional/grid.h"
 #include "nn/positional/position_encoding.h"
 #include "nn/positional/registry.h"
 
@@ -27,7 +35,8 @@ namespace relpos::nn {
 namespace {
 class Relative2D : public PositionEncoding {
  public:
-  Relative2D(int64_t gh, int64_t gw, int64_t heads, double std, Generator& gen, DType dt) : gh_(gh), gw_(gw) {
+  Relative2D(int64_t gh, int64_t gw, int64_t heads, double std, Generator& gen, DType dt, GridChannels ch)
+      : gh_(gh), gw_(gw), ch_(ch) {
     table_ = register_parameter("table", init::normal({(2 * gh - 1) * (2 * gw - 1), heads}, std, gen, dt),
                                 group::kPosition);
   }
@@ -39,21 +48,39 @@ class Relative2D : public PositionEncoding {
                  "position encoding 'relative_2d': the {}x{} grid holds {} tokens, but queries are at positions "
                  "{}..{} and keys at {}..{}",
                  gh_, gw_, n, g.q_offset, g.q_offset + g.Lq - 1, g.k_offset, g.k_offset + g.Lk - 1);
-    std::vector<int64_t> idx(size_t(g.Lq * g.Lk));
-    for (int64_t i = 0; i < g.Lq; ++i)
-      for (int64_t j = 0; j < g.Lk; ++j) {
-        const int64_t p = g.q_offset + i, r = g.k_offset + j;
-        const int64_t dh = p / gw_ - r / gw_, dw = p % gw_ - r % gw_;
-        idx[size_t(i * g.Lk + j)] = (dh + gh_ - 1) * (2 * gw_ - 1) + (dw + gw_ - 1);
-      }
-    return Tensor::from_vector(idx, {g.Lq, g.Lk});
+    return grid_index(gh_, gw_, g);
   }
 
   // The bias as a lookup: table [(2Wh-1)(2Ww-1), H] gathered at the index (the base
-  // score_bias materialises it for the reference path).
-  IndexBias index_bias(const AttnGeometry& g) const override { return {table_, lookup_index(g)}; }
+  // score_bias materialises it for the reference path). On a batch grid other than the
+  // training grid: the resized table and that grid's index.
+  IndexBias index_bias(const AttnGeometry& g) const override {
+    if (ch_.present() && g.positions.defined() && !g.position_index.defined()) {
+      RELPOS_CHECK(!g.causal, "position encoding 'relative_2d' is encoder-only; it cannot be used with causal attention");
+      const Grid b = batch_grid(g.positions, ch_, g.key_padding, "position 'relative_2d'");
+      // Tokens after the grid (padding: masked keys, query rows nothing reads) look up as its last token.
+      const Variable table = b == Grid{gh_, gw_} ? table_
+                                                 : resize_grid_rows(table_, {2 * gh_ - 1, 2 * gw_ - 1},
+                                                                    {2 * b.h - 1, 2 * b.w - 1});
+      return {table, cached("relative_2d.grid_index", {b.h, b.w, g.Lq, g.Lk, g.q_offset, g.k_offset},
+                            [&] { return grid_index(b.h, b.w, g); })};
+    }
+    return {table_, lookup_index(g)};
+  }
 
  private:
+  // Table rows [Lq, Lk] on an h x w grid: (dh + h - 1) (2w - 1) + (dw + w - 1); a position past the
+  // grid (padding) is read as the grid's last token.
+  static Tensor grid_index(int64_t h, int64_t w, const AttnGeometry& g) {
+    std::vector<int64_t> idx(size_t(g.Lq * g.Lk));
+    for (int64_t i = 0; i < g.Lq; ++i)
+      for (int64_t j = 0; j < g.Lk; ++j) {
+        const int64_t p = std::min(g.q_offset + i, h * w - 1), r = std::min(g.k_offset + j, h * w - 1);
+        const int64_t dh = p / w - r / w, dw = p % w - r % w;
+        idx[size_t(i * g.Lk + j)] = (dh + h - 1) * (2 * w - 1) + (dw + w - 1);
+      }
+    return Tensor::from_vector(idx, {g.Lq, g.Lk});
+  }
   // The index index_bias reads (and the default score_bias through it): [(B,) Lq, Lk] table rows.
   Tensor lookup_index(const AttnGeometry& g) const {
     RELPOS_CHECK(!g.causal,
@@ -81,6 +108,7 @@ class Relative2D : public PositionEncoding {
     return t;
   }
   int64_t gh_, gw_;
+  GridChannels ch_;
   Variable table_;
 };
 }  // namespace
@@ -93,7 +121,8 @@ PositionEncodingPtr make_relative_2d(const PositionConfig& cfg, Generator& gen) 
   const int64_t gh = cfg.params.get_int("grid_h", 0), gw = cfg.params.get_int("grid_w", 0);
   RELPOS_CHECK_CONFIG(gh >= 1 && gw >= 1, "position 'relative_2d': grid_h ({}) and grid_w ({}) must be >= 1", gh,
                       gw);
-  return std::make_shared<Relative2D>(gh, gw, cfg.n_heads, cfg.init_std, gen, cfg.dtype);
+  return std::make_shared<Relative2D>(gh, gw, cfg.n_heads, cfg.init_std, gen, cfg.dtype,
+                                      find_grid_channels(cfg.channels));
 }
 }  // namespace
 

@@ -18,7 +18,7 @@ import torch
 import yaml
 
 from . import safetensors_io
-from .data import Generator, StructuredData, SyntheticData, TextData
+from .data import Generator, StructuredData, SyntheticData, TextData, TokenLabelData
 from .model import ModelConfig, RelposModel, loss_fn
 from .positional import ENCODINGS
 
@@ -42,10 +42,16 @@ def _checkpoint_dir(path):
     return os.path.join(ck, steps[-1])
 
 
+def position_channels(config):
+    """data.position_channels of a parsed config (a list of names, or one name)."""
+    ch = ((config.get("data", {}) or {}).get("position_channels") or []) if "data" in config else []
+    return [ch] if isinstance(ch, str) else list(ch)
+
+
 def build_model(config, vocab):
     """config: the parsed YAML config (dict of strings) or its model section; vocab: V."""
     section = config.get("model", config) if "model" in config or "kind" in config else config
-    return RelposModel(ModelConfig(section, vocab))
+    return RelposModel(ModelConfig(section, vocab), position_channels(config))
 
 
 def load(path):
@@ -69,6 +75,10 @@ def dataset(run, root="."):
     if task == "text":
         return TextData(os.path.join(root, d.get("path", "data/tinyshakespeare.txt")), run.vocab,
                         float(d.get("val_fraction", 0.1)), B)
+    if task == "token_labels":
+        vp = d.get("val_path") or ""
+        return TokenLabelData(os.path.join(root, d["path"]), os.path.join(root, vp) if vp else "",
+                              float(d.get("val_fraction", 0.1)), B, position_channels(run.cfg))
     if task in ("patch_grid", "graph"):
         return StructuredData(task, int(d.get("vocab_size", 16)), B, int(d.get("grid_h", 4)), int(d.get("grid_w", 4)),
                               float(d.get("edge_prob", 0.2)))
@@ -95,7 +105,7 @@ def evaluate(run, seq_len=None, root="."):
         if "dec_input" in b:
             logits = run.model.forward_seq2seq(b["input"], b["dec_input"], b.get("padding"))
         else:
-            logits = run.model(b["input"], b.get("padding"), b.get("position_index"))
+            logits = run.model(b["input"], b.get("padding"), b.get("position_index"), b.get("positions"))
         flat, tg = logits.reshape(-1, logits.shape[-1]).double(), b["target"].reshape(-1)
         keep = tg != -100
         loss_sum += float(torch.nn.functional.cross_entropy(flat[keep], tg[keep], reduction="sum"))

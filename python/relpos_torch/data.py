@@ -1,6 +1,8 @@
 """relpos's validation batches, reproduced: the counter-based generator (core/rng.cpp), the
-text windows (trainers/data/text_data.cpp) and the patch_grid / graph tasks
-(trainers/data/structured_tasks.cpp). See docs/model.md "Evaluation windows"."""
+text windows (trainers/data/text_data.cpp), the patch_grid / graph tasks
+(trainers/data/structured_tasks.cpp) and token_labels on relpos token files
+(trainers/data/token_data.cpp). See docs/model.md "Evaluation windows"."""
+import struct
 from collections import deque
 
 import torch
@@ -160,4 +162,65 @@ class SyntheticData:
         Ly = ymax + 1
         out["dec_input"] = torch.tensor([[self.BOS] + y + [self.PAD] * (Ly - 1 - len(y)) for _, y in ex])
         out["target"] = torch.tensor([y + [self.EOS] + [IGNORE] * (Ly - 1 - len(y)) for _, y in ex])
+        return out
+
+
+def read_token_file(path):
+    """A relpos token file (RPTOKENS v1, docs/data.md): (example starts, tokens, {channel: (scope, values)})."""
+    with open(path, "rb") as f:
+        b = f.read()
+    if b[:8] != b"RPTOKENS":
+        raise ValueError(f"{path}: not a relpos token file")
+    _, header_bytes, token_bytes, n_ch = struct.unpack_from("<IIII", b, 8)
+    _, n_tok, n_ex, _ = struct.unpack_from("<QQQQ", b, 24)
+    chans = []
+    for c in range(n_ch):
+        at = 80 + 64 * c
+        chans.append((b[at:at + 32].rstrip(b"\0").decode(), struct.unpack_from("<I", b, at + 32)[0]))
+    at = header_bytes
+    starts = list(struct.unpack_from("<%dQ" % (n_ex + 1), b, at))
+    at += 8 * (n_ex + 1)
+    toks = list(struct.unpack_from("<%d%s" % (n_tok, "H" if token_bytes == 2 else "I"), b, at))
+    at += token_bytes * n_tok
+    at += -at % 8
+    values = {}
+    for name, scope in chans:
+        n = n_tok if scope == 0 else n_ex
+        values[name] = (scope, list(struct.unpack_from("<%di" % n, b, at)))
+        at += 4 * n
+        at += -at % 8
+    return starts, toks, values
+
+
+class TokenLabelData:
+    """task: token_labels: one example per row (drawn with Generator(0x5EED0000 + i)), its first L
+    tokens padded to L, the `label` channel as target (per example: at position 0), the
+    data.position_channels as positions [B, L, P] (padding 0). Validation: all of val_path, or the
+    last max(1, floor(n val_fraction)) examples of path."""
+
+    def __init__(self, path, val_path, val_fraction, batch_size, channels):
+        self.B, self.channels = batch_size, list(channels)
+        if val_path:
+            self.starts, self.toks, self.ch = read_token_file(val_path)
+            self.lo, self.hi = 0, len(self.starts) - 1
+        else:
+            self.starts, self.toks, self.ch = read_token_file(path)
+            n = len(self.starts) - 1
+            self.lo, self.hi = n - min(max(int(n * val_fraction), 1), n - 1), n
+
+    def val_batch(self, i, L):
+        g = Generator(0x5EED0000 + i)
+        scope, labels = self.ch["label"]
+        x, y, pad, pos = [], [], [], []
+        for _ in range(self.B):
+            e = self.lo + g.next_u64() % (self.hi - self.lo)
+            s, n = self.starts[e], min(self.starts[e + 1] - self.starts[e], L)
+            x.append(self.toks[s:s + n] + [0] * (L - n))
+            pad.append([0.0] * n + [1.0] * (L - n))
+            y.append(labels[s:s + n] + [IGNORE] * (L - n) if scope == 0 else [labels[e]] + [IGNORE] * (L - 1))
+            pos.append([[self.ch[c][1][s + t] for c in self.channels] if t < n else [0] * len(self.channels)
+                        for t in range(L)])
+        out = {"input": torch.tensor(x), "target": torch.tensor(y), "padding": torch.tensor(pad)}
+        if self.channels:
+            out["positions"] = torch.tensor(pos, dtype=torch.int64)
         return out

@@ -133,7 +133,7 @@ class Attention(nn.Module):
     def _split(self, x):
         return x.reshape(x.shape[0], x.shape[1], self.H, self.dh).transpose(1, 2)
 
-    def forward(self, xq, xkv, causal, key_padding=None, q_offset=0, k_offset=0, position_index=None):
+    def forward(self, xq, xkv, causal, key_padding=None, q_offset=0, k_offset=0, position_index=None, positions=None):
         pos = self.encoding()
         B, Lq = xq.shape[0], xq.shape[1]
         q, k = self._split(self.q_proj(xq)), self._split(self.k_proj(xkv))  # [B, H, L, dh]
@@ -143,7 +143,7 @@ class Attention(nn.Module):
         k = pos.rotate_key(k, k_offset)
         v = self._split(self.v_proj(xkv))
         Lk = k.shape[2]
-        g = Geometry(Lq, Lk, q_offset, k_offset, causal, position_index, self.q_proj, self.k_proj)
+        g = Geometry(Lq, Lk, q_offset, k_offset, causal, position_index, self.q_proj, self.k_proj, positions)
         s = q @ k.transpose(-1, -2)
         t = pos.score_terms(q, k, g)
         if t is not None:
@@ -187,9 +187,10 @@ class Block(nn.Module):
         self.mlp = MLP(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.dtype)
         self.norm2 = Norm(cfg.norm_type, cfg.d_model, cfg.dtype)
 
-    def forward(self, x, causal, padding, offset, memory=None, memory_padding=None, position_index=None):
+    def forward(self, x, causal, padding, offset, memory=None, memory_padding=None, position_index=None,
+                positions=None):
         drop = lambda t: F.dropout(t, self.p, self.training)  # noqa: E731
-        sa = lambda h: self.attn(h, h, causal, padding, offset, offset, position_index)  # noqa: E731
+        sa = lambda h: self.attn(h, h, causal, padding, offset, offset, position_index, positions)  # noqa: E731
         h = x + drop(sa(self.norm1(x))) if self.pre else self.norm1(x + drop(sa(x)))
         if hasattr(self, "cross_attn"):
             if self.pre:
@@ -200,7 +201,7 @@ class Block(nn.Module):
 
 
 class Stack(nn.Module):
-    def __init__(self, cfg, causal, cross):
+    def __init__(self, cfg, causal, cross, channels=()):
         super().__init__()
         self.causal = causal
         self.embed = nn.Module()
@@ -209,10 +210,10 @@ class Stack(nn.Module):
         share = cfg.position_shared if cfg.position_shared is not None else not cls.per_layer
 
         def ctx(shared):
-            return Ctx(cfg.d_model, cfg.n_heads, cfg.max_len, cfg.position_params, cfg.dtype, shared)
+            return Ctx(cfg.d_model, cfg.n_heads, cfg.max_len, cfg.position_params, cfg.dtype, shared, channels)
 
         pos = cls(ctx(share))
-        if causal and cls is not None and cfg.position in ("relative_2d", "graph_spd"):
+        if causal and cls is not None and cfg.position in ("relative_2d", "graph_spd", "cpe"):
             raise ValueError(f"position encoding '{cfg.position}' is encoder-only")
         shared = cls.absolute or share
         if shared:
@@ -228,32 +229,35 @@ class Stack(nn.Module):
         if cfg.norm == "pre":
             self.norm = Norm(cfg.norm_type, cfg.d_model, cfg.dtype)
 
-    def forward(self, tokens, padding=None, offset=0, memory=None, memory_padding=None, position_index=None):
+    def forward(self, tokens, padding=None, offset=0, memory=None, memory_padding=None, position_index=None,
+                positions=None):
         pos = self.pos if "pos" in self._modules else self._pos[0]
-        x = pos.embed(self.embed.weight[tokens], offset)
-        for blk in self.layers:
-            x = blk(x, self.causal, padding, offset, memory, memory_padding, position_index)
+        x = pos.embed_input(self.embed.weight[tokens], positions, padding, offset)
+        for i, blk in enumerate(self.layers):
+            x = blk(x, self.causal, padding, offset, memory, memory_padding, position_index, positions)
+            x = pos.after_block(x, i, positions, padding)
         return self.norm(x) if "norm" in self._modules else x
 
 
 class RelposModel(nn.Module):
     """A relpos model; `load_state_dict` takes relpos's tensor names unchanged."""
 
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig, channels=()):
         super().__init__()
         self.cfg = cfg
         if cfg.kind == "encoder_decoder":
             self.encoder = Stack(cfg, False, False)
             self.decoder = Stack(cfg, True, True)
         elif cfg.kind == "encoder":
-            self.stack = Stack(cfg, False, False)
+            self.stack = Stack(cfg, False, False, channels)
         else:
-            self.stack = Stack(cfg, True, False)
+            self.stack = Stack(cfg, True, False, channels)
         self.head = nn.Linear(cfg.d_model, cfg.vocab, bias=False, dtype=cfg.dtype)
 
-    def forward(self, tokens, padding=None, position_index=None):
-        """decoder / encoder: tokens int64 [B, L] -> logits [B, L, V]."""
-        return self.head(self.stack(tokens, padding, 0, position_index=position_index))
+    def forward(self, tokens, padding=None, position_index=None, positions=None):
+        """decoder / encoder: tokens int64 [B, L] -> logits [B, L, V]; positions int64 [B, L, P] (the
+        data.position_channels the model was built with, `channels`)."""
+        return self.head(self.stack(tokens, padding, 0, position_index=position_index, positions=positions))
 
     def forward_seq2seq(self, source, target_in, source_padding=None):
         mem = self.encoder(source, source_padding)

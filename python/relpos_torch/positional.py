@@ -1,15 +1,17 @@
-"""The 18 relpos position encodings as torch modules (see docs/model.md and the header comment
+"""The relpos position encodings as torch modules (see docs/model.md and the header comment
 of each nn/positional/*.cpp). Every module implements the subset of hooks its C++ twin does:
 
     embed(x, offset)                       absolute encodings, x [B, L, D]
+    embed_input(x, positions, padding, offset)   the stack's call of embed (grid-aware learned)
+    after_block(x, block, positions, padding)    stack hook after each block (cpe), x [B, L, D]
     rotate(x, offset), rotate_key(x, off)  rotary encodings, x [B, H, L, dh]
     score_terms(q, k, g)                   [B or 1, H, Lq, Lk], added before the score scale
     bias(g)                                [H, Lq, Lk] or [B, H, Lq, Lk], added after it (times alpha)
     value_terms(p, g)                      [B, H, Lq, dh], added to P @ V
     score_scale(head_dim)
 
-`g` is a Geometry: Lq, Lk, q_offset, k_offset, causal, position_index and the layer's
-q_proj / k_proj (DeBERTa). Constant tables (sinusoids, RoPE angles) are computed in float64 and
+`g` is a Geometry: Lq, Lk, q_offset, k_offset, causal, position_index, the layer's
+q_proj / k_proj (DeBERTa) and the batch's token positions [B, L, P] (data.position_channels). Constant tables (sinusoids, RoPE angles) are computed in float64 and
 rounded to the model dtype, as relpos does. Parameter names equal relpos's stored names.
 """
 import math
@@ -62,6 +64,7 @@ class Geometry:
     position_index: Optional[torch.Tensor] = None
     q_proj: Optional[Callable] = None
     k_proj: Optional[Callable] = None
+    positions: Optional[torch.Tensor] = None
 
     def qpos(self):
         return torch.arange(self.q_offset, self.q_offset + self.Lq, dtype=torch.int64)
@@ -90,6 +93,12 @@ class Encoding(nn.Module):
     def embed(self, x, offset):
         return x
 
+    def embed_input(self, x, positions, padding, offset):
+        return self.embed(x, offset)
+
+    def after_block(self, x, block, positions, padding):
+        return x
+
     def rotate(self, x, offset):
         return x
 
@@ -112,9 +121,38 @@ class Encoding(nn.Module):
 class Ctx:
     """What an encoding is built from: sizes, params, dtype, shared_across_layers."""
 
-    def __init__(self, d_model, n_heads, max_len, params, dtype, shared):
+    def __init__(self, d_model, n_heads, max_len, params, dtype, shared, channels=()):
         self.d_model, self.n_heads, self.head_dim = d_model, n_heads, d_model // n_heads
         self.max_len, self.p, self.dtype, self.shared = max_len, params, dtype, shared
+        self.channels = list(channels)  # data.position_channels: the columns of `positions`
+
+
+def grid_columns(channels):
+    """(row, col) columns of the `row` / `col` channels, or None."""
+    return (channels.index("row"), channels.index("col")) if "row" in channels and "col" in channels else None
+
+
+def batch_grid(positions, cols, padding=None):
+    """(H, W) of a batch whose examples are each a whole row-major grid (nn/positional/grid.h)."""
+    r, c = positions[..., cols[0]], positions[..., cols[1]]
+    real = torch.ones_like(r, dtype=torch.bool) if padding is None else padding == 0
+    h, w = int(r[real].max()) + 1, int(c[real].max()) + 1
+    n = real.sum(1)
+    if not bool((n == h * w).all()):
+        raise ValueError(f"batch grid: token counts {n.tolist()} are not one {h}x{w} grid")
+    t = torch.arange(h * w)
+    if not (bool((r[:, :h * w] == t // w).all()) and bool((c[:, :h * w] == t % w).all())):
+        raise ValueError("batch grid: tokens are not in row-major order")
+    return h, w
+
+
+def resize_grid(rows, hw_in, hw_out):
+    """rows [h_in w_in, C] -> [h_out w_out, C]: F.interpolate(bicubic, align_corners=False) per column."""
+    if tuple(hw_in) == tuple(hw_out):
+        return rows
+    img = rows.T.reshape(1, rows.shape[1], hw_in[0], hw_in[1])
+    out = torch.nn.functional.interpolate(img, size=tuple(hw_out), mode="bicubic", align_corners=False)
+    return out.reshape(rows.shape[1], -1).T
 
 
 def _param(shape, dtype):
@@ -153,6 +191,18 @@ class Learned(Encoding):
     def __init__(self, c):
         super().__init__()
         self.table = _param((c.p.int("max_len", c.max_len), c.d_model), c.dtype)
+        self.grid = (c.p.int("grid_h", 0), c.p.int("grid_w", 0))
+        self.cols = grid_columns(c.channels)
+
+    def embed_input(self, x, positions, padding, offset):
+        if self.grid[0] == 0 or self.cols is None or positions is None:
+            return self.embed(x, offset)
+        h, w = batch_grid(positions, self.cols, padding)
+        if (h, w) == self.grid:
+            return self.embed(x, offset)
+        n = h * w
+        pe = resize_grid(self.table[: self.grid[0] * self.grid[1]], self.grid, (h, w))
+        return torch.cat([x[:, :n] + pe[None], x[:, n:]], 1)
 
     def embed(self, x, offset):
         L = x.shape[1]
@@ -510,10 +560,18 @@ class Relative2D(Encoding):
         super().__init__()
         self.gh, self.gw = c.p.int("grid_h", 0), c.p.int("grid_w", 0)
         self.table = _param(((2 * self.gh - 1) * (2 * self.gw - 1), c.n_heads), c.dtype)
+        self.cols = grid_columns(c.channels)
 
     def bias(self, g):
         if g.causal:
             raise ValueError("relative_2d is encoder-only")
+        if self.cols is not None and g.positions is not None and g.position_index is None:
+            h, w = batch_grid(g.positions, self.cols)
+            if (h, w) != (self.gh, self.gw):  # another grid: the table resized (bicubic), that grid's index
+                table = resize_grid(self.table, (2 * self.gh - 1, 2 * self.gw - 1), (2 * h - 1, 2 * w - 1))
+                p, r = g.qpos()[:, None], g.kpos()[None, :]
+                idx = (p // w - r // w + h - 1) * (2 * w - 1) + (p % w - r % w + w - 1)
+                return table[idx].permute(2, 0, 1)
         if g.position_index is not None:
             idx = g.position_index
         else:
@@ -627,9 +685,33 @@ class MusicTransformer(Encoding):
         return out * inside.to(out.dtype)
 
 
+class CPE(Encoding):
+    """Conditional positional encoding (PEG, Chu et al. 2021): x + DWConv_k(x on its grid) after block 0."""
+    absolute = True
+
+    def __init__(self, c):
+        super().__init__()
+        self.k = c.p.int("kernel", 3)
+        self.conv_weight = _param((c.d_model, self.k, self.k), c.dtype)
+        self.conv_bias = _param((c.d_model,), c.dtype)
+        self.cols = grid_columns(c.channels)
+
+    def after_block(self, x, block, positions, padding):
+        if block != 0:
+            return x
+        if self.cols is None or positions is None:
+            raise ValueError("cpe reads the token grid from the position channels row and col")
+        h, w = batch_grid(positions, self.cols, padding)
+        B, n, D = x.shape[0], h * w, x.shape[2]
+        grid = x[:, :n].reshape(B, h, w, D).permute(0, 3, 1, 2)
+        pe = torch.nn.functional.conv2d(grid, self.conv_weight.unsqueeze(1), self.conv_bias, padding=self.k // 2, groups=D)
+        return torch.cat([x[:, :n] + pe.permute(0, 2, 3, 1).reshape(B, n, D), x[:, n:]], 1)
+
+
 ENCODINGS = {
     "none": NoPE, "sinusoidal": Sinusoidal, "learned": Learned, "t5": T5, "alibi": Alibi, "rope": Rope,
     "shaw": Shaw, "transformer_xl": TransformerXL, "kerple_log": KerpleLog, "kerple_power": KerplePower,
     "fire": Fire, "sandwich": Sandwich, "dynamic_bias": DynamicBias, "xpos": XPos, "cope": CoPE,
     "relative_2d": Relative2D, "graph_spd": GraphSPD, "deberta": Deberta, "music_transformer": MusicTransformer,
+    "cpe": CPE,
 }

@@ -70,6 +70,16 @@ CASES = [
      {"task": "patch_grid", "grid_h": 3, "grid_w": 4, "vocab_size": 6, "batch_size": 4}),
     ("graph_spd", {"type": "graph_spd", "max_dist": 4}, {"kind": "encoder", "bias_scale": {"enabled": True}},
      {"task": "graph", "seq_len": 10, "edge_prob": 0.2, "vocab_size": 6, "batch_size": 4}),
+    # real images: the 8x8 digits as token_labels, the grid from the row/col position channels
+    ("cpe", {"type": "cpe", "kernel": 3}, {"kind": "encoder"},
+     {"task": "token_labels", "path": "data/digits_train.rptok", "val_path": "data/digits_val.rptok",
+      "position_channels": ["row", "col"], "seq_len": 64, "batch_size": 4}),
+    ("relative_2d_digits", {"type": "relative_2d", "grid_h": 8, "grid_w": 8}, {"kind": "encoder"},
+     {"task": "token_labels", "path": "data/digits_train.rptok", "val_path": "data/digits_val.rptok",
+      "position_channels": ["row", "col"], "seq_len": 64, "batch_size": 4}),
+    ("learned_grid_digits", {"type": "learned", "grid_h": 8, "grid_w": 8}, {"kind": "encoder", "max_len": 144},
+     {"task": "token_labels", "path": "data/digits_train.rptok", "val_path": "data/digits_val.rptok",
+      "position_channels": ["row", "col"], "seq_len": 64, "batch_size": 4}),
     # the synthetic tasks and the other model kinds
     ("t5_encoder_decoder_reverse", {"type": "t5", "num_buckets": 8, "max_distance": 16}, {"kind": "encoder_decoder"},
      {"task": "reverse", "seq_len": 6, "vocab_size": 8, "batch_size": 4}),
@@ -141,6 +151,23 @@ def main():
               f"|diff| {diff:.2e}  acc {ref['accuracy']:.4f}/{got['accuracy']:.4f}  ({ref['tokens']} tokens)")
         if not ok:
             failed.append(name)
+        if data.get("position_channels"):  # resolution transfer: the 12x12 digits, resized tables
+            r = subprocess.run([a.relpos, "eval", out, "--json", "--seq-len", "144", "--val-path",
+                                "data/digits_val12.rptok"], capture_output=True, text=True)
+            run.cfg["data"]["val_path"] = "data/digits_val12.rptok"
+            try:
+                ref, got = json.loads(r.stdout)[0], relpos_torch.evaluate(run, 144)
+            except Exception as e:  # noqa: BLE001
+                failed.append(name + "@12x12")
+                print(f"FAIL {name} at 12x12: {type(e).__name__}: {e}\n{r.stderr}")
+                continue
+            diff = abs(got["loss"] - ref["loss"])
+            worst = max(worst, diff)
+            ok = diff <= TOL and got["tokens"] == ref["tokens"]
+            print(f"{'ok  ' if ok else 'FAIL'} {name + ' @12x12':<32} relpos {ref['loss']:.7f}  torch {got['loss']:.7f}  "
+                  f"|diff| {diff:.2e}")
+            if not ok:
+                failed.append(name + "@12x12")
     missing = set(relpos_torch.ENCODINGS) - seen
     if not a.only and missing:
         print(f"FAIL: encodings without a case: {sorted(missing)}")

@@ -182,6 +182,26 @@ TEST_CASE("cuda: scatter-adds, diagonal sums, norm backwards and sum_squares are
   CHECK(std::abs(q1.item() - cpu) <= 1e-12 * cpu);
 }
 
+TEST_CASE("cuda: the depthwise convolution (cpe) and its backward give the cpu's bits, run after run", "[cuda]") {
+  // A digits-sized batch: 32 images of 16x16 tokens, 32 channels, 3x3 and 5x5 kernels. dw and
+  // dbias sum over 8192 cells in float64 in the CPU's order (kernels/cuda/conv.cu).
+  for (const int64_t K : {3, 5}) {
+    Tensor x = rnd({32, 16, 16, 32}, 20 + uint64_t(K)), w = rnd({32, K, K}, 30 + uint64_t(K)), b = rnd({32}, 40);
+    Tensor gy = rnd({32, 16, 16, 32}, 50 + uint64_t(K));
+    Tensor y = k::depthwise_conv2d(x, w, b);
+    CHECK(bit_identical(y, k::depthwise_conv2d(x, w, b)));
+    CHECK(bit_identical(y, k::depthwise_conv2d(x.to(Device::CPU), w.to(Device::CPU), b.to(Device::CPU))));
+    k::ConvGrads g1 = k::depthwise_conv2d_backward(gy, x, w, true), g2 = k::depthwise_conv2d_backward(gy, x, w, true);
+    k::ConvGrads gc = k::depthwise_conv2d_backward(gy.to(Device::CPU), x.to(Device::CPU), w.to(Device::CPU), true);
+    CHECK(bit_identical(g1.dx, g2.dx));
+    CHECK(bit_identical(g1.dw, g2.dw));
+    CHECK(bit_identical(g1.dbias, g2.dbias));
+    CHECK(bit_identical(g1.dx, gc.dx));
+    CHECK(bit_identical(g1.dw, gc.dw));
+    CHECK(bit_identical(g1.dbias, gc.dbias));
+  }
+}
+
 TEST_CASE("cuda: the fused Adam step gives the cpu's bits", "[cuda]") {
   for (bool decoupled : {true, false}) {
     Tensor p = rnd({1000}, 1), g = rnd({1000}, 2), m = rnd({1000}, 3), v = rnd({1000}, 4);

@@ -79,6 +79,12 @@ nn::ModelConfig model_config(const Fixture& f) {
     else params[key] = v;
   }
   c.position_params = nn::PositionParams(params);
+  // data.position_channels "row,col": the columns of the fixture's "positions" [B, L, P]
+  for (std::string rest = f.m("data.position_channels", ""); !rest.empty();) {
+    const size_t comma = rest.find(',');
+    c.position_channels.push_back(rest.substr(0, comma));
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+  }
   return c;
 }
 
@@ -105,7 +111,8 @@ double max_abs(const Tensor& t) {
 Variable forward(const nn::Model& model, const nn::ModelConfig& cfg, const Fixture& f) {
   if (cfg.kind == nn::ModelKind::EncoderDecoder) return model.forward_seq2seq(f.at("input"), f.at("dec_input"));
   return model.forward(f.at("input"), Tensor(), nullptr, nullptr,
-                       f.has("position_index") ? f.at("position_index") : Tensor());
+                       f.has("position_index") ? f.at("position_index") : Tensor(),
+                       f.has("positions") ? f.at("positions") : Tensor());
 }
 
 Variable loss_of(const Variable& logits, const Fixture& f) {
@@ -209,7 +216,8 @@ TEST_CASE("fused_attention capability: declared == the path each encoding's laye
     nn::Model model(cfg, 0);
     NoGradGuard ng;
     std::vector<nn::AttentionStats> stats;
-    model.forward(f.at("input"), Tensor(), nullptr, &stats, f.has("position_index") ? f.at("position_index") : Tensor());
+    model.forward(f.at("input"), Tensor(), nullptr, &stats, f.has("position_index") ? f.at("position_index") : Tensor(),
+                  f.has("positions") ? f.at("positions") : Tensor());
     REQUIRE(!stats.empty());
     const bool declared = nn::find_position_variant(cfg.position).fused_attention;
     for (const auto& s : stats) CHECK(s.probs.defined() == !declared);

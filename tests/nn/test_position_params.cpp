@@ -66,6 +66,7 @@ std::vector<float> model_logits(const std::string& type, std::map<std::string, s
   mc.max_len = 64;
   mc.position = type;
   mc.position_params = sized(type, std::move(kv)).params;
+  mc.position_channels = v.facts.position_channels;  // cpe: row, col of a 2x3 grid below
   Model m(mc, 7);
   const Tensor tokens = Tensor::from_vector(std::vector<int64_t>{1, 5, 2, 9, 3, 7}, {1, 6});
   Tensor index;  // graph_spd: shortest-path distances of a 6-node path graph
@@ -75,7 +76,14 @@ std::vector<float> model_logits(const std::string& type, std::map<std::string, s
       for (int64_t j = 0; j < 6; ++j) d.push_back(i > j ? i - j : j - i);
     index = Tensor::from_vector(d, {1, 6, 6});
   }
-  return m.forward(tokens, Tensor(), nullptr, nullptr, index).data().contiguous().to_vector<float>();
+  Tensor positions;  // the 6 tokens as a 2x3 grid, row-major, in the channels the encoding reads
+  if (!mc.position_channels.empty()) {
+    std::vector<int64_t> p;
+    for (int64_t t = 0; t < 6; ++t)
+      for (const std::string& name : mc.position_channels) p.push_back(name == "row" ? t / 3 : name == "col" ? t % 3 : 0);
+    positions = Tensor::from_vector(p, {1, 6, int64_t(mc.position_channels.size())});
+  }
+  return m.forward(tokens, Tensor(), nullptr, nullptr, index, positions).data().contiguous().to_vector<float>();
 }
 
 }  // namespace

@@ -276,6 +276,14 @@ def main():
         ins["bias"][1]["distance"] = "0..3"
         write(J(d, "inspect", "inspect.json"), json.dumps(ins))
         c.bad("inspect.json bias[1].distance a string", d, [J(d, "inspect", "inspect.json") + ": bias[1].distance:"])
+        d = make_run(c.fresh("inspect_kernel"))  # a convolution kernel (cpe) with a ragged row
+        with open(J(d, "inspect", "inspect.json")) as f:
+            ins = json.load(f)
+        ins["conv_kernels"] = [{"param": "stack.pos.conv_weight", "shape": [2, 3, 3],
+                                "mean_abs": [[0.1, 0.2, 0.1], [0.2, 0.3], [0.1, 0.2, 0.1]], "channels": []}]
+        write(J(d, "inspect", "inspect.json"), json.dumps(ins))
+        c.bad("inspect.json conv_kernels[0].mean_abs ragged", d,
+              [J(d, "inspect", "inspect.json") + ": conv_kernels[0].mean_abs[1]"])
         d = make_run(c.fresh("inspect_fifo"))
         os.remove(J(d, "inspect", "inspect.json"))
         os.mkfifo(J(d, "inspect", "inspect.json"))

@@ -721,6 +721,39 @@ inline void add_misc(std::vector<OpCase>& cs) {
     }
     cs.back().grad = [inter](const std::vector<Variable>& v) { return rotary(v[0], v[1].data(), inter); };
   }
+  // depthwise_conv2d: x [B, H, W, C], w [C, k, k], bias [C] (or none); grids with an edge of 1
+  // and kernels larger than the grid (every tap but the centre falls in the zero padding).
+  for (auto [B, H, W, C, K, bias] : std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, bool>>{
+           {2, 3, 4, 5, 3, true}, {1, 5, 5, 2, 5, false}, {2, 1, 6, 3, 3, true}, {1, 2, 2, 4, 5, true},
+           {3, 4, 3, 2, 1, false}}) {
+    const bool with_bias = bias;
+    const std::string s = " [" + std::to_string(B) + ", " + std::to_string(H) + ", " + std::to_string(W) + ", " +
+                          std::to_string(C) + "] k " + std::to_string(K) + (with_bias ? " bias" : "");
+    std::vector<Input> ins{in({B, H, W, C}), in({C, K, K})};
+    if (with_bias) ins.push_back(in({C}));
+    cs.push_back({"depthwise_conv2d" + s, "depthwise_conv2d", ins, [with_bias](const std::vector<Tensor>& x, Device) {
+                    return std::vector<Tensor>{k::depthwise_conv2d(x[0], x[1], with_bias ? x[2] : Tensor())};
+                  }});
+    cs.back().exact = true;
+    cs.back().grad = [with_bias](const std::vector<Variable>& v) {
+      return depthwise_conv2d(v[0], v[1], with_bias ? v[2] : Variable());
+    };
+    std::vector<Input> bins{in({B, H, W, C}), in({B, H, W, C}), in({C, K, K})};
+    cs.push_back({"depthwise_conv2d_backward" + s, "depthwise_conv2d_backward", bins,
+                  [with_bias](const std::vector<Tensor>& x, Device) {
+                    k::ConvGrads g = k::depthwise_conv2d_backward(x[0], x[1], x[2], with_bias);
+                    std::vector<Tensor> out{g.dx, g.dw};
+                    if (with_bias) out.push_back(g.dbias);
+                    return out;
+                  }});
+    cs.back().exact = true;
+  }
+  cs.push_back({"depthwise_conv2d transposed x [2, 4, 3, 5]", "depthwise_conv2d",
+                {in({2, 4, 3, 5}, Layout::Transposed), in({5, 3, 3}), in({5})},
+                [](const std::vector<Tensor>& x, Device) {
+                  return std::vector<Tensor>{k::depthwise_conv2d(x[0], x[1], x[2])};
+                }});
+  cs.back().exact = true;
   cs.push_back({"rotary transposed x [2, 4, 6, 3]^T", "rotary", {in({2, 4, 3, 6}, Layout::Transposed), cst({2, 3, 2})},
                 [](const std::vector<Tensor>& x, Device) { return std::vector<Tensor>{k::rotary(x[0], x[1], false, false)}; }});
   cs.push_back({"toeplitz_add transposed scores", "toeplitz_add", {in({2, 3, 7, 5}, Layout::Transposed), in({3, 11})},

@@ -83,6 +83,10 @@ TEST_CASE("memory estimate: position parameters at any max_len, without building
     if (v.facts.index_task == "graph") data = "{task: graph, seq_len: 8, batch_size: 1}", kind = "encoder";
     if (v.facts.grid_params)
       data = "{task: patch_grid, grid_h: 3, grid_w: 4, batch_size: 1}", kind = "encoder", params = ", grid_h: 3, grid_w: 4";
+    if (!v.facts.position_channels.empty())  // cpe: the digits' row/col grid
+      data = "{task: token_labels, path: data/digits_train.rptok, val_path: data/digits_val.rptok, "
+             "position_channels: [row, col], seq_len: 64, batch_size: 1}",
+      kind = "encoder";
     auto cfg_at = [&](int64_t max_len) {
       return parse_config("model: {kind: " + kind + ", d_model: 16, n_heads: 2, n_layers: 2, max_len: " +
                               std::to_string(max_len) + ", position: {type: " + v.name + params + "}}\ndata: " + data +

@@ -101,6 +101,13 @@ TEST_CASE("sweep: the whole spec is validated before anything runs", "[sweep]") 
   refused("eval: {lengths: [8], stride: -1}\n", "eval.stride");
   refused("eval: {lengths: [8], max_tokens: 0}\n", "eval.max_tokens");
   refused("eval: {lengths: [8], bucket: x}\n", "eval.bucket: expected an integer, got 'x'");
+  // eval.val_paths: one validation file per length; `examples` only for labelled examples
+  refused("eval: {lengths: [8, 16], val_paths: [a.rptok]}\n",
+          "eval.val_paths: lists 1 files for 2 eval.lengths; give one validation file per length");
+  refused("eval: {lengths: [8], val_paths: a.rptok}\n", "eval.val_paths: expected a list of token files");
+  refused("eval: {lengths: [8], mode: examples}\n",
+          "eval.mode examples (every validation example once) needs data.task token_labels, not 'text'");
+  refused("eval: {lengths: [8], mode: exemples}\n", "'exemples': expected random, windows, sliding or examples");
   refused("checkpoint_every: -3\n", "checkpoint_every");
   // points: a misspelt key, duplicate names, wrong types
   refused("points:\n  - {name: a, sets: {optim.lr: 0.1}}\n", "unknown sweep key 'points[].sets'");
@@ -214,6 +221,21 @@ TEST_CASE("sweep: seeds N runs every point with train.seed 1 to N (innermost key
   }
 }
 
+TEST_CASE("sweep: eval.val_paths files are opened before anything runs, naming the point and file", "[sweep]") {
+  fs::path dir = fs::temp_directory_path() / "sweep_val_paths";
+  fs::create_directories(dir);
+  const fs::path p = dir / "spec.yaml";
+  std::ofstream(p) << "config: {model: {kind: encoder, d_model: 16, n_heads: 2, max_len: 256}, data: {task: token_labels, "
+                      "path: " RELPOS_SOURCE_DIR "/data/digits_train.rptok, val_path: " RELPOS_SOURCE_DIR
+                      "/data/digits_val.rptok, position_channels: [row, col], seq_len: 64}, train: {steps: 4}}\n"
+                      "points: [{name: cpe, set: {model.position.type: cpe}}]\n"
+                      "eval: {lengths: [64, 144], mode: examples, val_paths: [" RELPOS_SOURCE_DIR
+                      "/data/digits_val.rptok, " << dir.string() << "/missing.rptok]}\n";
+  CHECK_THROWS_WITH(train::load_sweep_spec(p.string()),
+                    Catch::Contains("point 'cpe': eval.val_paths '" + dir.string() + "/missing.rptok'"));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("sweep: every spec in configs/experiments loads and validates whole", "[sweep][config]") {
   int n = 0;
   for (const auto& e : fs::directory_iterator(RELPOS_SOURCE_DIR "/configs/experiments")) {
@@ -230,6 +252,13 @@ TEST_CASE("sweep: every spec in configs/experiments loads and validates whole", 
   CHECK(s.points.size() == 48);
   CHECK(s.eval_modes == std::vector<std::string>{"windows", "sliding"});
   CHECK(s.eval_lengths == std::vector<int64_t>{128, 256, 512, 1024, 2048});
+  // the vision experiment: 5 encodings x 3 seeds, every held-out digit at 8x8, 12x12, 16x16
+  auto v = train::load_sweep_spec(RELPOS_SOURCE_DIR "/configs/experiments/vision_digits.yaml");
+  CHECK(v.points.size() == 15);
+  CHECK(v.eval_modes == std::vector<std::string>{"examples"});
+  CHECK(v.eval_lengths == std::vector<int64_t>{64, 144, 256});
+  CHECK(v.eval_val_paths ==
+        std::vector<std::string>{"data/digits_val.rptok", "data/digits_val12.rptok", "data/digits_val16.rptok"});
 }
 
 TEST_CASE("sweep: a point's only: runs its recipe with the listed grid values alone", "[sweep]") {

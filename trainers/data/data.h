@@ -57,6 +57,12 @@ class Dataset {
   virtual std::vector<int64_t> val_stream() const { return {}; }
   // The training split as one token stream (Transformer-XL segment training); empty if none.
   virtual std::vector<int64_t> train_stream() const { return {}; }
+  // Datasets of independent labelled examples (token_labels): how many validation examples there
+  // are, and examples first .. first + count - 1 of them in file order as one batch of count rows
+  // at seq_len (`eval --mode examples`: every validation example once). 0 / an error: not such a
+  // dataset.
+  virtual int64_t val_examples() const { return 0; }
+  virtual Batch val_examples_batch(int64_t first, int64_t count, int64_t seq_len) const;
 };
 
 // What a run or checkpoint adds to cfg.data when a dataset is rebuilt: `vocab` (from a checkpoint)

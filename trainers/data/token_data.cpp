@@ -83,6 +83,45 @@ std::vector<size_t> position_channel_indices(const TokenFile& f, const std::vect
   return out;
 }
 
+// A token file whose position channels include `row` and `col` (a grid, nn/positional/grid.h): the
+// declared ranges give the grid, rows 0..H-1 and cols 0..W-1, and every example must be that whole
+// grid in row-major order (token t at row t / W, col t % W), so a batch of its examples is one
+// grid size. Returns H x W (0 when the channels do not name a grid). Errors name the file (`what`:
+// "data.path"), the example, the token and the channel.
+int64_t check_grid_examples(const TokenFile& f, const std::string& what, const std::vector<std::string>& names,
+                            const std::vector<size_t>& cols) {
+  size_t r = SIZE_MAX, c = SIZE_MAX;
+  for (size_t p = 0; p < names.size(); ++p) {
+    if (names[p] == "row") r = cols[p];
+    if (names[p] == "col") c = cols[p];
+  }
+  if (r == SIZE_MAX || c == SIZE_MAX) return 0;
+  const TokenChannel &rc = f.info().channels[r], &cc = f.info().channels[c];
+  RELPOS_CHECK_CONFIG(rc.min == 0 && cc.min == 0,
+                      "{} '{}': channels 'row' and 'col' declare the ranges [{}, {}] and [{}, {}]; a grid's "
+                      "coordinates start at 0",
+                      what, f.path(), rc.min, rc.max, cc.min, cc.max);
+  const int64_t H = rc.max + 1, W = cc.max + 1;
+  for (uint64_t e = 0; e < f.info().n_examples; ++e) {
+    const uint64_t s = f.example_start(e), n = f.example_start(e + 1) - s;
+    RELPOS_CHECK_CONFIG(int64_t(n) == H * W,
+                        "{} '{}': example {} has {} tokens, but the file's channels 'row' [0, {}] and 'col' [0, {}] "
+                        "make every example a {}x{} grid of {} tokens (one grid size per file: a batch never mixes "
+                        "sizes)",
+                        what, f.path(), e, n, H - 1, W - 1, H, W, H * W);
+    for (uint64_t t = 0; t < n; ++t) {
+      const int64_t rv = f.channel(r, s + t), cv = f.channel(c, s + t);
+      const bool row_ok = rv == int64_t(t) / W;
+      RELPOS_CHECK_CONFIG(row_ok && cv == int64_t(t) % W,
+                          "{} '{}': example {}, token {}: channel '{}' is {}, expected {} (an example's tokens are its "
+                          "{}x{} grid in row-major order: token t at row t / {}, col t % {})",
+                          what, f.path(), e, t, row_ok ? "col" : "row", row_ok ? cv : rv,
+                          row_ok ? int64_t(t) % W : int64_t(t) / W, H, W, W, W);
+    }
+  }
+  return H * W;
+}
+
 // Per-token position channels of a batch: positions[b, t, p] = channel cols[p] of token at(b, t),
 // 0 where at(b, t) is npos (padding). Undefined when no channels are configured.
 template <typename At>
@@ -265,10 +304,12 @@ class TokenLabelDataset : public Dataset {
     const TokenFileInfo& in = train_->info();
     label_ = find_label(*train_);
     train_cols_ = val_cols_ = position_channel_indices(*train_, cfg_.position_channels);
+    train_grid_ = val_grid_ = check_grid_examples(*train_, "data.path", cfg_.position_channels, train_cols_);
     if (val_) {
       check_same_vocab(*val_, *train_);
       val_label_ = find_label(*val_);
       val_cols_ = position_channel_indices(*val_, cfg_.position_channels);
+      val_grid_ = check_grid_examples(*val_, "data.val_path", cfg_.position_channels, val_cols_);
       RELPOS_CHECK_CONFIG(val_->info().channels[val_label_].scope == in.channels[label_].scope,
                           "data.val_path '{}': its 'label' channel has another scope than data.path's", val_->path());
       train_n_ = in.n_examples;
@@ -284,11 +325,22 @@ class TokenLabelDataset : public Dataset {
   std::vector<std::string> vocabulary() const override { return train_->info().vocab; }
 
   Batch train_batch(Generator& gen) const override {
+    check_grid_length(*train_, "data.path", train_grid_, cfg_.seq_len, "data.seq_len");
     return rows(*train_, label_, train_cols_, 0, train_n_, cfg_.seq_len, gen);
   }
   Batch val_batch(int64_t i, int64_t seq_len) const override {
+    check_grid_length(val_file(), val_ ? "data.val_path" : "data.path", val_grid_, seq_len, "the evaluation length");
     Generator g(0x5EED0000ULL + uint64_t(i));
-    return rows(val_ ? *val_ : *train_, val_label_, val_cols_, val_lo_, val_hi_, seq_len, g);
+    return rows(val_file(), val_label_, val_cols_, val_lo_, val_hi_, seq_len, g);
+  }
+  int64_t val_examples() const override { return int64_t(val_hi_ - val_lo_); }
+  Batch val_examples_batch(int64_t first, int64_t count, int64_t seq_len) const override {
+    RELPOS_CHECK(first >= 0 && count >= 1 && first + count <= val_examples(),
+                 "validation examples {}..{} requested; the split holds {}", first, first + count - 1, val_examples());
+    std::vector<uint64_t> ex(static_cast<size_t>(count));
+    for (int64_t b = 0; b < count; ++b) ex[size_t(b)] = val_lo_ + uint64_t(first + b);
+    check_grid_length(val_file(), val_ ? "data.val_path" : "data.path", val_grid_, seq_len, "the evaluation length");
+    return rows_of(val_file(), val_label_, val_cols_, ex, seq_len);
   }
   std::vector<int64_t> encode(const std::string& text) const override {
     std::vector<int64_t> out;
@@ -303,6 +355,15 @@ class TokenLabelDataset : public Dataset {
   }
 
  private:
+  const TokenFile& val_file() const { return val_ ? *val_ : *train_; }
+  // A grid file's examples are whole grids: a window shorter than the grid would cut them.
+  static void check_grid_length(const TokenFile& f, const char* what, int64_t grid, int64_t L, const char* which) {
+    RELPOS_CHECK_CONFIG(grid == 0 || L >= grid,
+                        "{} '{}': its examples are grids of {} tokens (channels 'row' and 'col'), but {} is {}: a "
+                        "batch row would cut its grid; use {} or more (e.g. relpos eval --seq-len {})",
+                        what, f.path(), grid, which, L, grid, grid);
+  }
+
   // The index of the channel named `label`, its range checked against the output size.
   static size_t find_label(const TokenFile& f) {
     const auto& ch = f.info().channels;
@@ -323,13 +384,21 @@ class TokenLabelDataset : public Dataset {
 
   Batch rows(const TokenFile& f, size_t label, const std::vector<size_t>& cols, uint64_t lo, uint64_t hi, int64_t L,
              Generator& g) const {
-    const int64_t B = cfg_.batch_size;
+    std::vector<uint64_t> ex(static_cast<size_t>(cfg_.batch_size));
+    for (uint64_t& e : ex) e = lo + g.next_u64() % (hi - lo);
+    return rows_of(f, label, cols, ex, L);
+  }
+
+  // One batch row per example of `ex`.
+  Batch rows_of(const TokenFile& f, size_t label, const std::vector<size_t>& cols, const std::vector<uint64_t>& ex,
+                int64_t L) const {
+    const int64_t B = int64_t(ex.size());
     const bool per_token = f.info().channels[label].scope == ChannelScope::Token;
     std::vector<int64_t> x(size_t(B * L), 0), y(size_t(B * L), kIgnore);
     std::vector<double> pad(size_t(B * L), 1.0);
     std::vector<uint64_t> first(static_cast<size_t>(B)), count(static_cast<size_t>(B));
     for (int64_t b = 0; b < B; ++b) {
-      const uint64_t e = lo + g.next_u64() % (hi - lo);
+      const uint64_t e = ex[size_t(b)];
       const uint64_t s = f.example_start(e), n = std::min<uint64_t>(f.example_start(e + 1) - s, uint64_t(L));
       first[size_t(b)] = s, count[size_t(b)] = n;
       for (uint64_t t = 0; t < n; ++t) {
@@ -352,6 +421,7 @@ class TokenLabelDataset : public Dataset {
   std::shared_ptr<TokenFile> train_, val_;
   std::vector<size_t> train_cols_, val_cols_;  // data.position_channels in each file
   size_t label_ = 0, val_label_ = 0;
+  int64_t train_grid_ = 0, val_grid_ = 0;  // H x W of a grid file (row/col channels), else 0
   uint64_t train_n_ = 0, val_lo_ = 0, val_hi_ = 0;
 };
 
@@ -395,6 +465,11 @@ std::string read_bounded(const std::string& path, const std::string& what) {
 }
 
 }  // namespace
+
+Batch Dataset::val_examples_batch(int64_t, int64_t, int64_t) const {
+  fail_config("evaluation by example (--mode examples) needs a dataset of labelled examples (data.task "
+              "token_labels)");
+}
 
 // data.task 'tokens' (data_tasks.cpp).
 namespace {

@@ -371,8 +371,18 @@ int64_t TokenFile::channel(size_t c, uint64_t i) const {
   const uint64_t n = ch.scope == ChannelScope::Token ? info_.n_tokens : info_.n_examples;
   if (i >= n) bad("channel '{}': index {} is past its {} values", ch.name, i, n);
   const int64_t v = load_le<int32_t>(map_ + channel_at_[c] + 4 * i);
-  if (v < ch.min || v > ch.max)
-    bad("channel '{}'[{}] = {} is outside its declared range [{}, {}]", ch.name, i, v, ch.min, ch.max);
+  if (v < ch.min || v > ch.max) {
+    std::string where;  // a per-token value: which example and which of its tokens
+    if (ch.scope == ChannelScope::Token) {
+      uint64_t lo = 0, hi = info_.n_examples;  // the last example whose start is <= i
+      while (hi - lo > 1) {
+        const uint64_t mid = lo + (hi - lo) / 2;
+        (example_start(mid) <= i ? lo : hi) = mid;
+      }
+      where = fmt::format(" (example {}, token {})", lo, i - example_start(lo));
+    }
+    bad("channel '{}'[{}] = {}{} is outside its declared range [{}, {}]", ch.name, i, v, where, ch.min, ch.max);
+  }
   return v;
 }
 

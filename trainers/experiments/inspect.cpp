@@ -65,10 +65,10 @@ BiasReport position_bias(const BiasRequest& req) {
     r.bias = sb.data().contiguous().to_vector<double>();  // [H, Lq, Lk]
   } else if (st.defined()) {
     r.bias = st.data().expand({1, req.heads, req.lq, req.lk}).contiguous().to_vector<double>();
-  } else if (pos->is_absolute()) {
-    r.note = "absolute encoding: added to the input embeddings, no attention bias";
   } else if (!facts.no_bias_note.empty()) {
     r.note = facts.no_bias_note;
+  } else if (pos->is_absolute()) {
+    r.note = "absolute encoding: added to the input embeddings, no attention bias";
   } else {
     r.note = "content-dependent terms (score/value terms), no fixed additive bias";
   }
@@ -94,6 +94,47 @@ Tensor demo_spd() {
   Adj a = {{1}, {0, 2}, {1}, {4}, {3}, {6}, {5, 7}, {6, 8}, {7}, {}};
   Adj b = {{1, 2, 3, 4, 5, 6}, {0}, {0}, {0}, {0}, {0}, {0}, {8}, {7}, {}};
   return nn::shortest_path_distances({a, b}, 10);
+}
+
+std::vector<GradcheckCase> stack_hook_gradchecks(const nn::PositionType& type,
+                                                 const std::map<std::string, std::string>& params) {
+  // Encodings that read position channels (cpe: row, col) also act at the stack level
+  // (embed_input, after_block): hidden states [2, L, 8] on a 2x3 grid (row-major, channels row and
+  // col as data.position_channels gives them), once with L = 6 and once with 2 padding tokens after
+  // the grid, through both hooks; the inputs and every parameter of the encoding are checked.
+  std::vector<GradcheckCase> out;
+  const auto& chans = type->facts.position_channels;
+  if (!chans.empty())
+    for (const int64_t L : {6, 8}) {
+      Generator gen(23);
+      nn::PositionConfig pc;
+      pc.type = type.name();
+      pc.d_model = 8;
+      pc.n_heads = 2;
+      pc.head_dim = 4;
+      pc.max_len = 16;
+      pc.init_std = 0.5;
+      pc.params = nn::PositionParams(params);
+      pc.dtype = DType::F64;
+      pc.channels = chans;
+      nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, gen);
+      const int64_t P = int64_t(chans.size());
+      std::vector<int64_t> pv(size_t(2 * L * P), 0);
+      std::vector<double> padv(size_t(2 * L), 0.0);
+      for (int64_t b = 0; b < 2; ++b)
+        for (int64_t t = 0; t < L; ++t) {
+          if (t >= 6) padv[size_t(b * L + t)] = 1.0;
+          for (int64_t c = 0; c < P; ++c)
+            pv[size_t((b * L + t) * P + c)] = t >= 6 ? 0 : chans[size_t(c)] == "row" ? t / 3 : chans[size_t(c)] == "col" ? t % 3 : 0;
+        }
+      const nn::StackInput si{Tensor::from_vector(pv, {2, L, P}), L > 6 ? Tensor::from_vector(padv, {2, L}) : Tensor(), 0};
+      std::vector<Variable> inputs{Variable(Tensor::rand({2, L, 8}, gen, DType::F64, -1, 1), true)};
+      for (const Variable& p : pos->parameters()) inputs.push_back(p);
+      auto fn = [&](const std::vector<Variable>& in) { return pos->after_block(pos->embed_input(in[0], si), 0, si); };
+      const std::string name = fmt::format("stack hooks on a 2x3 grid, L {}{}", L, L > 6 ? " (2 padding)" : "");
+      out.push_back({type.name() + ": " + name, gradcheck(type.name() + " (" + name + ")", fn, inputs)});
+    }
+  return out;
 }
 
 std::vector<GradcheckCase> gradchecks_for(const nn::PositionType& type,
@@ -162,6 +203,7 @@ std::vector<GradcheckCase> gradchecks_for(const nn::PositionType& type,
           geo.name + (causal && !geo.causal ? ", causal" : "") + (fused ? " [fused]" : " [reference]");
       out.push_back({type.name() + ": " + name, gradcheck(type.name() + " (" + name + ")", fn, inputs)});
     }
+  for (auto& c : stack_hook_gradchecks(type, params)) out.push_back(std::move(c));
   return out;
 }
 

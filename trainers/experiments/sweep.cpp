@@ -62,12 +62,18 @@ nlohmann::json num_or_null(double v) { return std::isfinite(v) ? nlohmann::json(
 // A finished point's "eval" records: every eval length in every mode of the spec (text data;
 // other tasks, whose examples are independent: random windows only).
 nlohmann::json evaluate_point(const SweepSpec& spec, const std::string& run_dir) {
-  LoadedRun run = load_run(run_dir);
-  const std::vector<std::string> modes =
-      find_data_task(run.cfg.data.task).text ? spec.eval_modes : std::vector<std::string>{"random"};
+  LoadedRun base = load_run(run_dir);
+  const bool by_example = std::count(spec.eval_modes.begin(), spec.eval_modes.end(), "examples") > 0;
+  const std::vector<std::string> modes = find_data_task(base.cfg.data.task).text ? spec.eval_modes
+                                         : by_example ? std::vector<std::string>{"examples"}
+                                                      : std::vector<std::string>{"random"};
   nlohmann::json evs = nlohmann::json::array();
   for (const std::string& mode : modes) {
-    for (int64_t L : spec.eval_lengths) {
+    for (size_t li = 0; li < spec.eval_lengths.size(); ++li) {
+      const int64_t L = spec.eval_lengths[li];
+      const std::string val_path = spec.eval_val_paths.empty() ? std::string() : spec.eval_val_paths[li];
+      LoadedRun other = val_path.empty() ? LoadedRun() : load_run(run_dir, val_path);
+      LoadedRun& run = val_path.empty() ? base : other;
       EvalOptions eo;
       eo.seq_len = L;
       eo.mode = mode;
@@ -80,6 +86,7 @@ nlohmann::json evaluate_point(const SweepSpec& spec, const std::string& run_dir)
       evs.push_back({{"seq_len", L}, {"mode", e.mode}, {"stride", e.stride}, {"loss", e.loss},
                      {"accuracy", e.accuracy}, {"tokens", e.tokens}, {"beyond_loss", num_or_null(e.beyond_loss)},
                      {"beyond_tokens", e.beyond_tokens}, {"buckets", bj}});
+      if (!val_path.empty()) evs.back()["val_path"] = val_path;
     }
   }
   return evs;
@@ -237,6 +244,7 @@ void write_sweep_meta(const SweepSpec& spec, const std::string& dir) {
                          {"eval_lengths", spec.eval_lengths},
                          {"eval_modes", spec.eval_modes},
                          {"points", int64_t(spec.points.size())}};
+  if (!spec.eval_val_paths.empty()) meta["eval_val_paths"] = spec.eval_val_paths;
   write_atomically(fs::path(dir) / "sweep.json", meta.dump(2) + "\n");
 }
 

@@ -56,6 +56,7 @@ struct SweepSpec {
   std::vector<SweepPoint> points;
   std::vector<int64_t> eval_lengths;
   std::vector<std::string> eval_modes = {"windows"};  // eval.mode: one mode or a list
+  std::vector<std::string> eval_val_paths;            // eval.val_paths: one validation file per length (or none)
   int64_t eval_stride = 0, eval_bucket = 0, eval_max_tokens = 0;
   int64_t checkpoint_every = 0;
 };

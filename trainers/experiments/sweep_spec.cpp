@@ -160,14 +160,16 @@ void read_eval_mode(const SpecReader& r, const YAML::Node& m, SpecDraft& d) {  /
   modes.clear();
   if (m.IsSequence()) {
     for (const auto& v : m) modes.push_back(r.scalar(v, "eval.mode"));
-    if (modes.empty()) r.bad(m, "eval.mode", "an empty list; expected random, windows or sliding, or a list of them");
+    if (modes.empty())
+      r.bad(m, "eval.mode", "an empty list; expected random, windows, sliding or examples, or a list of them");
   } else {
     modes.push_back(r.scalar(m, "eval.mode"));
   }
   std::set<std::string> seen;
   for (const auto& mode : modes) {
-    if (mode != "random" && mode != "windows" && mode != "sliding")
-      r.bad(m, "eval.mode", fmt::format("'{}': expected random, windows or sliding, or a list of them", mode));
+    if (mode != "random" && mode != "windows" && mode != "sliding" && mode != "examples")
+      r.bad(m, "eval.mode",
+            fmt::format("'{}': expected random, windows, sliding or examples, or a list of them", mode));
     if (!seen.insert(mode).second) r.bad(m, "eval.mode", fmt::format("'{}' is listed twice", mode));
   }
 }
@@ -181,10 +183,20 @@ const std::vector<SpecKey>& eval_keys() {
            r.bad(l, "eval.lengths", fmt::format("expected a list of lengths, e.g. [64, 128], got '{}'", yaml_text(l)));
          for (const auto& v : l) d.s.eval_lengths.push_back(r.integer(v, "eval.lengths", 1, kMaxLen));
        }},
-      {"mode", "`random` \\| `windows` \\| `sliding`, or a list of them", "`windows`",
+      {"mode", "`random` \\| `windows` \\| `sliding` \\| `examples`, or a list of them", "`windows`",
        "evaluation protocol; with a list (`[windows, sliding]`) every length is evaluated in every mode, and the "
-       "report draws one figure per mode (synthetic and labelling tasks always use `random`)",
+       "report draws one figure per mode (synthetic and labelling tasks use `random`, or with `examples` every "
+       "validation example once: `token_labels`, whose report adds a held-out accuracy table and figure)",
        read_eval_mode},
+      {"val_paths", "list of token files", "none",
+       "one per `lengths` entry: length i is evaluated on that validation file instead of `data.val_path` (same "
+       "vocabulary; e.g. the digits at 8x8, 12x12, 16x16); each is opened before anything runs and named in its "
+       "record",
+       [](const SpecReader& r, const YAML::Node& v, SpecDraft& d) {
+         if (!v.IsSequence())
+           r.bad(v, "eval.val_paths", fmt::format("expected a list of token files, got '{}'", yaml_text(v)));
+         for (const auto& p : v) d.s.eval_val_paths.push_back(r.scalar(p, "eval.val_paths"));
+       }},
       {"stride", fmt::format("int in [1, 2^{}]", std::countr_zero(uint64_t(kMaxLen))), "half the length",
        "`sliding`: tokens scored per window after the first; at most every length",
        [](const SpecReader& r, const YAML::Node& n, SpecDraft& d) { d.s.eval_stride = r.integer(n, "eval.stride", 1, kMaxLen); }},
@@ -309,6 +321,10 @@ const std::vector<SpecKey>& spec_keys() {
        [](const SpecReader& r, const YAML::Node& e, SpecDraft& d) {
          read_keys(r, e, "eval", eval_keys(), d);
          const SweepSpec& s = d.s;
+         if (!s.eval_val_paths.empty() && s.eval_val_paths.size() != s.eval_lengths.size())
+           r.bad(e["val_paths"], "eval.val_paths",
+                 fmt::format("lists {} files for {} eval.lengths; give one validation file per length",
+                             s.eval_val_paths.size(), s.eval_lengths.size()));
          if (std::count(s.eval_modes.begin(), s.eval_modes.end(), "sliding") && s.eval_stride > 0)
            for (int64_t L : s.eval_lengths)
              RELPOS_CHECK_CONFIG(s.eval_stride <= L,
@@ -389,6 +405,28 @@ std::string sweep_spec_markdown(const std::string& table) {
   return markdown_table(table == "spec" ? spec_keys() : eval_keys());
 }
 
+namespace {
+// eval.mode examples needs labelled examples; each eval.val_paths file must be a validation split
+// the point's data accepts (opened, its channels and grids checked).
+void check_eval_data(const SweepSpec& s, const Config& c, const std::string& where) {
+  if (std::count(s.eval_modes.begin(), s.eval_modes.end(), "examples"))
+    RELPOS_CHECK_CONFIG(find_data_task(c.data.task).val_file && !find_data_task(c.data.task).text &&
+                            find_data_task(c.data.task).labels_each_token,
+                        "{}: eval.mode examples (every validation example once) needs data.task token_labels, "
+                        "not '{}'",
+                        where, c.data.task);
+  for (const std::string& vp : s.eval_val_paths) {
+    Config cv = c;
+    cv.data.val_path = vp;
+    try {
+      (void)make_dataset(cv);
+    } catch (const Error& e) {
+      fail_config("{}: eval.val_paths '{}': {}", where, vp, e.what());
+    }
+  }
+}
+}  // namespace
+
 SweepSpec load_sweep_spec(const std::string& path, int64_t max_points) {
   SweepSpec s;
   s.source = path;
@@ -426,6 +464,7 @@ SweepSpec load_sweep_spec(const std::string& path, int64_t max_points) {
       }
     }();
     for (int64_t L : s.eval_lengths) check_positions(c, L, where + ": eval.lengths");
+    check_eval_data(s, c, where);
     if (!find_data_task(c.data.task).text || s.eval_lengths.empty()) continue;
     const auto key = std::make_pair(c.data.path, c.data.val_fraction);
     auto it = val_chars.find(key);
