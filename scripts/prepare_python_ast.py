@@ -3,11 +3,15 @@
 
     scripts/prepare_python_ast.py OUT_PREFIX [--stdlib DIR] [--seed S] [--val-files N]
                                              [--identifiers K]
+    scripts/prepare_python_ast.py --verify-sources SOURCES_TXT [--stdlib DIR]
+        exit 0 when the files read have the SHA-256s listed in SOURCES_TXT (the shipped data is
+        then reproducible here), 3 when any differs or is missing (naming it)
 
 reads the fixed list FILES below from the Python standard library (default
 /usr/lib/python3.11, PSF license: data/python_ast_LICENSE.md), tokenizes each file with
 `tokenize`, parses it with `ast`, and writes OUT_PREFIX_train.rptok and OUT_PREFIX_val.rptok
-(RPTOKENS, docs/data.md; written by prepare_tokens.write_token_file). The files are split by
+(RPTOKENS, docs/data.md; written by prepare_tokens.write_token_file), and OUT_PREFIX_sources.txt
+(the SHA-256 of every file read). The files are split by
 file: random.Random(seed) shuffles the list and the first N validate. docs/data.md,
 "Python syntax trees", describes the vocabulary and the channels; in short:
 
@@ -38,6 +42,7 @@ input.
 """
 import argparse
 import ast
+import hashlib
 import io
 import keyword
 import os
@@ -211,14 +216,43 @@ def encode_files(parsed, index):
     return tokens, starts, parent, depth
 
 
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def verify_sources(manifest, stdlib):
+    want = {}
+    with open(manifest, encoding="utf-8") as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                digest, name = line.split()
+                want[name] = digest
+    for name in FILES:
+        path = os.path.join(stdlib, name)
+        if not os.path.isfile(path):
+            print(f"{path}: missing", file=sys.stderr)
+            return 3
+        if want.get(name) != sha256(path):
+            print(f"{path}: SHA-256 {sha256(path)} differs from {manifest} ({want.get(name)})", file=sys.stderr)
+            return 3
+    print(f"{stdlib}: the {len(FILES)} files match {manifest}")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out_prefix")
+    ap.add_argument("out_prefix", nargs="?")
+    ap.add_argument("--verify-sources", metavar="SOURCES_TXT")
     ap.add_argument("--stdlib", default="/usr/lib/python3.11")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--val-files", type=int, default=6)
     ap.add_argument("--identifiers", type=int, default=160)
     a = ap.parse_args()
+    if a.verify_sources:
+        return verify_sources(a.verify_sources, a.stdlib)
+    if not a.out_prefix:
+        ap.error("OUT_PREFIX is required")
     try:
         order = list(FILES)
         random.Random(a.seed).shuffle(order)
@@ -230,6 +264,11 @@ def main():
             path = os.path.join(a.stdlib, f)
             with open(path, encoding="utf-8") as fh:
                 parsed[f] = token_tree(fh.read(), path)
+        with open(f"{a.out_prefix}_sources.txt", "w", encoding="utf-8") as fh:
+            fh.write(f"# SHA-256 of the files scripts/prepare_python_ast.py read from {a.stdlib} (Python "
+                     f"{sys.version_info[0]}.{sys.version_info[1]} standard library)\n")
+            for f in FILES:
+                fh.write(f"{sha256(os.path.join(a.stdlib, f))}  {f}\n")
         vocab = vocabulary([parsed[f][0] for f in train], a.identifiers)
         index = {s: i for i, s in enumerate(vocab)}
         for split, files in (("train", train), ("val", val)):

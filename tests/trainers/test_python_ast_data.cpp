@@ -1,0 +1,113 @@
+// The code domain's data (docs/data.md, "Python syntax trees"): the shipped
+// data/python_ast_{train,val}.rptok are what scripts/prepare_python_ast.py writes from the
+// Python 3.11 standard library of this machine (checked only where the listed source files have
+// the SHA-256s of data/python_ast_sources.txt and python3 is 3.11: the standard library is
+// versioned, so elsewhere the case says so and checks nothing), their trees pass the channel
+// checks, and a file cut inside an example is refused naming the file.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "../cli_run.h"
+#include "core/error.h"
+#include "nn/positional/ast_tree.h"
+#include "trainers/data/token_file.h"
+
+using namespace relpos;
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::string tmp_dir(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("relpos_pyast_" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d.string();
+}
+
+std::string slurp(const std::string& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+const std::string kData = RELPOS_SOURCE_DIR "/data/python_ast";
+
+// The token-scope channel `name` of f, whole.
+std::vector<int32_t> channel(const train::TokenFile& f, const std::string& name) {
+  const auto& ch = f.info().channels;
+  for (size_t c = 0; c < ch.size(); ++c)
+    if (ch[c].name == name) {
+      std::vector<int32_t> v(f.info().n_tokens);
+      for (uint64_t i = 0; i < v.size(); ++i) v[i] = int32_t(f.channel(c, i));
+      return v;
+    }
+  FAIL(f.path() << " has no channel '" << name << "'");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("data/: the shipped Python AST token files are what scripts/prepare_python_ast.py writes",
+          "[tokens][python][ast]") {
+  const test::CliRun v = test::shell_run("python3 -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 3)'"
+                                         " && python3 " RELPOS_SOURCE_DIR "/scripts/prepare_python_ast.py "
+                                         "--verify-sources " + kData + "_sources.txt");
+  if (v.code != 0) {
+    WARN("not checked: this machine's python3 is not 3.11 or its standard library differs from the one the shipped "
+         "data was prepared from (data/python_ast_sources.txt): "
+         << v.out);
+    return;
+  }
+  const std::string d = tmp_dir("shipped");
+  const test::CliRun w = test::shell_run("python3 " RELPOS_SOURCE_DIR "/scripts/prepare_python_ast.py " + d + "/python_ast");
+  INFO(w.out);
+  REQUIRE(w.code == 0);
+  for (const char* f : {"_train.rptok", "_val.rptok", "_sources.txt"}) {
+    INFO(f << ": regenerate with scripts/prepare_python_ast.py data/python_ast");
+    const std::string shipped = slurp(kData + f);
+    CHECK(!shipped.empty());
+    CHECK(shipped == slurp(d + "/python_ast" + f));
+  }
+  fs::remove_all(d);
+}
+
+TEST_CASE("data/: the shipped Python AST files hold trees that pass the channel checks", "[tokens][ast]") {
+  for (const char* split : {"_train.rptok", "_val.rptok"}) {
+    train::TokenFile f(kData + split);
+    INFO(f.path());
+    CHECK(f.info().n_examples >= 100);
+    CHECK(f.info().vocab.size() == f.info().vocab_size);
+    std::vector<uint64_t> starts;
+    for (uint64_t e = 0; e <= f.info().n_examples; ++e) starts.push_back(f.example_start(e));
+    const std::vector<int32_t> parent = channel(f, nn::kAstParentChannel), depth = channel(f, nn::kAstDepthChannel);
+    CHECK_NOTHROW(nn::check_ast_channels(f.path(), starts, "parent", parent.data(), "depth", depth.data()));
+    // Every example starts with the root of its top-level statement; most tokens have a parent.
+    int64_t roots = 0;
+    for (uint64_t e = 0; e < f.info().n_examples; ++e) CHECK(parent[starts[e]] == 0);
+    for (int32_t p : parent) roots += p == 0;
+    CHECK(roots < int64_t(parent.size()) / 10);
+  }
+}
+
+TEST_CASE("data/: a Python AST token file cut inside an example is refused naming the file",
+          "[tokens][ast][hostile]") {
+  const std::string d = tmp_dir("cut");
+  const std::string whole = slurp(kData + "_val.rptok");
+  REQUIRE(whole.size() > 1000);
+  const std::string cut = d + "/cut.rptok";
+  {
+    std::ofstream o(cut, std::ios::binary);
+    o << whole.substr(0, whole.size() / 2);  // inside the tokens of some example
+  }
+  try {
+    train::TokenFile f(cut);
+    FAIL("a cut file opened");
+  } catch (const Error& e) {
+    CHECK_THAT(std::string(e.what()), Contains(cut));
+  }
+  fs::remove_all(d);
+}
