@@ -133,7 +133,7 @@ class Attention(nn.Module):
     def _split(self, x):
         return x.reshape(x.shape[0], x.shape[1], self.H, self.dh).transpose(1, 2)
 
-    def forward(self, xq, xkv, causal, key_padding=None, q_offset=0, k_offset=0, position_index=None):
+    def forward(self, xq, xkv, causal, key_padding=None, q_offset=0, k_offset=0, position_index=None, positions=None):
         pos = self.encoding()
         B, Lq = xq.shape[0], xq.shape[1]
         q, k = self._split(self.q_proj(xq)), self._split(self.k_proj(xkv))  # [B, H, L, dh]
@@ -143,7 +143,7 @@ class Attention(nn.Module):
         k = pos.rotate_key(k, k_offset)
         v = self._split(self.v_proj(xkv))
         Lk = k.shape[2]
-        g = Geometry(Lq, Lk, q_offset, k_offset, causal, position_index, self.q_proj, self.k_proj)
+        g = Geometry(Lq, Lk, q_offset, k_offset, causal, position_index, self.q_proj, self.k_proj, positions)
         s = q @ k.transpose(-1, -2)
         t = pos.score_terms(q, k, g)
         if t is not None:
@@ -187,9 +187,10 @@ class Block(nn.Module):
         self.mlp = MLP(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.dtype)
         self.norm2 = Norm(cfg.norm_type, cfg.d_model, cfg.dtype)
 
-    def forward(self, x, causal, padding, offset, memory=None, memory_padding=None, position_index=None):
+    def forward(self, x, causal, padding, offset, memory=None, memory_padding=None, position_index=None,
+                positions=None):
         drop = lambda t: F.dropout(t, self.p, self.training)  # noqa: E731
-        sa = lambda h: self.attn(h, h, causal, padding, offset, offset, position_index)  # noqa: E731
+        sa = lambda h: self.attn(h, h, causal, padding, offset, offset, position_index, positions)  # noqa: E731
         h = x + drop(sa(self.norm1(x))) if self.pre else self.norm1(x + drop(sa(x)))
         if hasattr(self, "cross_attn"):
             if self.pre:
@@ -228,11 +229,12 @@ class Stack(nn.Module):
         if cfg.norm == "pre":
             self.norm = Norm(cfg.norm_type, cfg.d_model, cfg.dtype)
 
-    def forward(self, tokens, padding=None, offset=0, memory=None, memory_padding=None, position_index=None):
+    def forward(self, tokens, padding=None, offset=0, memory=None, memory_padding=None, position_index=None,
+                positions=None):
         pos = self.pos if "pos" in self._modules else self._pos[0]
         x = pos.embed(self.embed.weight[tokens], offset)
         for blk in self.layers:
-            x = blk(x, self.causal, padding, offset, memory, memory_padding, position_index)
+            x = blk(x, self.causal, padding, offset, memory, memory_padding, position_index, positions)
         return self.norm(x) if "norm" in self._modules else x
 
 
@@ -251,9 +253,10 @@ class RelposModel(nn.Module):
             self.stack = Stack(cfg, True, False)
         self.head = nn.Linear(cfg.d_model, cfg.vocab, bias=False, dtype=cfg.dtype)
 
-    def forward(self, tokens, padding=None, position_index=None):
-        """decoder / encoder: tokens int64 [B, L] -> logits [B, L, V]."""
-        return self.head(self.stack(tokens, padding, 0, position_index=position_index))
+    def forward(self, tokens, padding=None, position_index=None, positions=None):
+        """decoder / encoder: tokens int64 [B, L] -> logits [B, L, V]; positions: int64 [B, L, P],
+        the token channels (the 'ast' encoding reads its parent column, column 0)."""
+        return self.head(self.stack(tokens, padding, 0, position_index=position_index, positions=positions))
 
     def forward_seq2seq(self, source, target_in, source_padding=None):
         mem = self.encoder(source, source_padding)
