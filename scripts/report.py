@@ -376,6 +376,8 @@ def check_sweep_record(r, at):
         check_str(e.get("mode"), ea.sub("mode"), null=True)
         check_value(require(e, "loss", ea, "a number or null"), ea.sub("loss"), strings=False)
         check_value(e.get("beyond_loss"), ea.sub("beyond_loss"), strings=False)
+        check_value(e.get("subset_loss"), ea.sub("subset_loss"), strings=False)
+        check_str(e.get("subset"), ea.sub("subset"), null=True)
 
 
 def sweep_index_files(sweep_dir):
@@ -484,6 +486,17 @@ def read_inspect(path):
                     ra.sub("row_distance").sub(k).fail("null or [min, max] integers with min <= max", d)
             check_int(require(r, "train_distance", ra, "an integer"), ra.sub("train_distance"), lo=0)
             check_int(require(r, "probe_distance", ra, "an integer"), ra.sub("probe_distance"), lo=1)
+    grid = ins.get("bias_grid")
+    if grid:
+        ga = at.sub("bias_grid")
+        check_object(grid, ga)
+        check_str(require(grid, "row_axis", ga, "a string"), ga.sub("row_axis"))
+        check_str(require(grid, "col_axis", ga, "a string"), ga.sub("col_axis"))
+        heads = require(grid, "heads", ga, "an array of [rows x cols] matrices, one per head")
+        if not isinstance(heads, list) or not heads:
+            ga.sub("heads").fail("a non-empty array of matrices", heads)
+        for h, m in enumerate(heads):
+            check_matrix(m, ga.sub("heads").sub(h))
     att = ins.get("attention")
     if att:
         check_object(att, at.sub("attention"))
@@ -876,6 +889,23 @@ def inspect_figures(ins, figs):
         figs.save(stem, fig, ax.get_title(), ax.get_xlabel(), ax.get_ylabel(),
                   [{"label": "row norm", "x": x, "y": r["row_norm"]}], caption,
                   extra={"row_labels": labels} if labels else None)
+    grid = ins.get("bias_grid")
+    if grid:
+        heads = grid["heads"]
+        fig, axes = plt.subplots(1, len(heads), figsize=(3.2 * len(heads) + 1, 3.4), squeeze=False,
+                                 layout="constrained")
+        vals = [num(v) for m in heads for row in m for v in row if v is not None and math.isfinite(num(v))]
+        lim = max([abs(v) for v in vals] + [1e-12])
+        for h, (ax, m) in enumerate(zip(axes[0], heads)):
+            im = ax.imshow(np.asarray(m, dtype=float), cmap="RdBu_r", vmin=-lim, vmax=lim, origin="lower")
+            ax.set_title(f"head {h}")
+            ax.set_xlabel(grid["col_axis"])
+            ax.set_ylabel(grid["row_axis"])
+        fig.colorbar(im, ax=axes[0].tolist(), label="bias added to the logit")
+        figs.save("bias_grid", fig, f"Learned bias over ({grid['row_axis']}, {grid['col_axis']}) ({ins['position']}, "
+                  f"step {ins['step']})", grid["col_axis"], grid["row_axis"], [],
+                  grid.get("note", "The learned bias of each head (times alpha) at each cell of the grid."),
+                  extra={"heads": heads})
     att = ins.get("attention")
     if att and att.get("layers"):
         heads = att["layers"][0]
@@ -1079,23 +1109,33 @@ def sweep_figures(sweep_dir, meta, index, figs, md):
         g["val"] = summarize([r.get("final_val_loss") for r in g["recs"]])
         g["at"] = {k: summarize([e[k]["loss"] if k in e else None for e in ev]) for k in keys}
         g["beyond"] = {k: summarize([e[k].get("beyond_loss") if k in e else None for e in ev]) for k in keys}
+        g["subset"] = {k: summarize([e[k].get("subset_loss") if k in e else None for e in ev]) for k in keys}
+    # A token subset the evaluation scored separately (eval.subset_channel): its description.
+    subsets = sorted({e["subset"] for r in recs for e in r.get("eval", []) if e.get("subset")})
+    scol = lambda m, L: f"subset loss @ {L}" + ("" if m == modes[0] else f" ({m})")  # noqa: E731
     fmt = lambda v: "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.4f}"  # noqa: E731
     if seeded:
         counts = sorted({len(g["recs"]) for g in groups})
         md.append(f"Each point ran with {' or '.join(map(str, counts))} seeds (`{SEED_KEY}`). Every number below is "
                   "the mean over the seeds ± the half-width of its 95% Student-t interval, "
                   "t(0.975, k-1) · s / √k over the k seeds with a finite value.\n")
-        head = ["point", "seeds", "final train loss", "final val loss"] + [col(*k) for k in keys]
+        if subsets:
+            md.append(f"Subset loss: the loss on {'; '.join(subsets)} only.\n")
+        head = ["point", "seeds", "final train loss", "final val loss"] + [col(*k) for k in keys] + \
+            ([scol(*k) for k in keys] if subsets else [])
         md.append("| " + " | ".join(head) + " |")
         md.append("|" + "---|" * len(head))
         for g in groups:
             md.append("| " + " | ".join([g["label"], str(len(g["recs"])), fmt_summary(g["train"]),
-                                         fmt_summary(g["val"])] + [fmt_summary(g["at"][k]) for k in keys]) + " |")
+                                         fmt_summary(g["val"])] + [fmt_summary(g["at"][k]) for k in keys] +
+                                        ([fmt_summary(g["subset"][k]) for k in keys] if subsets else [])) + " |")
         md.append("")
         # A ranking only where intervals separate.
         rank_at = [("final validation loss", lambda g: g["val"])]
         for m in modes if lens else []:
             rank_at.append((col(m, lens[-1]), lambda g, k=(m, lens[-1]): g["at"][k]))
+            if subsets:
+                rank_at.append((scol(m, lens[-1]), lambda g, k=(m, lens[-1]): g["subset"][k]))
         for title, pick in rank_at:
             ts = tiers([(g["label"], pick(g)) for g in groups])
             if not ts:

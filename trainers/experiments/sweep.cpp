@@ -117,12 +117,19 @@ nlohmann::json evaluate_point(const SweepSpec& spec, const std::string& run_dir)
       eo.stride = spec.eval_stride;
       eo.bucket = spec.eval_bucket;
       eo.max_tokens = spec.eval_max_tokens;
+      eo.subset_channel = spec.eval_subset_channel;
+      eo.subset_min = spec.eval_subset_min;
       PositionEval e = evaluate_positions(*run.model, *run.data, run.cfg, eo);
       nlohmann::json bj = nlohmann::json::array();
       for (auto& b : e.buckets) bj.push_back({{"lo", b.lo}, {"hi", b.hi}, {"loss", num_or_null(b.loss)}, {"tokens", b.tokens}});
       evs.push_back({{"seq_len", L}, {"mode", e.mode}, {"stride", e.stride}, {"loss", e.loss},
                      {"accuracy", e.accuracy}, {"tokens", e.tokens}, {"beyond_loss", num_or_null(e.beyond_loss)},
                      {"beyond_tokens", e.beyond_tokens}, {"buckets", bj}});
+      if (!e.subset.empty()) {
+        evs.back()["subset"] = e.subset;
+        evs.back()["subset_loss"] = num_or_null(e.subset_loss);
+        evs.back()["subset_tokens"] = e.subset_tokens;
+      }
     }
   }
   return evs;
@@ -165,7 +172,7 @@ struct SpecReader {
 };
 
 void read_eval(const SpecReader& r, const YAML::Node& e, SweepSpec& s) {
-  r.known_keys(e, "eval", {"lengths", "mode", "stride", "bucket", "max_tokens"});
+  r.known_keys(e, "eval", {"lengths", "mode", "stride", "bucket", "max_tokens", "subset_channel", "subset_min"});
   if (const YAML::Node l = e["lengths"]) {
     if (!l.IsSequence()) r.bad(l, "eval.lengths", fmt::format("expected a list of lengths, e.g. [64, 128], got '{}'", yaml_text(l)));
     for (const auto& v : l) s.eval_lengths.push_back(r.integer(v, "eval.lengths", 1, kMaxLen));
@@ -188,6 +195,8 @@ void read_eval(const SpecReader& r, const YAML::Node& e, SweepSpec& s) {
   if (e["stride"]) s.eval_stride = r.integer(e["stride"], "eval.stride", 1, kMaxLen);
   if (e["bucket"]) s.eval_bucket = r.integer(e["bucket"], "eval.bucket", 1, kMaxLen);
   if (e["max_tokens"]) s.eval_max_tokens = r.integer(e["max_tokens"], "eval.max_tokens", 1, kMaxRepeat);
+  if (e["subset_channel"]) s.eval_subset_channel = r.scalar(e["subset_channel"], "eval.subset_channel");
+  if (e["subset_min"]) s.eval_subset_min = r.integer(e["subset_min"], "eval.subset_min", 1, kMaxLen);
   if (std::count(s.eval_modes.begin(), s.eval_modes.end(), "sliding") && s.eval_stride > 0)
     for (int64_t L : s.eval_lengths)
       RELPOS_CHECK_CONFIG(s.eval_stride <= L, "{}: eval.stride {} must not exceed every eval length (got length {})",

@@ -16,7 +16,8 @@
 //                                     `relpos report` aggregates the seeds of a point: mean and a
 //                                     95% Student-t interval
 //   checkpoint_every: 100             train.checkpoint_every of every point (resume granularity)
-//   eval: {lengths: [64, 128, 256], mode: windows, stride: 0, bucket: 0, max_tokens: 4096}
+//   eval: {lengths: [64, 128, 256], mode: windows, stride: 0, bucket: 0, max_tokens: 4096,
+//          subset_channel: parent, subset_min: 8}
 //                                     mode: random | windows | sliding, or a list ([windows, sliding]):
 //                                     every point is evaluated at every length in every mode (text
 //                                     data; other tasks: random windows)
@@ -69,6 +70,8 @@ struct SweepSpec {
   std::vector<int64_t> eval_lengths;
   std::vector<std::string> eval_modes = {"windows"};  // eval.mode: one mode or a list
   int64_t eval_stride = 0, eval_bucket = 0, eval_max_tokens = 0;
+  std::string eval_subset_channel;  // eval.subset_channel (EvalOptions::subset_channel)
+  int64_t eval_subset_min = 8;      // eval.subset_min
   int64_t checkpoint_every = 0;
 };
 
