@@ -46,6 +46,9 @@ struct AttnGeometry {
   // The attention layer's query / key projections x [.., D] -> [.., D] (weights and bias), set
   // by MultiHeadAttention; empty when the geometry is built elsewhere (inspection).
   std::function<Variable(const Variable&)> q_proj, k_proj;
+  // int64 [B, L, P]: the token channels of data.position_channels (column p = channel p) of the
+  // self-attention's tokens (query / key rows q_offset.. / k_offset..); undefined without them.
+  Tensor positions;
 };
 
 // What a variant is built from (model sizes + its own parameters).
@@ -60,6 +63,8 @@ struct PositionConfig {
   // are partly shared and partly per layer (Transformer-XL: u, v shared, W_r per layer) then
   // builds only the shared part and hands each layer its own part through make_layer().
   bool shared_across_layers = false;
+  // data.position_channels: the names of the columns of AttnGeometry::positions.
+  std::vector<std::string> channels;
 };
 
 class PositionEncoding : public Module {

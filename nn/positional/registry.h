@@ -67,7 +67,7 @@ struct PositionVariant {
 #define RELPOS_POSITION_ENCODINGS(X)                                                                              \
   X(none)                                                                                                         \
   X(sinusoidal) X(learned) X(t5) X(alibi) X(rope) X(shaw) X(transformer_xl) X(kerple_log) X(kerple_power) X(fire) \
-      X(sandwich) X(dynamic_bias) X(xpos) X(cope) X(relative_2d) X(graph_spd) X(deberta) X(music_transformer)
+      X(sandwich) X(dynamic_bias) X(xpos) X(cope) X(relative_2d) X(graph_spd) X(deberta) X(music_transformer) X(ast)
 
 #define RELPOS_DECLARE_POSITION_ENCODING(name) PositionVariant name##_encoding();
 RELPOS_POSITION_ENCODINGS(RELPOS_DECLARE_POSITION_ENCODING)

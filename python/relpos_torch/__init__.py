@@ -18,7 +18,7 @@ import torch
 import yaml
 
 from . import safetensors_io
-from .data import Generator, StructuredData, SyntheticData, TextData
+from .data import Generator, StructuredData, SyntheticData, TextData, TokenData
 from .model import ModelConfig, RelposModel, loss_fn
 from .positional import ENCODINGS
 
@@ -45,6 +45,9 @@ def _checkpoint_dir(path):
 def build_model(config, vocab):
     """config: the parsed YAML config (dict of strings) or its model section; vocab: V."""
     section = config.get("model", config) if "model" in config or "kind" in config else config
+    section = dict(section)
+    if "model" in config:  # the columns of the positions a batch carries
+        section["position_channels"] = list((config.get("data", {}) or {}).get("position_channels", []) or [])
     return RelposModel(ModelConfig(section, vocab))
 
 
@@ -69,6 +72,10 @@ def dataset(run, root="."):
     if task == "text":
         return TextData(os.path.join(root, d.get("path", "data/tinyshakespeare.txt")), run.vocab,
                         float(d.get("val_fraction", 0.1)), B)
+    if task == "tokens":
+        vp = d.get("val_path") or ""
+        return TokenData(os.path.join(root, d["path"]), os.path.join(root, vp) if vp else "",
+                         float(d.get("val_fraction", 0.1)), B, list(d.get("position_channels", []) or []))
     if task in ("patch_grid", "graph"):
         return StructuredData(task, int(d.get("vocab_size", 16)), B, int(d.get("grid_h", 4)), int(d.get("grid_w", 4)),
                               float(d.get("edge_prob", 0.2)))
@@ -95,7 +102,7 @@ def evaluate(run, seq_len=None, root="."):
         if "dec_input" in b:
             logits = run.model.forward_seq2seq(b["input"], b["dec_input"], b.get("padding"))
         else:
-            logits = run.model(b["input"], b.get("padding"), b.get("position_index"))
+            logits = run.model(b["input"], b.get("padding"), b.get("position_index"), b.get("positions"))
         flat, tg = logits.reshape(-1, logits.shape[-1]).double(), b["target"].reshape(-1)
         keep = tg != -100
         loss_sum += float(torch.nn.functional.cross_entropy(flat[keep], tg[keep], reduction="sum"))
