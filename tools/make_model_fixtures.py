@@ -10,7 +10,7 @@ fixed batch, and evaluated in float64 from those float32 weights:
   eps 1e-8, weight_decay 0.01 on every parameter, no clipping, no schedule): loss k is the loss
   before update k + 1, the first one equals `loss`.
 Stored: "param.<name>" F32 (the weights relpos loads), "input"/"target"/"dec_input"/
-"position_index" I64, "logits" F64, "loss" F64 [], "grad.<name>" F64, "trajectory" F64 [5];
+"position_index"/"positions" I64 ("positions" [B, L, 1]: the parent channel the ast case reads), "logits" F64, "loss" F64 [], "grad.<name>" F64, "trajectory" F64 [5];
 metadata: the model config as "model.<key>" strings (position parameters as
 "model.position.<key>") and "optim.*".
 
@@ -56,6 +56,9 @@ CASES = {
                   {"type": "graph_spd", "max_dist": "3"}),
     "deberta": ({"kind": "encoder"}, {"type": "deberta", "position_buckets": "4", "max_relative_positions": "8"}),
     "music_transformer": ({}, {"type": "music_transformer", "max_relative_position": "5"}),
+    # the tree bias plus its T5-bucketed sequential part, from a parent channel (positions [B, L, 1])
+    "ast": ({"bias_scale": {"enabled": "true", "per_head": "true"}},
+            {"type": "ast", "max_steps": "2", "max_path": "3", "seq_buckets": "8", "seq_max_distance": "16"}),
 }
 
 
@@ -84,6 +87,8 @@ def batch(kind, pos_type, gen):
     else:
         b["input"], b["target"] = toks(B, L), toks(B, L)
     b["target"][0, 1] = -100  # one ignored target
+    if pos_type == "ast":  # parent channel: tokens back to the parent (0: a root; past the window: a root too)
+        b["positions"] = torch.stack([torch.randint(0, t + 2, (B,), generator=gen) for t in range(L)], 1)[:, :, None]
     if pos_type == "graph_spd":
         spd = torch.randint(-1, 5, (B, L, L), generator=gen)
         spd = torch.where(torch.eye(L, dtype=torch.bool), torch.zeros_like(spd), spd)
@@ -95,7 +100,7 @@ def run(model, b):
     if "dec_input" in b:
         logits = model.forward_seq2seq(b["input"], b["dec_input"])
     else:
-        logits = model(b["input"], None, b.get("position_index"))
+        logits = model(b["input"], None, b.get("position_index"), b.get("positions"))
     return logits, loss_fn(logits, b["target"])
 
 
