@@ -137,6 +137,8 @@ def make(name, overrides, pos):
     t["trajectory"] = np.array(traj, dtype=np.float64)
     meta = {f"model.{k}": v for k, v in section.items() if k not in ("position", "bias_scale")}
     meta.update({f"model.position.{k}": v for k, v in pos.items()})
+    if "positions" in b:  # the name of its one column (data.position_channels)
+        meta["model.position_channels"] = "parent"
     meta.update({f"model.bias_scale.{k}": v for k, v in overrides.get("bias_scale", {}).items()})
     meta.update({"model.vocab": str(V), "optim.lr": repr(LR), "optim.weight_decay": repr(WD),
                  "optim.steps": str(STEPS), "generator": "tools/make_model_fixtures.py (relpos_torch, float64)",

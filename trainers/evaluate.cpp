@@ -4,6 +4,9 @@
 // inputs/targets from the token stream.
 #include "trainers/evaluate.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 
 #include "autograd/grad_mode.h"
@@ -127,13 +130,24 @@ PositionEval evaluate_positions(const nn::Model& model, const Dataset& data, con
   NoGradGuard ng;
   const int64_t train_len = cfg.data.seq_len;
   const int64_t L = opt.seq_len > 0 ? opt.seq_len : train_len;
-  PositionAccumulator acc;
+  PositionAccumulator acc, sub;
   PositionEval r;
-  int64_t stride = 0, windows = 0;
+  int64_t stride = 0, windows = 0, column = -1;
+  if (!opt.subset_channel.empty()) {
+    const auto& chs = cfg.data.position_channels;
+    const auto it = std::find(chs.begin(), chs.end(), opt.subset_channel);
+    RELPOS_CHECK_CONFIG(opt.mode == "random" && it != chs.end(),
+                        "eval subset channel '{}': needs --mode random and a channel data.position_channels lists "
+                        "(this run: --mode {}, channels: {})",
+                        opt.subset_channel, opt.mode, chs.empty() ? std::string("none") : fmt::format("{}", fmt::join(chs, ", ")));
+    column = int64_t(it - chs.begin());
+  }
   if (opt.mode == "random") {
     for (int64_t i = 0; i < cfg.train.eval_batches; ++i) {
       Batch b = data.val_batch(i, L);
-      acc.add(logits_of(model, b), b.target);
+      Tensor lg = logits_of(model, b);
+      acc.add(lg, b.target);
+      if (column >= 0) sub.add(lg, subset_targets(b.target, b.positions, column, opt.subset_min));
     }
     windows = cfg.train.eval_batches * cfg.data.batch_size;
   } else if (opt.mode == "segments") {
@@ -182,6 +196,14 @@ PositionEval evaluate_positions(const nn::Model& model, const Dataset& data, con
     }
   }
   r = summarize(acc, opt.bucket > 0 ? opt.bucket : train_len, train_len);
+  if (column >= 0) {
+    r.subset = fmt::format("targets whose '{}' channel is >= {} and reaches no further back than the window's start "
+                           "(a parent at least {} tokens back, inside the window)",
+                           opt.subset_channel, opt.subset_min, opt.subset_min);
+    double s = 0;
+    for (size_t t = 0; t < sub.count.size(); ++t) s += sub.loss_sum[t], r.subset_tokens += sub.count[t];
+    if (r.subset_tokens > 0) r.subset_loss = s / double(r.subset_tokens);
+  }
   r.mode = opt.mode;
   r.seq_len = L;
   r.stride = stride;

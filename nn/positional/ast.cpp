@@ -77,6 +77,25 @@ class AstBias : public PositionEncoding {
 
   IndexBias index_bias(const AttnGeometry& g) const override { return {table(), lookup_index(g)}; }
 
+  // The tree bias over (up, down) = 0..K each: updown[u, d] + path[min(u + d, S)] (row K and
+  // column K also serve every larger step count, whose path term may be larger).
+  BiasGrid bias_grid() const override {
+    const int64_t n = k_ + 1, H = updown_.size(1);
+    const auto ud = updown_.data().to_vector<double>(), pv = path_.data().to_vector<double>();
+    std::vector<double> out(size_t(H * n * n));
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t u = 0; u < n; ++u)
+        for (int64_t d = 0; d < n; ++d)
+          out[size_t((h * n + u) * n + d)] =
+              ud[size_t((u * n + d) * H + h)] + pv[size_t(std::min(u + d, s_) * H + h)];
+    return {"up: steps from the query token's node to the common ancestor",
+            "down: steps from the common ancestor to the key token's node",
+            fmt::format("The learned tree bias of each head (times alpha of layer 0): updown[up, down] + path[min(up + "
+                        "down, {})]; row and column {} also serve every longer climb.{}",
+                        s_, k_, nb_ > 0 ? " The T5-bucketed sequential bias (seq) is added on top, by distance." : ""),
+            Tensor::from_vector(out, {H, n, n})};
+  }
+
  private:
   // [(K+1)^2 (S+1), H]: row (u (K+1) + d) (S+1) + s holds updown[u (K+1) + d] + path[s].
   Variable table() const {
@@ -160,11 +179,8 @@ PositionEncodingPtr make_ast(const PositionConfig& cfg, Generator& gen) {
                       (k + 1) * (k + 1) * (s + 1), kMaxPositionTableRows);
   RELPOS_CHECK_CONFIG(nb == 0 || md > nb / 2, "position 'ast': seq_max_distance ({}) must exceed seq_buckets/2 ({})",
                       md, nb / 2);
-  const auto it = std::find(cfg.channels.begin(), cfg.channels.end(), ch);
-  RELPOS_CHECK_CONFIG(it != cfg.channels.end(), "position 'ast' reads channel '{}'; data.position_channels lists: {}",
-                      ch, cfg.channels.empty() ? std::string("none") : fmt::format("{}", fmt::join(cfg.channels, ", ")));
-  return std::make_shared<AstBias>(ch, int64_t(it - cfg.channels.begin()), k, s, nb, md, cfg.n_heads, cfg.init_std,
-                                   gen, cfg.dtype);
+  const int64_t column = channel_column(cfg, ch);
+  return std::make_shared<AstBias>(ch, column, k, s, nb, md, cfg.n_heads, cfg.init_std, gen, cfg.dtype);
 }
 }  // namespace
 
@@ -183,7 +199,17 @@ PositionVariant ast_encoding() {
                     .probe_score_terms = false,
                     .no_bias_note = "tree encoding: bias[b, h, i, j] = updown[min(up, K), min(down, K), h] + "
                                     "path[min(up + down, S), h] needs each token's parent (data.position_channels); "
-                                    "`relpos bias` has no tree"}};
+                                    "`relpos bias` has no tree (relpos inspect draws it over (up, down))",
+                    .check_channels =
+                        [](const std::string& file, const std::vector<uint64_t>& starts,
+                           const std::map<std::string, std::vector<int32_t>>& ch) {
+                          const auto p = ch.find(kAstParentChannel);
+                          if (p == ch.end()) return;  // channel_column refuses a run without it
+                          const auto d = ch.find(kAstDepthChannel);
+                          check_ast_channels(file, starts, kAstParentChannel, p->second.data(), kAstDepthChannel,
+                                             d == ch.end() ? nullptr : d->second.data());
+                        },
+                    .reads_channels = {kAstParentChannel}}};
 }
 
 }  // namespace relpos::nn

@@ -43,12 +43,15 @@ struct AttnGeometry {
   // Optional per-example structure for index-based encodings (2D patch grids, graphs):
   // int64 [B, Lq, Lk] or [Lq, Lk], e.g. shortest-path distances. Undefined otherwise.
   Tensor position_index;
+  // Per-token position channels from the data (data.position_channels): int64 [B, L, P], column p
+  // = PositionConfig::channels[p]; query row i is token q_offset + i of it, key column j token
+  // k_offset + j (self-attention without a memory or cache: q_offset = k_offset = 0, L = Lq = Lk).
+  // Undefined when the input carries none (no channels configured, or decoding, whose generated
+  // tokens have no data): an encoding that reads a channel refuses then, naming it.
+  Tensor positions;
   // The attention layer's query / key projections x [.., D] -> [.., D] (weights and bias), set
   // by MultiHeadAttention; empty when the geometry is built elsewhere (inspection).
   std::function<Variable(const Variable&)> q_proj, k_proj;
-  // int64 [B, L, P]: the token channels of data.position_channels (column p = channel p) of the
-  // self-attention's tokens (query / key rows q_offset.. / k_offset..); undefined without them.
-  Tensor positions;
 };
 
 // What a variant is built from (model sizes + its own parameters).
@@ -58,13 +61,15 @@ struct PositionConfig {
   int64_t max_len = 0;      // longest sequence the model is built for (learned tables)
   double init_std = 0.02;   // std of every learnable position table
   PositionParams params;
+  // Names of the per-token position channels the input carries (AttnGeometry::positions columns,
+  // model.position_channels = data.position_channels); an encoding that reads one finds its column
+  // with channel_column().
+  std::vector<std::string> channels;
   DType dtype = DType::F32;
   // Set by a stack that shares one instance across its layers. An encoding whose parameters
   // are partly shared and partly per layer (Transformer-XL: u, v shared, W_r per layer) then
   // builds only the shared part and hands each layer its own part through make_layer().
   bool shared_across_layers = false;
-  // data.position_channels: the names of the columns of AttnGeometry::positions.
-  std::vector<std::string> channels;
 };
 
 class PositionEncoding : public Module {
@@ -118,6 +123,14 @@ class PositionEncoding : public Module {
     Tensor bucket;          // int64 [Lq + Lk - 1]
   };
   virtual Buckets bucketed_terms(const AttnGeometry&) const { return {}; }
+  // For inspection (`relpos inspect`): an index bias drawn over two relation coordinates (ast:
+  // the up and down steps between two tokens' nodes), bias [H, R, C] before alpha, with the
+  // axes' names; undefined bias: the encoding has none.
+  struct BiasGrid {
+    std::string row_axis, col_axis, note;
+    Tensor bias;
+  };
+  virtual BiasGrid bias_grid() const { return {}; }
   // For inspection (`relpos bias`): the lookup index [Lq, Lk] of table-based variants
   // (index-driven ones such as graph_spd: shaped like position_index, undefined without it).
   virtual Tensor bias_index(const AttnGeometry&) const { return {}; }
@@ -148,6 +161,10 @@ class PositionEncoding : public Module {
 };
 
 using PositionEncodingPtr = std::shared_ptr<PositionEncoding>;
+
+// The column of position channel `name` in AttnGeometry::positions; a ConfigError naming the
+// encoding, the channel and data.position_channels' names when the data does not carry it.
+int64_t channel_column(const PositionConfig& cfg, const std::string& name);
 
 // Distances kj - qi for the Toeplitz entries t = 0 .. Lq + Lk - 2 (int64 [Lq + Lk - 1]).
 Tensor toeplitz_distances(const AttnGeometry& g);

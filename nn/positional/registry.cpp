@@ -176,6 +176,15 @@ Tensor PositionEncoding::geometry_cached(const char* tag, const AttnGeometry& g,
   return cached(tag, {g.Lq, g.Lk, g.q_offset, g.k_offset, g.causal ? 1 : 0}, build);
 }
 
+int64_t channel_column(const PositionConfig& cfg, const std::string& name) {
+  for (size_t c = 0; c < cfg.channels.size(); ++c)
+    if (cfg.channels[c] == name) return int64_t(c);
+  fail_config("position '{}' reads the per-token position channel '{}', but data.position_channels lists {}: add "
+              "'{}' (a token-scope channel of the token file) to data.position_channels",
+              cfg.type, name, cfg.channels.empty() ? "none" : fmt::format("[{}]", fmt::join(cfg.channels, ", ")),
+              name);
+}
+
 Tensor toeplitz_distances(const AttnGeometry& g) {
   const int64_t n = g.Lq + g.Lk - 1;
   const int64_t first = (g.k_offset - g.q_offset) - (g.Lq - 1);

@@ -36,6 +36,16 @@ struct PositionFacts {
   std::string no_bias_note;
   // Parameters for the gradchecks where the defaults do not fit their 5- and 6-token cases.
   std::map<std::string, std::string> gradcheck_params;
+  // Checks of the position channels of a token file, run when a token dataset opens it (ast:
+  // parents that form a tree, depths that agree with them): the file, its example starts
+  // (n_examples + 1 offsets) and its token-scope channels by name. Errors name the file, the
+  // example, the token and the channel. Empty: none.
+  std::function<void(const std::string& file, const std::vector<uint64_t>& example_starts,
+                     const std::map<std::string, std::vector<int32_t>>& token_channels)>
+      check_channels;
+  // Per-token position channels the encoding reads (data.position_channels must list them):
+  // the gradchecks and the inspect views pass a demonstration tree in these columns.
+  std::vector<std::string> reads_channels;
 };
 
 // PositionFacts::no_bias_note of the rotary encodings (rope, xpos).

@@ -131,8 +131,9 @@ TEST_CASE("ast: the index the fused kernel gathers is the materialised bias", "[
 }
 
 TEST_CASE("ast: refusals name what is missing", "[positional][ast][hostile]") {
-  CHECK_THROWS_WITH(make_ast({}, {}), Contains("position 'ast' reads channel 'parent'; data.position_channels lists: none"));
-  CHECK_THROWS_WITH(make_ast({}, {"depth"}), Contains("data.position_channels lists: depth"));
+  CHECK_THROWS_WITH(make_ast({}, {}), Contains("position 'ast' reads the per-token position channel 'parent', but "
+                                                "data.position_channels lists none"));
+  CHECK_THROWS_WITH(make_ast({}, {"depth"}), Contains("data.position_channels lists [depth]"));
   CHECK_THROWS_WITH(make_ast({{"seq_buckets", "3"}}), Contains("seq_buckets must be 0"));
   CHECK_THROWS_WITH(make_ast({{"max_steps", "100"}, {"max_path", "100"}}), Contains("more than 65536"));
   auto pos = make_ast({}, {"depth", "parent"});

@@ -79,6 +79,7 @@ nn::ModelConfig model_config(const Fixture& f) {
     else params[key] = v;
   }
   c.position_params = nn::PositionParams(params);
+  if (const std::string ch = f.m("model.position_channels", ""); !ch.empty()) c.position_channels = {ch};
   return c;
 }
 
@@ -105,7 +106,8 @@ double max_abs(const Tensor& t) {
 Variable forward(const nn::Model& model, const nn::ModelConfig& cfg, const Fixture& f) {
   if (cfg.kind == nn::ModelKind::EncoderDecoder) return model.forward_seq2seq(f.at("input"), f.at("dec_input"));
   return model.forward(f.at("input"), Tensor(), nullptr, nullptr,
-                       f.has("position_index") ? f.at("position_index") : Tensor());
+                       f.has("position_index") ? f.at("position_index") : Tensor(),
+                       f.has("positions") ? f.at("positions") : Tensor());
 }
 
 Variable loss_of(const Variable& logits, const Fixture& f) {

@@ -111,3 +111,61 @@ TEST_CASE("data/: a Python AST token file cut inside an example is refused namin
   }
   fs::remove_all(d);
 }
+
+TEST_CASE("cli: an ast run refuses token files whose trees are broken, naming file, example and channel",
+          "[cli][ast][hostile]") {
+  const std::string d = tmp_dir("broken");
+  // Two examples of 6 tokens: x = f ( a ) and y = ( b ) shapes (parent: tokens back, 0 = root).
+  const std::vector<int64_t> toks = {0, 1, 2, 3, 4, 5, 0, 1, 3, 4, 5, 2};
+  const std::vector<uint64_t> starts = {0, 6};
+  const std::vector<int32_t> parent = {0, 1, 2, 1, 1, 2, 0, 1, 2, 1, 2, 5};
+  const std::vector<int32_t> depth = {0, 1, 1, 2, 3, 3, 0, 1, 1, 2, 2, 1};
+  const std::vector<train::TokenChannel> ch = {{"parent", train::ChannelScope::Token, -8, 8},
+                                               {"depth", train::ChannelScope::Token, 0, 8}};
+  auto write = [&](const std::string& name, std::vector<int32_t> p, std::vector<int32_t> dp) {
+    std::vector<int64_t> many;
+    std::vector<uint64_t> st;
+    std::vector<int32_t> pm, dm;
+    for (int rep = 0; rep < 40; ++rep) {  // enough tokens for windows of 16
+      st.push_back(many.size());
+      st.push_back(many.size() + 6);
+      many.insert(many.end(), toks.begin(), toks.end());
+      pm.insert(pm.end(), p.begin(), p.end());
+      dm.insert(dm.end(), dp.begin(), dp.end());
+    }
+    train::write_token_file(d + "/" + name, 6, many, st, {}, ch, {pm, dm});
+  };
+  write("good.rptok", parent, depth);
+  const std::string base = "train " RELPOS_SOURCE_DIR "/configs/code_ast.yaml --set data.seq_len=16 --set "
+                           "data.batch_size=2 --set train.steps=2 --set train.eval_every=2 --set train.eval_batches=1 "
+                           "--set train.log_every=1 --set optim.warmup=1 --set train.checkpoint_every=2 --overwrite "
+                           "--set output.dir=" + d + "/run --set data.val_path=" + d + "/good.rptok --set data.path=" + d;
+  const test::CliRun ok = test::cli_run("--threads 1 " + base + "/good.rptok");
+  INFO(ok.out);
+  CHECK(ok.code == 0);
+
+  auto p = parent;
+  p[9] = 4;  // example 1 (the second of the file), token 3 points 1 token before its example
+  write("outside.rptok", p, depth);
+  test::CliRun r = test::cli_run("--threads 1 " + base + "/outside.rptok");
+  CHECK(r.code != 0);
+  CHECK_THAT(r.out, Contains(d + "/outside.rptok: example 1, token 3 (token 9 of the file): channel 'parent' is 4, "
+                             "which points 1 tokens before the example's first token"));
+
+  p = parent;
+  p[2] = -1;  // token 2 -> token 3 and token 3 -> token 2: a cycle
+  write("cycle.rptok", p, depth);
+  r = test::cli_run("--threads 1 " + base + "/cycle.rptok");
+  CHECK(r.code != 0);
+  CHECK_THAT(r.out, Contains(d + "/cycle.rptok: example 0, token 2 (token 2 of the file): channel 'parent' is -1, "
+                             "which points forward"));
+
+  auto dp = depth;
+  dp[4] = 7;
+  write("depth.rptok", parent, dp);
+  r = test::cli_run("--threads 1 " + base + "/depth.rptok");
+  CHECK(r.code != 0);
+  CHECK_THAT(r.out, Contains(d + "/depth.rptok: example 0, token 4 (token 4 of the file): channel 'depth' is 7, but "
+                             "channel 'parent' (1) makes it 3"));
+  fs::remove_all(d);
+}

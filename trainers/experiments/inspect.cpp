@@ -58,7 +58,8 @@ BiasReport position_bias(const BiasRequest& req) {
     for (int64_t h = 0; h < req.heads; ++h)
       for (int64_t i = 0; i < req.lq; ++i)
         for (int64_t j = 0; j < req.lk; ++j) r.bias.push_back(tv[size_t(h * n + j - i + req.lq - 1)]);
-  } else if (!facts.index_task.empty()) {  // the bias needs a per-example index this request has not got
+  } else if (!facts.index_task.empty() || !facts.reads_channels.empty()) {
+    // the bias needs a per-example index or per-token channels (ast: a tree) this request has not got
     r.note = facts.no_bias_note;
   } else if (Variable sb = pos->score_bias(g); sb.defined()) {
     RELPOS_CHECK(sb.dim() == 3, "bias: '{}' returned a per-example score bias {}", req.type, shape_str(sb.shape()));
@@ -96,6 +97,18 @@ Tensor demo_spd() {
   return nn::shortest_path_distances({a, b}, 10);
 }
 
+// Position channels [2, 10, P] for encodings that read per-token channels (ast: tokens back to
+// the parent, 0 = a root): every column holds the same two small trees. Example 0: two
+// statements, a chain 0 <- 1 <- 2 <- 3 and siblings; example 1 starts inside a statement (its
+// first token's parent lies before the window) and ends with a deep chain.
+Tensor demo_channels(int64_t P) {
+  const std::vector<int64_t> tree = {0, 1, 1, 1, 3, 0, 1, 1, 2, 4, 3, 1, 2, 1, 0, 1, 1, 1, 3, 5};
+  std::vector<int64_t> v;
+  for (int64_t x : tree)
+    for (int64_t p = 0; p < P; ++p) v.push_back(x);
+  return Tensor::from_vector(v, {2, 10, P});
+}
+
 std::vector<GradcheckCase> gradchecks_for(const std::string& type, const std::map<std::string, std::string>& user) {
   const std::map<std::string, std::string> params = gradcheck_params(type, user);
   const bool causal_capable = nn::find_position_variant(type).causal_capable;
@@ -121,6 +134,7 @@ std::vector<GradcheckCase> gradchecks_for(const std::string& type, const std::ma
       pc.init_std = 0.5;  // large enough that the tables matter in the check
       pc.params = nn::PositionParams(params);
       pc.dtype = DType::F64;
+      pc.channels = nn::find_position_variant(type).facts.reads_channels;
       nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, gen);
       // Causal-only variants skip the bidirectional case and run the cross geometry causally
       // (queries 7..9 after keys 2..7: the Transformer-XL memory layout); encoder-only
@@ -145,6 +159,11 @@ std::vector<GradcheckCase> gradchecks_for(const std::string& type, const std::ma
       if (const std::string& t = nn::find_position_variant(type).facts.index_task;
           !t.empty() && train::find_data_task(t).position_index)
         index = geo.cross ? demo_spd().narrow(1, 7, 3).narrow(2, 2, 6) : demo_spd().narrow(1, 0, 5).narrow(2, 0, 5);
+      Tensor positions;  // ast: the demonstration trees, rows 0..9 (cross: queries 7..9, keys 2..7)
+      if (!pc.channels.empty()) {
+        positions = demo_channels(int64_t(pc.channels.size()));
+        if (!geo.cross) positions = positions.narrow(1, 0, 5).contiguous();
+      }
       auto fn = [&](const std::vector<Variable>& in) {
         if (geo.cross)
           return attn.forward({.xq = in[0],
@@ -153,9 +172,10 @@ std::vector<GradcheckCase> gradchecks_for(const std::string& type, const std::ma
                                .key_padding = pad,
                                .q_offset = 7,
                                .k_offset = 2,
-                               .position_index = index});
+                               .position_index = index,
+                               .positions = positions});
         Variable h = pos->embed(in[0], 0);
-        return attn.forward({.xq = h, .xkv = h, .causal = causal, .position_index = index});
+        return attn.forward({.xq = h, .xkv = h, .causal = causal, .position_index = index, .positions = positions});
       };
       const std::string name =
           geo.name + (causal && !geo.causal ? ", causal" : "") + (fused ? " [fused]" : " [reference]");
