@@ -899,11 +899,13 @@ def inspect_figures(ins, figs):
         for h, (ax, m) in enumerate(zip(axes[0], heads)):
             im = ax.imshow(np.asarray(m, dtype=float), cmap="RdBu_r", vmin=-lim, vmax=lim, origin="lower")
             ax.set_title(f"head {h}")
-            ax.set_xlabel(grid["col_axis"])
-            ax.set_ylabel(grid["row_axis"])
+            ax.set_xlabel(grid["col_axis"].split(":")[0])  # "down: steps from ..." -> "down"
+            ax.set_ylabel(grid["row_axis"].split(":")[0])
         fig.colorbar(im, ax=axes[0].tolist(), label="bias added to the logit")
-        figs.save("bias_grid", fig, f"Learned bias over ({grid['row_axis']}, {grid['col_axis']}) ({ins['position']}, "
-                  f"step {ins['step']})", grid["col_axis"], grid["row_axis"], [],
+        rows, cols = grid["row_axis"].split(":")[0], grid["col_axis"].split(":")[0]
+        figs.save("bias_grid", fig, f"Learned bias over ({rows}, {cols}) ({ins['position']}, step {ins['step']})",
+                  grid["col_axis"], grid["row_axis"], [],
+                  f"{grid['row_axis']}; {grid['col_axis']}. " +
                   grid.get("note", "The learned bias of each head (times alpha) at each cell of the grid."),
                   extra={"heads": heads})
     att = ins.get("attention")
@@ -1174,6 +1176,25 @@ def sweep_figures(sweep_dir, meta, index, figs, md):
                 out.append({"label": g["label"], "x": xs, "y": [v["mean"] for v in sm], "lo": [v["lo"] for v in sm],
                             "hi": [v["hi"] for v in sm], "seeds": [v["finite"] for v in sm]})
         return out
+    # Loss and subset loss per point at the last length of the first mode (eval.subset_channel).
+    if subsets and lens:
+        k = (modes[0], lens[-1])
+        fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(groups) + 2), 4))
+        xs = np.arange(len(groups))
+        series = []
+        for off, field, name, c in ((-0.2, "at", "all targets", PALETTE[0]), (0.2, "subset", "subset", PALETTE[1])):
+            ms = [g[field][k]["mean"] for g in groups]
+            hs = [g[field][k]["half"] or 0.0 for g in groups]
+            ax.bar(xs + off, [m if m is not None else np.nan for m in ms], 0.4, yerr=hs, capsize=3, color=c, label=name)
+            series.append({"label": name, "x": [g["label"] for g in groups], "y": ms, "half": hs})
+        ax.set_xticks(xs)
+        ax.set_xticklabels([g["label"] for g in groups], rotation=20, ha="right")
+        ax.set_ylabel("validation loss (nats / token)")
+        ax.set_title(f"Loss on all targets and on the subset, length {lens[-1]} ({modes[0]} evaluation)")
+        outside_legend(ax, 1)
+        figs.save("subset_loss", fig, ax.get_title(), "point", ax.get_ylabel(), series,
+                  f"Mean loss per point{interval} on every target and on {'; '.join(subsets)} only; error bars: the "
+                  "95% interval over seeds.")
     # Loss vs evaluation length (ALiBi Fig. 1 shape), one panel per point, one figure per mode
     for mode in modes:
         suffix = "" if mode == modes[0] else "_" + mode
