@@ -211,7 +211,8 @@ TEST_CASE("fused_attention capability: declared == the path each encoding's laye
     nn::Model model(cfg, 0);
     NoGradGuard ng;
     std::vector<nn::AttentionStats> stats;
-    model.forward(f.at("input"), Tensor(), nullptr, &stats, f.has("position_index") ? f.at("position_index") : Tensor());
+    model.forward(f.at("input"), Tensor(), nullptr, &stats, f.has("position_index") ? f.at("position_index") : Tensor(),
+                  f.has("positions") ? f.at("positions") : Tensor());
     REQUIRE(!stats.empty());
     const bool declared = nn::find_position_variant(cfg.position).fused_attention;
     for (const auto& s : stats) CHECK(s.probs.defined() == !declared);
