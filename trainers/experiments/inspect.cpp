@@ -22,8 +22,9 @@ BiasReport position_bias(const BiasRequest& req) {
   pc.max_len = std::max(req.q_offset + req.lq, req.k_offset + req.lk);
   pc.params = nn::PositionParams(req.params);
   pc.dtype = DType::F64;
-  nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, gen);
   const nn::PositionFacts& facts = nn::find_position_variant(req.type).facts;
+  pc.channels = facts.reads_channels;  // named, so that the encoding builds; this request carries no data
+  nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, gen);
   if (req.identity_table)
     for (const Variable& p : pos->parameters_in_group(nn::group::kPosition)) {
       if (p.dim() < 1) continue;
