@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "nn/positional/ast_tree.h"
 #include "trainers/data/token_file.h"
+#include "trainers/evaluate.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;
@@ -168,4 +169,25 @@ TEST_CASE("cli: an ast run refuses token files whose trees are broken, naming fi
   CHECK_THAT(r.out, Contains(d + "/depth.rptok: example 0, token 4 (token 4 of the file): channel 'depth' is 7, but "
                              "channel 'parent' (1) makes it 3"));
   fs::remove_all(d);
+}
+
+TEST_CASE("eval subset: targets whose parent lies at least N tokens back inside the window", "[ast][evaluate]") {
+  // One window of 6 inputs; the target at t is input token t + 1, whose channel is row t + 1.
+  // parent channel of the inputs: 0 1 2 3 4 4  (token t's parent is t - value)
+  const Tensor target = Tensor::from_vector(std::vector<int64_t>{10, 11, 12, 13, 14, 15}, {1, 6});
+  const Tensor pos = Tensor::from_vector(std::vector<int64_t>{0, 1, 2, 3, 4, 4}, {1, 6, 1});
+  // min 3: target t = 2 reads row 3 (value 3 <= 3: in), t = 3 row 4 (4 <= 4: in), t = 4 row 5
+  // (4 <= 5: in); t = 0, 1 read values 1, 2 (< 3: out); t = 5 has no row (out).
+  CHECK(train::subset_targets(target, pos, 0, 3).to_vector<int64_t>() ==
+        std::vector<int64_t>{train::kIgnore, train::kIgnore, 12, 13, 14, train::kIgnore});
+  // A value past the window's start is out: row 2 holds 5 > 2 (its parent precedes the window).
+  const Tensor far = Tensor::from_vector(std::vector<int64_t>{0, 1, 5, 1, 1, 1}, {1, 6, 1});
+  CHECK(train::subset_targets(target, far, 0, 2).to_vector<int64_t>() ==
+        std::vector<int64_t>(6, train::kIgnore));
+  // Targets already ignored stay ignored; the column is chosen among several.
+  const Tensor two = Tensor::from_vector(std::vector<int64_t>{9, 0, 9, 1, 9, 2, 9, 3, 9, 4, 9, 4}, {1, 6, 2});
+  const Tensor some = Tensor::from_vector(std::vector<int64_t>{10, 11, train::kIgnore, 13, 14, 15}, {1, 6});
+  CHECK(train::subset_targets(some, two, 1, 3).to_vector<int64_t>() ==
+        std::vector<int64_t>{train::kIgnore, train::kIgnore, train::kIgnore, 13, 14, train::kIgnore});
+  CHECK_THROWS_WITH(train::subset_targets(target, two, 2, 3), Contains("position channels [B, L, > 2]"));
 }
