@@ -119,6 +119,29 @@ Tensor subset_targets(const Tensor& target, const Tensor& positions, int64_t col
 
 namespace {
 
+// The column of EvalOptions::subset_channel in the batches' positions; -1 without a subset.
+int64_t subset_column(const Config& cfg, const EvalOptions& opt) {
+  if (opt.subset_channel.empty()) return -1;
+  const auto& chs = cfg.data.position_channels;
+  const auto it = std::find(chs.begin(), chs.end(), opt.subset_channel);
+  RELPOS_CHECK_CONFIG(opt.mode == "random" && it != chs.end(),
+                      "eval subset channel '{}': needs --mode random and a channel data.position_channels lists "
+                      "(this run: --mode {}, channels: {})",
+                      opt.subset_channel, opt.mode,
+                      chs.empty() ? std::string("none") : fmt::format("{}", fmt::join(chs, ", ")));
+  return int64_t(it - chs.begin());
+}
+
+// The subset's description, size and mean loss from its per-position sums.
+void add_subset(PositionEval& r, const PositionAccumulator& sub, const EvalOptions& opt) {
+  r.subset = fmt::format("targets whose '{}' channel is >= {} and reaches no further back than the window's start "
+                         "(a parent at least {} tokens back, inside the window)",
+                         opt.subset_channel, opt.subset_min, opt.subset_min);
+  double s = 0;
+  for (size_t t = 0; t < sub.count.size(); ++t) s += sub.loss_sum[t], r.subset_tokens += sub.count[t];
+  if (r.subset_tokens > 0) r.subset_loss = s / double(r.subset_tokens);
+}
+
 Tensor logits_of(const nn::Model& model, const Batch& b) {
   return model.logits(b.model_input()).data();
 }
@@ -132,16 +155,8 @@ PositionEval evaluate_positions(const nn::Model& model, const Dataset& data, con
   const int64_t L = opt.seq_len > 0 ? opt.seq_len : train_len;
   PositionAccumulator acc, sub;
   PositionEval r;
-  int64_t stride = 0, windows = 0, column = -1;
-  if (!opt.subset_channel.empty()) {
-    const auto& chs = cfg.data.position_channels;
-    const auto it = std::find(chs.begin(), chs.end(), opt.subset_channel);
-    RELPOS_CHECK_CONFIG(opt.mode == "random" && it != chs.end(),
-                        "eval subset channel '{}': needs --mode random and a channel data.position_channels lists "
-                        "(this run: --mode {}, channels: {})",
-                        opt.subset_channel, opt.mode, chs.empty() ? std::string("none") : fmt::format("{}", fmt::join(chs, ", ")));
-    column = int64_t(it - chs.begin());
-  }
+  int64_t stride = 0, windows = 0;
+  const int64_t column = subset_column(cfg, opt);
   if (opt.mode == "random") {
     for (int64_t i = 0; i < cfg.train.eval_batches; ++i) {
       Batch b = data.val_batch(i, L);
@@ -196,14 +211,7 @@ PositionEval evaluate_positions(const nn::Model& model, const Dataset& data, con
     }
   }
   r = summarize(acc, opt.bucket > 0 ? opt.bucket : train_len, train_len);
-  if (column >= 0) {
-    r.subset = fmt::format("targets whose '{}' channel is >= {} and reaches no further back than the window's start "
-                           "(a parent at least {} tokens back, inside the window)",
-                           opt.subset_channel, opt.subset_min, opt.subset_min);
-    double s = 0;
-    for (size_t t = 0; t < sub.count.size(); ++t) s += sub.loss_sum[t], r.subset_tokens += sub.count[t];
-    if (r.subset_tokens > 0) r.subset_loss = s / double(r.subset_tokens);
-  }
+  if (column >= 0) add_subset(r, sub, opt);
   r.mode = opt.mode;
   r.seq_len = L;
   r.stride = stride;

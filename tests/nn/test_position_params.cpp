@@ -28,6 +28,7 @@ PositionConfig sized(const std::string& type, std::map<std::string, std::string>
   // an encoding with grid parameters gets a small explicit grid (as a patch_grid task gives it)
   if (find_position_variant(type).facts.grid_params) kv.insert({{"grid_h", "2"}, {"grid_w", "3"}});
   pc.params = PositionParams(kv);
+  pc.channels = find_position_variant(type).facts.reads_channels;  // ast reads its tree from a data channel
   return pc;
 }
 
@@ -66,6 +67,7 @@ std::vector<float> model_logits(const std::string& type, std::map<std::string, s
   mc.max_len = 64;
   mc.position = type;
   mc.position_params = sized(type, std::move(kv)).params;
+  mc.position_channels = v.facts.reads_channels;  // ast: its tree from a data channel
   Model m(mc, 7);
   const Tensor tokens = Tensor::from_vector(std::vector<int64_t>{1, 5, 2, 9, 3, 7}, {1, 6});
   Tensor index;  // graph_spd: shortest-path distances of a 6-node path graph
@@ -75,7 +77,14 @@ std::vector<float> model_logits(const std::string& type, std::map<std::string, s
       for (int64_t j = 0; j < 6; ++j) d.push_back(i > j ? i - j : j - i);
     index = Tensor::from_vector(d, {1, 6, 6});
   }
-  return m.forward(tokens, Tensor(), nullptr, nullptr, index).data().contiguous().to_vector<float>();
+  Tensor positions;  // ast: x = f ( a ) as parents (tokens back, 0 = a root) in every channel column
+  if (!v.facts.reads_channels.empty()) {
+    std::vector<int64_t> p;
+    for (int64_t x : {0, 1, 2, 1, 1, 2})
+      for (size_t c = 0; c < v.facts.reads_channels.size(); ++c) p.push_back(x);
+    positions = Tensor::from_vector(p, {1, 6, int64_t(v.facts.reads_channels.size())});
+  }
+  return m.forward(tokens, Tensor(), nullptr, nullptr, index, positions).data().contiguous().to_vector<float>();
 }
 
 }  // namespace
