@@ -377,6 +377,8 @@ def check_sweep_record(r, at):
         check_value(require(e, "loss", ea, "a number or null"), ea.sub("loss"), strings=False)
         check_value(e.get("beyond_loss"), ea.sub("beyond_loss"), strings=False)
         check_value(e.get("accuracy"), ea.sub("accuracy"), strings=False)
+        check_value(e.get("subset_loss"), ea.sub("subset_loss"), strings=False)
+        check_str(e.get("subset"), ea.sub("subset"), null=True)
 
 
 def sweep_index_files(sweep_dir):
@@ -498,6 +500,17 @@ def read_inspect(path):
             ka.sub("channels").fail("an array of k x k arrays", chans)
         for c, m in enumerate(chans):
             check_matrix(m, ka.sub("channels").sub(c))
+    grid = ins.get("bias_grid")
+    if grid:
+        ga = at.sub("bias_grid")
+        check_object(grid, ga)
+        check_str(require(grid, "row_axis", ga, "a string"), ga.sub("row_axis"))
+        check_str(require(grid, "col_axis", ga, "a string"), ga.sub("col_axis"))
+        heads = require(grid, "heads", ga, "an array of [rows x cols] matrices, one per head")
+        if not isinstance(heads, list) or not heads:
+            ga.sub("heads").fail("a non-empty array of matrices", heads)
+        for h, m in enumerate(heads):
+            check_matrix(m, ga.sub("heads").sub(h))
     att = ins.get("attention")
     if att:
         check_object(att, at.sub("attention"))
@@ -916,6 +929,25 @@ def inspect_figures(ins, figs):
                   "over the channels (which neighbours the generated positions read), then the first channels' "
                   "kernels (signed). Offsets are relative to the token (0, 0 = the token itself).",
                   extra={"mean_abs": kr["mean_abs"], "channels": kr["channels"]})
+    grid = ins.get("bias_grid")
+    if grid:
+        heads = grid["heads"]
+        fig, axes = plt.subplots(1, len(heads), figsize=(3.2 * len(heads) + 1, 3.4), squeeze=False,
+                                 layout="constrained")
+        vals = [num(v) for m in heads for row in m for v in row if v is not None and math.isfinite(num(v))]
+        lim = max([abs(v) for v in vals] + [1e-12])
+        for h, (ax, m) in enumerate(zip(axes[0], heads)):
+            im = ax.imshow(np.asarray(m, dtype=float), cmap="RdBu_r", vmin=-lim, vmax=lim, origin="lower")
+            ax.set_title(f"head {h}")
+            ax.set_xlabel(grid["col_axis"].split(":")[0])  # "down: steps from ..." -> "down"
+            ax.set_ylabel(grid["row_axis"].split(":")[0])
+        fig.colorbar(im, ax=axes[0].tolist(), label="bias added to the logit")
+        rows, cols = grid["row_axis"].split(":")[0], grid["col_axis"].split(":")[0]
+        figs.save("bias_grid", fig, f"Learned bias over ({rows}, {cols}) ({ins['position']}, step {ins['step']})",
+                  grid["col_axis"], grid["row_axis"], [],
+                  f"{grid['row_axis']}; {grid['col_axis']}. " +
+                  grid.get("note", "The learned bias of each head (times alpha) at each cell of the grid."),
+                  extra={"heads": heads})
     att = ins.get("attention")
     if att and att.get("layers"):
         heads = att["layers"][0]
@@ -1119,23 +1151,33 @@ def sweep_figures(sweep_dir, meta, index, figs, md):
         g["val"] = summarize([r.get("final_val_loss") for r in g["recs"]])
         g["at"] = {k: summarize([e[k]["loss"] if k in e else None for e in ev]) for k in keys}
         g["beyond"] = {k: summarize([e[k].get("beyond_loss") if k in e else None for e in ev]) for k in keys}
+        g["subset"] = {k: summarize([e[k].get("subset_loss") if k in e else None for e in ev]) for k in keys}
+    # A token subset the evaluation scored separately (eval.subset_channel): its description.
+    subsets = sorted({e["subset"] for r in recs for e in r.get("eval", []) if e.get("subset")})
+    scol = lambda m, L: f"subset loss @ {L}" + ("" if m == modes[0] else f" ({m})")  # noqa: E731
     fmt = lambda v: "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.4f}"  # noqa: E731
     if seeded:
         counts = sorted({len(g["recs"]) for g in groups})
         md.append(f"Each point ran with {' or '.join(map(str, counts))} seeds (`{SEED_KEY}`). Every number below is "
                   "the mean over the seeds ± the half-width of its 95% Student-t interval, "
                   "t(0.975, k-1) · s / √k over the k seeds with a finite value.\n")
-        head = ["point", "seeds", "final train loss", "final val loss"] + [col(*k) for k in keys]
+        if subsets:
+            md.append(f"Subset loss: the loss on {'; '.join(subsets)} only.\n")
+        head = ["point", "seeds", "final train loss", "final val loss"] + [col(*k) for k in keys] + \
+            ([scol(*k) for k in keys] if subsets else [])
         md.append("| " + " | ".join(head) + " |")
         md.append("|" + "---|" * len(head))
         for g in groups:
             md.append("| " + " | ".join([g["label"], str(len(g["recs"])), fmt_summary(g["train"]),
-                                         fmt_summary(g["val"])] + [fmt_summary(g["at"][k]) for k in keys]) + " |")
+                                         fmt_summary(g["val"])] + [fmt_summary(g["at"][k]) for k in keys] +
+                                        ([fmt_summary(g["subset"][k]) for k in keys] if subsets else [])) + " |")
         md.append("")
         # A ranking only where intervals separate.
         rank_at = [("final validation loss", lambda g: g["val"])]
         for m in modes if lens else []:
             rank_at.append((col(m, lens[-1]), lambda g, k=(m, lens[-1]): g["at"][k]))
+            if subsets:
+                rank_at.append((scol(m, lens[-1]), lambda g, k=(m, lens[-1]): g["subset"][k]))
         for title, pick in rank_at:
             ts = tiers([(g["label"], pick(g)) for g in groups])
             if not ts:
@@ -1212,6 +1254,25 @@ def sweep_figures(sweep_dir, meta, index, figs, md):
                 out.append({"label": g["label"], "x": xs, "y": [v["mean"] for v in sm], "lo": [v["lo"] for v in sm],
                             "hi": [v["hi"] for v in sm], "seeds": [v["finite"] for v in sm]})
         return out
+    # Loss and subset loss per point at the last length of the first mode (eval.subset_channel).
+    if subsets and lens:
+        k = (modes[0], lens[-1])
+        fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(groups) + 2), 4))
+        xs = np.arange(len(groups))
+        series = []
+        for off, field, name, c in ((-0.2, "at", "all targets", PALETTE[0]), (0.2, "subset", "subset", PALETTE[1])):
+            ms = [g[field][k]["mean"] for g in groups]
+            hs = [g[field][k]["half"] or 0.0 for g in groups]
+            ax.bar(xs + off, [m if m is not None else np.nan for m in ms], 0.4, yerr=hs, capsize=3, color=c, label=name)
+            series.append({"label": name, "x": [g["label"] for g in groups], "y": ms, "half": hs})
+        ax.set_xticks(xs)
+        ax.set_xticklabels([g["label"] for g in groups], rotation=20, ha="right")
+        ax.set_ylabel("validation loss (nats / token)")
+        ax.set_title(f"Loss on all targets and on the subset, length {lens[-1]} ({modes[0]} evaluation)")
+        outside_legend(ax, 1)
+        figs.save("subset_loss", fig, ax.get_title(), "point", ax.get_ylabel(), series,
+                  f"Mean loss per point{interval} on every target and on {'; '.join(subsets)} only; error bars: the "
+                  "95% interval over seeds.")
     # Loss vs evaluation length (ALiBi Fig. 1 shape), one panel per point, one figure per mode
     for mode in modes:
         suffix = "" if mode == modes[0] else "_" + mode

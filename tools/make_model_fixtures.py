@@ -10,7 +10,7 @@ fixed batch, and evaluated in float64 from those float32 weights:
   eps 1e-8, weight_decay 0.01 on every parameter, no clipping, no schedule): loss k is the loss
   before update k + 1, the first one equals `loss`.
 Stored: "param.<name>" F32 (the weights relpos loads), "input"/"target"/"dec_input"/
-"position_index"/"positions" I64 (positions: [B, L, P], the channels of "data.position_channels"), "logits" F64, "loss" F64 [], "grad.<name>" F64, "trajectory" F64 [5];
+"position_index"/"positions" I64 (positions: [B, L, P], the channels of "data.position_channels", or of "model.position_channels" for the ast case), "logits" F64, "loss" F64 [], "grad.<name>" F64, "trajectory" F64 [5];
 metadata: the model config as "model.<key>" strings (position parameters as
 "model.position.<key>") and "optim.*".
 
@@ -62,6 +62,9 @@ CASES = {
     "cpe": ({"kind": "encoder"}, {"type": "cpe", "kernel": "3"}),
     "relative_2d_resize": ({"kind": "encoder"}, {"type": "relative_2d", "grid_h": "2", "grid_w": "2"}),
     "learned_resize": ({"kind": "encoder"}, {"type": "learned", "grid_h": "2", "grid_w": "2"}),
+    # the tree bias plus its T5-bucketed sequential part, from a parent channel (positions [B, L, 1])
+    "ast": ({"bias_scale": {"enabled": "true", "per_head": "true"}},
+            {"type": "ast", "max_steps": "2", "max_path": "3", "seq_buckets": "8", "seq_max_distance": "16"}),
 }
 GRID = {"cpe": (2, 4), "relative_2d_resize": (2, 4), "learned_resize": (2, 4)}  # case -> (H, W), H W = L
 
@@ -91,6 +94,8 @@ def batch(kind, pos_type, gen, grid=None):
     else:
         b["input"], b["target"] = toks(B, L), toks(B, L)
     b["target"][0, 1] = -100  # one ignored target
+    if pos_type == "ast":  # parent channel: tokens back to the parent (0: a root; past the window: a root too)
+        b["positions"] = torch.stack([torch.randint(0, t + 2, (B,), generator=gen) for t in range(L)], 1)[:, :, None]
     if pos_type == "graph_spd":
         spd = torch.randint(-1, 5, (B, L, L), generator=gen)
         spd = torch.where(torch.eye(L, dtype=torch.bool), torch.zeros_like(spd), spd)
@@ -143,6 +148,8 @@ def make(name, overrides, pos):
     t["trajectory"] = np.array(traj, dtype=np.float64)
     meta = {f"model.{k}": v for k, v in section.items() if k not in ("position", "bias_scale")}
     meta.update({f"model.position.{k}": v for k, v in pos.items()})
+    if "positions" in b:  # the name of its one column (data.position_channels)
+        meta["model.position_channels"] = "parent"
     meta.update({f"model.bias_scale.{k}": v for k, v in overrides.get("bias_scale", {}).items()})
     if channels:
         meta["data.position_channels"] = ",".join(channels)

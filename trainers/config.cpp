@@ -886,7 +886,7 @@ void check_position_encoding(const Config& c, const Ctx& ctx, const YAML::Node& 
         source, c.model.mem_len, c.model.kind, c.data.task, c.model.position);
   // alpha scales additive biases (Toeplitz or score_bias); an encoding without one (rotary,
   // content terms such as Shaw, CoPE, DeBERTa) would carry a parameter that does nothing.
-  const bool index_bias = !c.model.position->facts.index_task.empty();
+  const bool index_bias = c.model.position->facts.index_bias;
   if (c.model.bias_scale.enabled && !index_bias) {  // an index bias always exists
     NoGradGuard ng;
     // Probe bidirectionally unless the encoding is causal-only: encoder-only encodings

@@ -4,6 +4,9 @@
 // inputs/targets from the token stream.
 #include "trainers/evaluate.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 
 #include "autograd/grad_mode.h"
@@ -94,7 +97,50 @@ PositionEval summarize(const PositionAccumulator& acc, int64_t bucket, int64_t t
   return r;
 }
 
+Tensor subset_targets(const Tensor& target, const Tensor& positions, int64_t column, int64_t min_value) {
+  RELPOS_CHECK(target.dim() == 2 && positions.defined() && positions.dim() == 3 &&
+                   positions.size(0) == target.size(0) && positions.size(1) == target.size(1) &&
+                   column >= 0 && column < positions.size(2),
+               "evaluation subset: expected targets [B, L] and position channels [B, L, > {}], got {} and {}", column,
+               shape_str(target.shape()), positions.defined() ? shape_str(positions.shape()) : std::string("none"));
+  const int64_t B = target.size(0), L = target.size(1), P = positions.size(2);
+  // Host loop over the batch's int64 targets and channels (data-pipeline input).
+  std::vector<int64_t> t = target.to_vector<int64_t>();
+  const std::vector<int64_t> p = positions.to_vector<int64_t>();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < L; ++i) {
+      int64_t& y = t[size_t(b * L + i)];
+      if (y == kIgnore) continue;
+      const int64_t v = i + 1 < L ? p[size_t((b * L + i + 1) * P + column)] : -1;
+      if (!(v >= min_value && v <= i + 1)) y = kIgnore;
+    }
+  return Tensor::from_vector(t, {B, L});
+}
+
 namespace {
+
+// The column of EvalOptions::subset_channel in the batches' positions; -1 without a subset.
+int64_t subset_column(const Config& cfg, const EvalOptions& opt) {
+  if (opt.subset_channel.empty()) return -1;
+  const auto& chs = cfg.data.position_channels;
+  const auto it = std::find(chs.begin(), chs.end(), opt.subset_channel);
+  RELPOS_CHECK_CONFIG(opt.mode == "random" && it != chs.end(),
+                      "eval subset channel '{}': needs --mode random and a channel data.position_channels lists "
+                      "(this run: --mode {}, channels: {})",
+                      opt.subset_channel, opt.mode,
+                      chs.empty() ? std::string("none") : fmt::format("{}", fmt::join(chs, ", ")));
+  return int64_t(it - chs.begin());
+}
+
+// The subset's description, size and mean loss from its per-position sums.
+void add_subset(PositionEval& r, const PositionAccumulator& sub, const EvalOptions& opt) {
+  r.subset = fmt::format("targets whose '{}' channel is >= {} and reaches no further back than the window's start "
+                         "(a parent at least {} tokens back, inside the window)",
+                         opt.subset_channel, opt.subset_min, opt.subset_min);
+  double s = 0;
+  for (size_t t = 0; t < sub.count.size(); ++t) s += sub.loss_sum[t], r.subset_tokens += sub.count[t];
+  if (r.subset_tokens > 0) r.subset_loss = s / double(r.subset_tokens);
+}
 
 Tensor logits_of(const nn::Model& model, const Batch& b) {
   return model.logits(b.model_input()).data();
@@ -107,13 +153,16 @@ PositionEval evaluate_positions(const nn::Model& model, const Dataset& data, con
   NoGradGuard ng;
   const int64_t train_len = cfg.data.seq_len;
   const int64_t L = opt.seq_len > 0 ? opt.seq_len : train_len;
-  PositionAccumulator acc;
+  PositionAccumulator acc, sub;
   PositionEval r;
   int64_t stride = 0, windows = 0;
+  const int64_t column = subset_column(cfg, opt);
   if (opt.mode == "random") {
     for (int64_t i = 0; i < cfg.train.eval_batches; ++i) {
       Batch b = data.val_batch(i, L);
-      acc.add(logits_of(model, b), b.target);
+      Tensor lg = logits_of(model, b);
+      acc.add(lg, b.target);
+      if (column >= 0) sub.add(lg, subset_targets(b.target, b.positions, column, opt.subset_min));
     }
     windows = cfg.train.eval_batches * cfg.data.batch_size;
   } else if (opt.mode == "examples") {
@@ -172,6 +221,7 @@ PositionEval evaluate_positions(const nn::Model& model, const Dataset& data, con
     }
   }
   r = summarize(acc, opt.bucket > 0 ? opt.bucket : train_len, train_len);
+  if (column >= 0) add_subset(r, sub, opt);
   r.mode = opt.mode;
   r.seq_len = L;
   r.stride = stride;

@@ -40,6 +40,12 @@ struct EvalOptions {
   int64_t max_tokens = 0;       // windows / sliding: score at most this many tokens
                                 // (0: eval_batches * batch_size * train length, the random budget)
   int64_t mem_len = -1;         // segments: memory length (-1: the model's model.mem_len)
+  // random: also score a subset of the targets alone, by a token channel of
+  // data.position_channels that counts tokens back (the code domain's `parent`): the target at
+  // window position t + 1 is in it when subset_min <= channel value <= t + 1 (what it points
+  // to lies inside the window, at least subset_min tokens back). Empty: no subset.
+  std::string subset_channel;
+  int64_t subset_min = 8;
 };
 
 struct BucketLoss {
@@ -57,6 +63,10 @@ struct PositionEval {
   double beyond_loss = std::numeric_limits<double>::quiet_NaN();  // positions >= train_len
   int64_t beyond_tokens = 0;
   std::vector<double> position_loss;  // [L] mean loss at each window position (NaN: none scored)
+  // EvalOptions::subset_channel: the subset's description, mean loss (NaN: none scored), size.
+  std::string subset;
+  double subset_loss = std::numeric_limits<double>::quiet_NaN();
+  int64_t subset_tokens = 0;
 };
 
 // Per-position sums over the scored tokens of many batches.
@@ -79,6 +89,11 @@ std::vector<EvalWindow> plan_windows(int64_t n_tokens, int64_t L, int64_t stride
 
 // Mean loss per bucket of width `bucket`, the loss beyond train_len, and the totals.
 PositionEval summarize(const PositionAccumulator& acc, int64_t bucket, int64_t train_len);
+
+// The targets of `target` [B, L] in the subset of EvalOptions::subset_channel (the others
+// kIgnore): positions int64 [B, L, P] are the channels of the input tokens, so the target at t
+// (input token t + 1) reads row t + 1; the last target has no row and is left out.
+Tensor subset_targets(const Tensor& target, const Tensor& positions, int64_t column, int64_t min_value);
 
 PositionEval evaluate_positions(const nn::Model& model, const Dataset& data, const Config& cfg,
                                 const EvalOptions& opt);

@@ -51,6 +51,11 @@ nlohmann::json eval_json(const train::PositionEval& e, int64_t L, int64_t step, 
                         {"beyond_tokens", e.beyond_tokens},
                         {"buckets", bj},
                         {"step", step}};
+  if (!e.subset.empty()) {
+    row["subset"] = e.subset;
+    row["subset_loss"] = json_num(e.subset_loss);
+    row["subset_tokens"] = e.subset_tokens;
+  }
   if (e.mode == "sliding") row["stride"] = e.stride;
   if (e.mode == "segments") row["mem_len"] = e.stride;
   if (!note.empty()) row["position_setting"] = note;
@@ -70,6 +75,8 @@ void print_text(const train::PositionEval& e, int64_t L, int64_t step, const std
     fmt::print("    positions {:>5}-{:<5}  loss {:>8}  ({} tokens)\n", b.lo, b.hi - 1, fmt_loss(b.loss), b.tokens);
   fmt::print("    positions >= {} (beyond the training length): loss {}  ({} tokens)\n", e.train_len,
              fmt_loss(e.beyond_loss), e.beyond_tokens);
+  if (!e.subset.empty())
+    fmt::print("    subset, {}: loss {}  ({} tokens)\n", e.subset, fmt_loss(e.subset_loss), e.subset_tokens);
 }
 
 // The values of the encodings' `scaling` parameter (RoPE's schema declares them).
@@ -154,6 +161,12 @@ Action setup(CLI::App& cmd) {
   cmd.add_option("--max-tokens", a->opt.max_tokens,
                  "windows/sliding: score at most N tokens (default eval_batches x batch_size x train length)")
       ->check(CLI::PositiveNumber);
+  cmd.add_option("--subset-channel", a->opt.subset_channel,
+                 "random: also score the targets whose channel (of data.position_channels, counting tokens back) "
+                 "is >= --subset-min and inside the window, e.g. parent");
+  cmd.add_option("--subset-min", a->opt.subset_min, "the smallest channel value in the subset")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   auto* rs = cmd.add_option("--rope-scaling", a->rope_scaling, "RoPE runs: context scaling at evaluation time")
                  ->check(CLI::IsMember(scaling_choices()));
   cmd.add_option("--rope-factor", a->rope_factor, "RoPE scaling factor (e.g. eval length / train length)")

@@ -92,16 +92,40 @@ nlohmann::json conv_kernels(const train::LoadedRun& run) {
   return j;
 }
 
-// The attention maps [H, L, L] of every layer for the text (a text decoder).
+// The bias over two relation coordinates (ast: up x down), when the encoding has one.
+nlohmann::json bias_grid(const train::LoadedRun& run) {
+  const auto g = train::learned_bias_grid(*run.model);
+  if (!g) return nullptr;
+  fmt::print("bias grid: {} x {} per head over ({}, {})\n", g->heads[0].size(), g->heads[0][0].size(), g->row_axis,
+             g->col_axis);
+  return {{"row_axis", g->row_axis}, {"col_axis", g->col_axis}, {"note", g->note}, {"heads", g->heads}};
+}
+
+// The attention maps [H, L, L] of every layer for the text (a text decoder). A run whose
+// encoding reads position channels (ast) has no channels for a typed text: it shows the first
+// tokens of its first validation window instead, with their channels.
 nlohmann::json attention(const train::LoadedRun& run, const std::string& text) {
-  const std::vector<int64_t> ids = run.data->encode(text);
+  std::vector<int64_t> ids;
+  Tensor positions;
+  std::string shown = text;
+  if (!run.cfg.data.position_channels.empty()) {
+    const train::Batch b = run.data->val_batch(0, run.cfg.data.seq_len);
+    const int64_t L = std::min<int64_t>(b.input.size(1), 24);
+    const auto all = b.input.to_vector<int64_t>();
+    ids.assign(all.begin(), all.begin() + L);
+    if (b.positions.defined()) positions = b.positions.narrow(0, 0, 1).narrow(1, 0, L).contiguous();
+    shown = fmt::format("the first {} tokens of validation window 0 (token ids: {})", L, fmt::join(ids, " "));
+  } else {
+    ids = run.data->encode(text);
+  }
   if (ids.empty() || int64_t(ids.size()) > train::kMaxInspectTokens)
     throw UsageError(
         fmt::format("inspect --text: {} tokens; expected 1 to {} (the attention maps are L x L per head "
                     "and layer)",
                     ids.size(), train::kMaxInspectTokens));
-  const auto maps = train::attention_maps(*run.model, Tensor::from_vector(ids, {1, int64_t(ids.size())}));
-  nlohmann::json j = {{"text", text}, {"tokens", ids.size()}, {"layers", nlohmann::json::array()}};
+  const auto maps =
+      train::attention_maps(*run.model, Tensor::from_vector(ids, {1, int64_t(ids.size())}), positions);
+  nlohmann::json j = {{"text", shown}, {"tokens", ids.size()}, {"layers", nlohmann::json::array()}};
   for (const auto& m : maps) {
     const int64_t H = m.size(0), L = m.size(1);
     const auto v = m.to_vector<double>();  // final [H, L, L] result, copied once for the report
@@ -121,14 +145,16 @@ nlohmann::json attention(const train::LoadedRun& run, const std::string& text) {
 // The DOT graph of attention layer 0; encodings that look their bias up by an index
 // (graph_spd) take it from a data batch.
 std::string layer_graph(const train::LoadedRun& run) {
-  Tensor index;
+  Tensor index, positions;
   int64_t L = 6;
   Generator g(run.cfg.train.seed + 2);
-  if (train::Batch b = run.data->train_batch(g); b.position_index.defined()) {
+  train::Batch b = run.data->train_batch(g);
+  if (b.position_index.defined()) {
     index = b.position_index.dim() == 3 ? b.position_index.select(0, 0).contiguous() : b.position_index;
     L = index.size(-1);
   }
-  return train::attention_graph_dot(*run.model, L, 0, index);
+  if (b.positions.defined()) positions = b.positions.narrow(0, 0, 1).narrow(1, 0, L).contiguous();  // ast: a tree
+  return train::attention_graph_dot(*run.model, L, 0, index, positions);
 }
 
 int run(const Args& a) {
@@ -144,6 +170,7 @@ int run(const Args& a) {
   if (!bias["note"].get<std::string>().empty()) j["bias_note"] = bias["note"];
   j["position_grad_rows"] = grad_rows(run);
   if (nlohmann::json kj = conv_kernels(run); !kj.empty()) j["conv_kernels"] = kj;
+  if (nlohmann::json grid = bias_grid(run); !grid.is_null()) j["bias_grid"] = grid;
   if (train::text_decoder(run.cfg)) j["attention"] = attention(run, a.text);
   replace_file_atomically(out + "/attention_layer0.dot", layer_graph(run));
   replace_file_atomically(out + "/inspect.json", j.dump() + "\n");  // checked: a full disk is an error

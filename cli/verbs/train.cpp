@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "cli/command.h"
+#include "nn/positional/registry.h"
 #include "trainers/config.h"
 #include "trainers/evaluate.h"
 #include "trainers/trainer.h"
@@ -76,7 +77,9 @@ int run(const Args& a, Context& ctx) {
   const train::TrainResult r = train::train(c, to);
   if (ctx.comm && ctx.comm->rank() != 0) return 0;  // rank 0 reports and samples
   print_summary(r);
-  if (train::text_decoder(c)) print_sample(r.run_dir);
+  // Generated tokens carry no data channels: an encoding that reads them (ast) cannot sample.
+  if (train::text_decoder(c) && nn::find_position_variant(c.model.position).facts.position_channels.empty())
+    print_sample(r.run_dir);
   return 0;
 }
 

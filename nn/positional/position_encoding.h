@@ -138,6 +138,14 @@ class PositionEncoding : public Module {
     Tensor bucket;          // int64 [Lq + Lk - 1]
   };
   virtual Buckets bucketed_terms(const AttnGeometry&) const { return {}; }
+  // For inspection (`relpos inspect`): an index bias drawn over two relation coordinates (ast:
+  // the up and down steps between two tokens' nodes), bias [H, R, C] before alpha, with the
+  // axes' names; undefined bias: the encoding has none.
+  struct BiasGrid {
+    std::string row_axis, col_axis, note;
+    Tensor bias;
+  };
+  virtual BiasGrid bias_grid() const { return {}; }
   // For inspection (`relpos bias`): the lookup index [Lq, Lk] of table-based variants
   // (index-driven ones such as graph_spd: shaped like position_index, undefined without it).
   virtual Tensor bias_index(const AttnGeometry&) const { return {}; }

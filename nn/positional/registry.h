@@ -38,10 +38,18 @@ struct PositionFacts {
   // What inspect and `relpos bias` say where there is no fixed additive bias to show.
   std::string no_bias_note;
   // Token-scope channels the encoding reads from every batch (data.position_channels must list
-  // them; config validation refuses a config that does not): cpe's {row, col}.
+  // them; config validation refuses a config that does not): cpe's {row, col}, ast's {parent}.
+  // The gradchecks and inspect views pass demonstration values in these columns.
   std::vector<std::string> position_channels;
   // Parameters for the gradchecks where the defaults do not fit their 5- and 6-token cases.
   std::map<std::string, std::string> gradcheck_params;
+  // Checks of the position channels of a token file, run when a token dataset opens it (ast:
+  // parents that form a tree, depths that agree with them): the file, its example starts
+  // (n_examples + 1 offsets) and its token-scope channels by name. Errors name the file, the
+  // example, the token and the channel. Empty: none.
+  std::function<void(const std::string& file, const std::vector<uint64_t>& example_starts,
+                     const std::map<std::string, std::vector<int32_t>>& token_channels)>
+      check_channels;
 };
 
 // PositionFacts::no_bias_note of the rotary encodings (rope, xpos).
@@ -73,7 +81,8 @@ struct PositionVariant {
 #define RELPOS_POSITION_ENCODINGS(X)                                                                              \
   X(none)                                                                                                         \
   X(sinusoidal) X(learned) X(t5) X(alibi) X(rope) X(shaw) X(transformer_xl) X(kerple_log) X(kerple_power) X(fire) \
-      X(sandwich) X(dynamic_bias) X(xpos) X(cope) X(relative_2d) X(graph_spd) X(deberta) X(music_transformer) X(cpe)
+      X(sandwich) X(dynamic_bias) X(xpos) X(cope) X(relative_2d) X(graph_spd) X(deberta) X(music_transformer)    \
+          X(cpe) X(ast)
 
 #define RELPOS_DECLARE_POSITION_ENCODING(name) PositionVariant name##_encoding();
 RELPOS_POSITION_ENCODINGS(RELPOS_DECLARE_POSITION_ENCODING)

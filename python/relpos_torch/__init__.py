@@ -18,7 +18,7 @@ import torch
 import yaml
 
 from . import safetensors_io
-from .data import Generator, StructuredData, SyntheticData, TextData, TokenLabelData
+from .data import Generator, StructuredData, SyntheticData, TextData, TokenData, TokenLabelData
 from .model import ModelConfig, RelposModel, loss_fn
 from .positional import ENCODINGS
 
@@ -51,7 +51,10 @@ def position_channels(config):
 def build_model(config, vocab):
     """config: the parsed YAML config (dict of strings) or its model section; vocab: V."""
     section = config.get("model", config) if "model" in config or "kind" in config else config
-    return RelposModel(ModelConfig(section, vocab), position_channels(config))
+    section = dict(section)
+    channels = position_channels(config)
+    section["position_channels"] = channels  # the columns of the positions a batch carries
+    return RelposModel(ModelConfig(section, vocab), channels)
 
 
 def load(path):
@@ -79,6 +82,10 @@ def dataset(run, root="."):
         vp = d.get("val_path") or ""
         return TokenLabelData(os.path.join(root, d["path"]), os.path.join(root, vp) if vp else "",
                               float(d.get("val_fraction", 0.1)), B, position_channels(run.cfg))
+    if task == "tokens":
+        vp = d.get("val_path") or ""
+        return TokenData(os.path.join(root, d["path"]), os.path.join(root, vp) if vp else "",
+                         float(d.get("val_fraction", 0.1)), B, list(d.get("position_channels", []) or []))
     if task in ("patch_grid", "graph"):
         return StructuredData(task, int(d.get("vocab_size", 16)), B, int(d.get("grid_h", 4)), int(d.get("grid_w", 4)),
                               float(d.get("edge_prob", 0.2)))

@@ -41,6 +41,8 @@ class ModelConfig:
         shared = pos.pop("shared", None)
         self.position_shared = None if shared is None else str(shared) in ("true", "True", "1", "yes")
         self.position_params = Params(pos)
+        # data.position_channels: the names of the columns of `positions` (set by load())
+        self.position_channels = tuple(s.get("position_channels", ()) or ())
         bs = dict(s.get("bias_scale", {}) or {})
 
         def b(k, d):
@@ -108,6 +110,7 @@ class Attention(nn.Module):
         super().__init__()
         D, H = cfg.d_model, cfg.n_heads
         self.H, self.dh, self.D, self.p = H, D // H, D, cfg.dropout
+        self.channels = tuple(getattr(cfg, "position_channels", ()))
         for n in ("q_proj", "k_proj", "v_proj", "o_proj"):
             setattr(self, n, nn.Linear(D, D, dtype=cfg.dtype))
         if own_pos:
@@ -143,7 +146,8 @@ class Attention(nn.Module):
         k = pos.rotate_key(k, k_offset)
         v = self._split(self.v_proj(xkv))
         Lk = k.shape[2]
-        g = Geometry(Lq, Lk, q_offset, k_offset, causal, position_index, self.q_proj, self.k_proj, positions)
+        g = Geometry(Lq, Lk, q_offset, k_offset, causal, position_index, self.q_proj, self.k_proj, positions,
+                     self.channels)
         s = q @ k.transpose(-1, -2)
         t = pos.score_terms(q, k, g)
         if t is not None:
@@ -256,7 +260,7 @@ class RelposModel(nn.Module):
 
     def forward(self, tokens, padding=None, position_index=None, positions=None):
         """decoder / encoder: tokens int64 [B, L] -> logits [B, L, V]; positions int64 [B, L, P] (the
-        data.position_channels the model was built with, `channels`)."""
+        data.position_channels the model was built with, `channels`; the 'ast' encoding reads its parent column)."""
         return self.head(self.stack(tokens, padding, 0, position_index=position_index, positions=positions))
 
     def forward_seq2seq(self, source, target_in, source_padding=None):

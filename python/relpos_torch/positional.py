@@ -64,7 +64,9 @@ class Geometry:
     position_index: Optional[torch.Tensor] = None
     q_proj: Optional[Callable] = None
     k_proj: Optional[Callable] = None
+    # int64 [B, L, P]: the token channels of data.position_channels (column p = channel p)
     positions: Optional[torch.Tensor] = None
+    channels: tuple = ()
 
     def qpos(self):
         return torch.arange(self.q_offset, self.q_offset + self.Lq, dtype=torch.int64)
@@ -597,6 +599,67 @@ class GraphSPD(Encoding):
         return b.permute(2, 0, 1) if idx.dim() == 2 else b.permute(0, 3, 1, 2)
 
 
+def ast_steps(parent):
+    """(up, down) [L, L] of one window from its parent channel (tokens back, 0 = root), by
+    walking each token's ancestor list from the virtual root above the window."""
+    L = len(parent)
+    paths = []
+    for t in range(L):
+        path, x = [t], t
+        while parent[x] > 0 and x - parent[x] >= 0:
+            x -= parent[x]
+            path.append(x)
+        paths.append([-1] + path[::-1])
+    up = [[0] * L for _ in range(L)]
+    down = [[0] * L for _ in range(L)]
+    for i in range(L):
+        for j in range(L):
+            a, b, c = paths[i], paths[j], 0
+            while c < min(len(a), len(b)) and a[c] == b[c]:
+                c += 1
+            up[i][j], down[i][j] = len(a) - c, len(b) - c
+    return up, down
+
+
+class Ast(Encoding):
+    """Tree bias updown[min(up, K), min(down, K)] + path[min(up + down, S)] (+ a T5-bucketed
+    sequential bias when seq_buckets > 0), from the 'parent' channel of g.positions."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.K, self.S = c.p.int("max_steps", 8), c.p.int("max_path", 16)
+        self.nb, self.md = c.p.int("seq_buckets", 0), c.p.int("seq_max_distance", 128)
+        self.updown = _param(((self.K + 1) ** 2, c.n_heads), c.dtype)
+        self.path = _param((self.S + 1, c.n_heads), c.dtype)
+        if self.nb > 0:
+            self.seq = _param((self.nb, c.n_heads), c.dtype)
+
+    def bias(self, g):
+        if g.positions is None:
+            raise ValueError("ast needs the parent channel (positions)")
+        col = list(g.channels).index("parent") if g.channels else 0
+        par = g.positions[:, :, col].tolist()
+        B = len(par)
+        out = []
+        for b in range(B):
+            up, down = ast_steps(par[b])
+            rows = []
+            for i in range(g.Lq):
+                row = []
+                for j in range(g.Lk):
+                    u, d = up[g.q_offset + i][g.k_offset + j], down[g.q_offset + i][g.k_offset + j]
+                    row.append(self.updown[min(u, self.K) * (self.K + 1) + min(d, self.K)] + self.path[min(u + d, self.S)])
+                rows.append(torch.stack(row))
+            out.append(torch.stack(rows))  # [Lq, Lk, H]
+        bias = torch.stack(out).permute(0, 3, 1, 2)  # [B, H, Lq, Lk]
+        if self.nb > 0:
+            rel = g.rel()
+            idx = torch.tensor([[t5_bucket(int(r), not g.causal, self.nb, self.md) for r in row] for row in rel.tolist()],
+                               dtype=torch.int64)
+            bias = bias + self.seq[idx].permute(2, 0, 1)[None]
+        return bias
+
+
 def deberta_log_bucket(rel, bucket_size, max_position):
     if bucket_size <= 0 or max_position <= 0:
         return rel
@@ -714,4 +777,5 @@ ENCODINGS = {
     "fire": Fire, "sandwich": Sandwich, "dynamic_bias": DynamicBias, "xpos": XPos, "cope": CoPE,
     "relative_2d": Relative2D, "graph_spd": GraphSPD, "deberta": Deberta, "music_transformer": MusicTransformer,
     "cpe": CPE,
+    "ast": Ast,
 }

@@ -28,6 +28,8 @@ import relpos_torch  # noqa: E402
 
 TOL = 1e-5
 TEXT = {"task": "text", "seq_len": 24, "batch_size": 4}
+PYAST = {"task": "tokens", "path": "data/python_ast_train.rptok", "val_path": "data/python_ast_val.rptok",
+         "position_channels": ["parent"], "seq_len": 24, "batch_size": 4}
 # name, position section, model overrides, data section
 CASES = [
     ("none", {"type": "none"}, {}, TEXT),
@@ -80,6 +82,9 @@ CASES = [
     ("learned_grid_digits", {"type": "learned", "grid_h": 8, "grid_w": 8}, {"kind": "encoder", "max_len": 144},
      {"task": "token_labels", "path": "data/digits_train.rptok", "val_path": "data/digits_val.rptok",
       "position_channels": ["row", "col"], "seq_len": 64, "batch_size": 4}),
+    ("ast", {"type": "ast", "max_steps": 3, "max_path": 5}, {}, PYAST),
+    ("ast_both", {"type": "ast", "seq_buckets": 8, "seq_max_distance": 16},
+     {"bias_scale": {"enabled": True, "per_head": True}}, PYAST),
     # the synthetic tasks and the other model kinds
     ("t5_encoder_decoder_reverse", {"type": "t5", "num_buckets": 8, "max_distance": 16}, {"kind": "encoder_decoder"},
      {"task": "reverse", "seq_len": 6, "vocab_size": 8, "batch_size": 4}),

@@ -95,7 +95,8 @@ TEST_CASE("cuda: Module::to moves parameters and buffers both ways", "[cuda]") {
 TEST_CASE("cuda: every position encoding trains like on the CPU (10 AdamW steps, dropout on)", "[cuda]") {
   for (const nn::PositionVariant& v : nn::position_variants()) {
     const std::string& pos = v.name;
-    if (!v.causal_capable || pos == "relative_2d" || pos == "graph_spd") continue;  // need a structured task
+    // relative_2d, graph_spd need a structured task, ast a token file with syntax trees
+    if (!v.causal_capable || pos == "relative_2d" || pos == "graph_spd" || !v.facts.position_channels.empty()) continue;
     INFO(pos);
     auto cpu = train_steps(pos, Device::CPU, 10), gpu = train_steps(pos, Device::CUDA, 10);
     for (size_t i = 0; i < cpu.size(); ++i) CHECK(std::abs(cpu[i] - gpu[i]) <= 1e-4 * std::abs(cpu[i]));

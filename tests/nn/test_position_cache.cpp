@@ -39,7 +39,7 @@ TEST_CASE("position encodings: cached geometry tables equal freshly built ones",
   // encoders over their own structure, not over these geometries.
   int checked = 0;
   for (const auto& v : nn::position_variants()) {
-    if (!v.causal_capable) continue;
+    if (!v.causal_capable || !v.facts.position_channels.empty()) continue;  // ast: a tree from the data, not these
     nn::PositionConfig cfg;
     cfg.type = v.name;
     cfg.d_model = 16;

@@ -22,6 +22,7 @@ nn::PositionConfig position_at(const nn::PositionVariant& v, int64_t heads, int6
   pc.d_model = heads * head_dim;
   pc.max_len = max_len;
   pc.params = nn::PositionParams(v.facts.gradcheck_params);  // relative_2d needs its grid
+  pc.channels = v.facts.position_channels;                       // ast reads its tree from a data channel
   pc.shared_across_layers = shared;
   return pc;
 }

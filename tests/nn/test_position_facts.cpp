@@ -55,11 +55,13 @@ TEST_CASE("position facts: the declared facts agree with the encodings", "[regis
     pc.head_dim = 4;
     pc.max_len = 16;
     pc.params = nn::PositionParams(f.gradcheck_params);
+    pc.channels = f.position_channels;  // ast reads its tree from a data channel
     Generator g(0);
     CHECK_NOTHROW(nn::make_position_encoding(pc, g));
     nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, g);
     // a note for "no additive bias" only where there is none to show
-    if (!f.no_bias_note.empty() && f.index_task.empty()) {
+    // (an encoding that reads data channels has its bias only with them: `relpos bias` shows the note)
+    if (!f.no_bias_note.empty() && f.index_task.empty() && f.position_channels.empty()) {
       nn::AttnGeometry geo{3, 3, 0, 0, v.causal_capable};
       CHECK_FALSE(pos->toeplitz_bias(geo).defined());
       CHECK_FALSE(pos->score_bias(geo).defined());

@@ -28,6 +28,7 @@ PositionConfig sized(const std::string& type, std::map<std::string, std::string>
   // an encoding with grid parameters gets a small explicit grid (as a patch_grid task gives it)
   if (find_position_variant(type).facts.grid_params) kv.insert({{"grid_h", "2"}, {"grid_w", "3"}});
   pc.params = PositionParams(kv);
+  pc.channels = find_position_variant(type).facts.position_channels;  // ast reads its tree from a data channel
   return pc;
 }
 
@@ -66,7 +67,7 @@ std::vector<float> model_logits(const std::string& type, std::map<std::string, s
   mc.max_len = 64;
   mc.position = type;
   mc.position_params = sized(type, std::move(kv)).params;
-  mc.position_channels = v.facts.position_channels;  // cpe: row, col of a 2x3 grid below
+  mc.position_channels = v.facts.position_channels;  // cpe: row, col of a 2x3 grid; ast: a tree (below)
   Model m(mc, 7);
   const Tensor tokens = Tensor::from_vector(std::vector<int64_t>{1, 5, 2, 9, 3, 7}, {1, 6});
   Tensor index;  // graph_spd: shortest-path distances of a 6-node path graph
@@ -76,11 +77,13 @@ std::vector<float> model_logits(const std::string& type, std::map<std::string, s
       for (int64_t j = 0; j < 6; ++j) d.push_back(i > j ? i - j : j - i);
     index = Tensor::from_vector(d, {1, 6, 6});
   }
-  Tensor positions;  // the 6 tokens as a 2x3 grid, row-major, in the channels the encoding reads
+  Tensor positions;  // the 6 tokens as a 2x3 grid (row, col) and as x = f ( a ) (parent: tokens back, 0 = a root)
   if (!mc.position_channels.empty()) {
+    const std::vector<int64_t> parent = {0, 1, 2, 1, 1, 2};
     std::vector<int64_t> p;
     for (int64_t t = 0; t < 6; ++t)
-      for (const std::string& name : mc.position_channels) p.push_back(name == "row" ? t / 3 : name == "col" ? t % 3 : 0);
+      for (const std::string& name : mc.position_channels)
+        p.push_back(name == "row" ? t / 3 : name == "col" ? t % 3 : parent[size_t(t)]);
     positions = Tensor::from_vector(p, {1, 6, int64_t(mc.position_channels.size())});
   }
   return m.forward(tokens, Tensor(), nullptr, nullptr, index, positions).data().contiguous().to_vector<float>();

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "nn/positional/registry.h"
 #include "trainers/data/data.h"
 #include "trainers/data/data_tasks.h"
 #include "trainers/data/token_file.h"
@@ -489,11 +490,35 @@ std::pair<std::shared_ptr<TokenFile>, std::shared_ptr<TokenFile>> open_token_fil
 }
 }  // namespace
 
+namespace {
+// The position encoding's own checks of the channels it reads (PositionFacts::check_channels, e.g.
+// ast: parents that form a tree), on every token file the run opens, with whatever token-scope
+// channels the file holds. Host loop over the file's channels, once when the dataset is made.
+void check_encoding_channels(const Config& cfg, const std::shared_ptr<TokenFile>& f) {
+  if (!f || cfg.data.position_channels.empty()) return;
+  const auto& check = nn::find_position_variant(cfg.model.position).facts.check_channels;
+  if (!check) return;
+  const TokenFileInfo& in = f->info();
+  std::vector<uint64_t> starts;
+  for (uint64_t e = 0; e <= in.n_examples; ++e) starts.push_back(f->example_start(e));
+  std::map<std::string, std::vector<int32_t>> ch;
+  for (size_t c = 0; c < in.channels.size(); ++c) {
+    if (in.channels[c].scope != ChannelScope::Token) continue;
+    std::vector<int32_t>& v = ch[in.channels[c].name];
+    v.resize(size_t(in.n_tokens));
+    for (uint64_t i = 0; i < in.n_tokens; ++i) v[size_t(i)] = int32_t(f->channel(c, i));
+  }
+  check(f->path(), starts, ch);
+}
+}  // namespace
+
 std::unique_ptr<Dataset> make_token_dataset(const Config& cfg, const DataContext& ctx) {
   const DataConfig& d = cfg.data;
   if (!readable_file(d.path) && ctx.vocab_size > 0)  // a checkpoint away from its data: sampling only
     return std::make_unique<TokenDataset>(cfg, nullptr, nullptr, ctx.vocab_size, ctx.vocab);
   const auto [train, val] = open_token_files(d);
+  check_encoding_channels(cfg, train);
+  check_encoding_channels(cfg, val);
   const int64_t v = int64_t(train->info().vocab_size);
   RELPOS_CHECK(ctx.vocab_size == 0 || ctx.vocab_size == v,
                "data.path '{}' has vocabulary size {}, the checkpoint's model has {}", d.path, v, ctx.vocab_size);
@@ -504,6 +529,8 @@ std::unique_ptr<Dataset> make_token_dataset(const Config& cfg, const DataContext
 std::unique_ptr<Dataset> make_token_label_dataset(const Config& cfg, const DataContext&) {
   const DataConfig& d = cfg.data;
   const auto [train, val] = open_token_files(d);
+  check_encoding_channels(cfg, train);
+  check_encoding_channels(cfg, val);
   return std::make_unique<TokenLabelDataset>(cfg, train, val);
 }
 

@@ -22,8 +22,9 @@ BiasReport position_bias(const BiasRequest& req) {
   pc.max_len = std::max(req.q_offset + req.lq, req.k_offset + req.lk);
   pc.params = nn::PositionParams(req.params);
   pc.dtype = DType::F64;
-  nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, gen);
   const nn::PositionFacts& facts = req.type->facts;
+  pc.channels = facts.position_channels;  // named, so that the encoding builds; this request carries no data
+  nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, gen);
   if (req.identity_table)
     for (const Variable& p : pos->parameters_in_group(nn::group::kPosition)) {
       if (p.dim() < 1) continue;
@@ -58,7 +59,8 @@ BiasReport position_bias(const BiasRequest& req) {
     for (int64_t h = 0; h < req.heads; ++h)
       for (int64_t i = 0; i < req.lq; ++i)
         for (int64_t j = 0; j < req.lk; ++j) r.bias.push_back(tv[size_t(h * n + j - i + req.lq - 1)]);
-  } else if (!facts.index_task.empty()) {  // the bias needs a per-example index this request has not got
+  } else if (!facts.index_task.empty() || !facts.position_channels.empty()) {
+    // the bias needs a per-example index or per-token channels (ast: a tree) this request has not got
     r.note = facts.no_bias_note;
   } else if (Variable sb = pos->score_bias(g); sb.defined()) {
     RELPOS_CHECK(sb.dim() == 3, "bias: '{}' returned a per-example score bias {}", req.type, shape_str(sb.shape()));
@@ -137,6 +139,18 @@ std::vector<GradcheckCase> stack_hook_gradchecks(const nn::PositionType& type,
   return out;
 }
 
+// Position channels [2, 10, P] for encodings that read per-token channels (ast: tokens back to
+// the parent, 0 = a root): every column holds the same two small trees. Example 0: two
+// statements, a chain 0 <- 1 <- 2 <- 3 and siblings; example 1 starts inside a statement (its
+// first token's parent lies before the window) and ends with a deep chain.
+Tensor demo_channels(int64_t P) {
+  const std::vector<int64_t> tree = {0, 1, 1, 1, 3, 0, 1, 1, 2, 4, 3, 1, 2, 1, 0, 1, 1, 1, 3, 5};
+  std::vector<int64_t> v;
+  for (int64_t x : tree)
+    for (int64_t p = 0; p < P; ++p) v.push_back(x);
+  return Tensor::from_vector(v, {2, 10, P});
+}
+
 std::vector<GradcheckCase> gradchecks_for(const nn::PositionType& type,
                                           const std::map<std::string, std::string>& user) {
   const std::map<std::string, std::string> params = gradcheck_params(type, user);
@@ -163,6 +177,7 @@ std::vector<GradcheckCase> gradchecks_for(const nn::PositionType& type,
       pc.init_std = 0.5;  // large enough that the tables matter in the check
       pc.params = nn::PositionParams(params);
       pc.dtype = DType::F64;
+      pc.channels = type->facts.position_channels;
       nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, gen);
       // Causal-only variants skip the bidirectional case and run the cross geometry causally
       // (queries 7..9 after keys 2..7: the Transformer-XL memory layout); encoder-only
@@ -187,6 +202,11 @@ std::vector<GradcheckCase> gradchecks_for(const nn::PositionType& type,
       if (const std::string& t = type->facts.index_task;
           !t.empty() && train::find_data_task(t).position_index)
         index = geo.cross ? demo_spd().narrow(1, 7, 3).narrow(2, 2, 6) : demo_spd().narrow(1, 0, 5).narrow(2, 0, 5);
+      Tensor positions;  // ast: the demonstration trees, rows 0..9 (cross: queries 7..9, keys 2..7)
+      if (!pc.channels.empty()) {
+        positions = demo_channels(int64_t(pc.channels.size()));
+        if (!geo.cross) positions = positions.narrow(1, 0, 5).contiguous();
+      }
       auto fn = [&](const std::vector<Variable>& in) {
         if (geo.cross)
           return attn.forward({.xq = in[0],
@@ -195,9 +215,10 @@ std::vector<GradcheckCase> gradchecks_for(const nn::PositionType& type,
                                .key_padding = pad,
                                .q_offset = 7,
                                .k_offset = 2,
-                               .position_index = index});
+                               .position_index = index,
+                               .positions = positions});
         Variable h = pos->embed(in[0], 0);
-        return attn.forward({.xq = h, .xkv = h, .causal = causal, .position_index = index});
+        return attn.forward({.xq = h, .xkv = h, .causal = causal, .position_index = index, .positions = positions});
       };
       const std::string name =
           geo.name + (causal && !geo.causal ? ", causal" : "") + (fused ? " [fused]" : " [reference]");

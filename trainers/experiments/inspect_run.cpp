@@ -76,6 +76,30 @@ std::vector<BiasCurve> learned_bias(const nn::Model& model, int64_t n, std::stri
   return out;
 }
 
+std::optional<BiasGridView> learned_bias_grid(const nn::Model& model) {
+  NoGradGuard ng;
+  const auto& blocks = model.main_stack().blocks();
+  if (blocks.empty()) return std::nullopt;
+  const nn::MultiHeadAttention& a = blocks.front()->self_attention();
+  const nn::PositionEncoding::BiasGrid g = a.position()->bias_grid();
+  if (!g.bias.defined()) return std::nullopt;
+  const int64_t H = g.bias.size(0), R = g.bias.size(1), C = g.bias.size(2);
+  std::vector<double> alpha(size_t(H), 1.0);
+  if (a.bias_scale().defined()) {  // [H] or [1]
+    const auto s = a.bias_scale().data().to_vector<double>();
+    for (int64_t h = 0; h < H; ++h) alpha[size_t(h)] = s[s.size() == 1 ? 0 : size_t(h)];
+  }
+  const auto v = g.bias.to_vector<double>();  // final [H, R, C] result
+  BiasGridView out{g.row_axis, g.col_axis, g.note, {}};
+  for (int64_t h = 0; h < H; ++h) {
+    std::vector<std::vector<double>> m(static_cast<size_t>(R), std::vector<double>(static_cast<size_t>(C)));
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t c = 0; c < C; ++c) m[size_t(r)][size_t(c)] = alpha[size_t(h)] * v[size_t((h * R + r) * C + c)];
+    out.heads.push_back(std::move(m));
+  }
+  return out;
+}
+
 namespace {
 
 // Which distances kj - qi each row of a distance-indexed table serves (RowGrad::row_distances):
@@ -128,7 +152,7 @@ std::vector<RowGrad> position_grad_rows(nn::Model& model, const Dataset& data, u
   return out;
 }
 
-std::vector<Tensor> attention_maps(const nn::Model& model, const Tensor& tokens) {
+std::vector<Tensor> attention_maps(const nn::Model& model, const Tensor& tokens, const Tensor& positions) {
   NoGradGuard ng;
   // P itself is wanted: the reference path forms it (the fused kernel never does).
   struct ReferencePath {
@@ -137,7 +161,7 @@ std::vector<Tensor> attention_maps(const nn::Model& model, const Tensor& tokens)
     ~ReferencePath() { nn::set_fused_attention(was); }
   } reference_path;
   std::vector<nn::AttentionStats> stats;
-  model.forward(tokens, Tensor(), nullptr, &stats);
+  model.forward(tokens, Tensor(), nullptr, &stats, Tensor(), positions);
   std::vector<Tensor> out;
   for (auto& s : stats) out.push_back(s.probs.select(0, 0).contiguous());  // [H, L, L]
   return out;
@@ -153,13 +177,18 @@ std::string shape_label(const Shape& s) {
 
 }  // namespace
 
-std::string attention_graph_dot(const nn::Model& model, int64_t L, uint64_t seed, const Tensor& position_index) {
+std::string attention_graph_dot(const nn::Model& model, int64_t L, uint64_t seed, const Tensor& position_index,
+                                const Tensor& positions) {
   const nn::MultiHeadAttention& a = model.main_stack().blocks().front()->self_attention();
   const int64_t D = model.config().d_model;
   Generator g(seed);
   Variable x(Tensor::randn({1, L, D}, g, model.config().dtype), true);
   x.set_name("x");
-  Variable y = a.forward({.xq = x, .xkv = x, .causal = model.main_stack().causal(), .position_index = position_index});
+  Variable y = a.forward({.xq = x,
+                          .xkv = x,
+                          .causal = model.main_stack().causal(),
+                          .position_index = position_index,
+                          .positions = positions});
   Tensor u = Tensor::randn(y.shape(), g, y.dtype());
   // Name the leaves: AccumulateGrad node -> parameter name. The model's names, so that tables
   // shared by the stack (T5's stack.pos.table) are named too, not only the layer's own weights.
@@ -230,6 +259,7 @@ EntryCheck entry_gradcheck(const nn::PositionType& type, const std::map<std::str
   pc.init_std = 0.5;
   pc.params = nn::PositionParams(params);
   pc.dtype = DType::F64;
+  pc.channels = nn::find_position_variant(type).facts.position_channels;
   nn::AttentionConfig ac;
   ac.d_model = 8;
   ac.n_heads = 2;
@@ -262,7 +292,20 @@ EntryCheck entry_gradcheck(const nn::PositionType& type, const std::map<std::str
                         r.param, shape_label(target.shape()));
     flat = flat * target.size(d) + r.index[size_t(d)];
   }
-  auto loss = [&]() { return sum(attn.forward({.xq = x, .xkv = x, .causal = causal}) * Variable(u)); };
+  // Encodings that read per-token channels (ast: tokens back to the parent) get the same small
+  // tree in every column: 0 <- 1 <- 2, 0 <- 3, 3 <- 4, a second root 5.
+  Tensor positions;
+  if (!pc.channels.empty()) {
+    const int64_t P = int64_t(pc.channels.size());
+    std::vector<int64_t> v;
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t x0 : {0, 1, 1, 3, 1, 0})
+        for (int64_t p = 0; p < P; ++p) v.push_back(x0);
+    positions = Tensor::from_vector(v, {2, 6, P});
+  }
+  auto loss = [&]() {
+    return sum(attn.forward({.xq = x, .xkv = x, .causal = causal, .positions = positions}) * Variable(u));
+  };
   loss().backward();
   r.analytic = target.grad().contiguous().to_vector<double>()[size_t(flat)];
   NoGradGuard ng;

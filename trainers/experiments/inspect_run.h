@@ -49,15 +49,25 @@ struct RowGrad {
 };
 std::vector<RowGrad> position_grad_rows(nn::Model& model, const Dataset& data, uint64_t seed);
 
-// tokens [1, L] -> per layer [H, L, L]
-std::vector<Tensor> attention_maps(const nn::Model& model, const Tensor& tokens);
+// tokens [1, L] -> per layer [H, L, L]; positions: their position channels [1, L, P] (runs with
+// data.position_channels), else undefined.
+std::vector<Tensor> attention_maps(const nn::Model& model, const Tensor& tokens, const Tensor& positions = Tensor());
 
 // The first self-attention layer of the model on x [1, L, D] (seeded), backward of sum(out * u).
 // position_index: the [L, L] (or [1, L, L]) index of encodings that look their bias up by one
 // (graph_spd, relative_2d with an explicit index), e.g. the first example of a data batch; then L
 // is its size. Undefined for every other encoding.
+// positions: the [1, L, P] position channels of encodings that read them (ast), likewise.
 std::string attention_graph_dot(const nn::Model& model, int64_t L, uint64_t seed = 0,
-                                const Tensor& position_index = Tensor());
+                                const Tensor& position_index = Tensor(), const Tensor& positions = Tensor());
+
+// The bias an index encoding draws over two relation coordinates (PositionEncoding::bias_grid:
+// ast over (up, down)), times layer 0's alpha; nullopt for the others.
+struct BiasGridView {
+  std::string row_axis, col_axis, note;
+  std::vector<std::vector<std::vector<double>>> heads;  // [H][R][C]
+};
+std::optional<BiasGridView> learned_bias_grid(const nn::Model& model);
 
 struct EntryCheck {
   std::string param;

@@ -80,6 +80,8 @@ nlohmann::json evaluate_point(const SweepSpec& spec, const std::string& run_dir)
       eo.stride = spec.eval_stride;
       eo.bucket = spec.eval_bucket;
       eo.max_tokens = spec.eval_max_tokens;
+      eo.subset_channel = spec.eval_subset_channel;
+      eo.subset_min = spec.eval_subset_min;
       PositionEval e = evaluate_positions(*run.model, *run.data, run.cfg, eo);
       nlohmann::json bj = nlohmann::json::array();
       for (auto& b : e.buckets) bj.push_back({{"lo", b.lo}, {"hi", b.hi}, {"loss", num_or_null(b.loss)}, {"tokens", b.tokens}});
@@ -87,6 +89,11 @@ nlohmann::json evaluate_point(const SweepSpec& spec, const std::string& run_dir)
                      {"accuracy", e.accuracy}, {"tokens", e.tokens}, {"beyond_loss", num_or_null(e.beyond_loss)},
                      {"beyond_tokens", e.beyond_tokens}, {"buckets", bj}});
       if (!val_path.empty()) evs.back()["val_path"] = val_path;
+      if (!e.subset.empty()) {
+        evs.back()["subset"] = e.subset;
+        evs.back()["subset_loss"] = num_or_null(e.subset_loss);
+        evs.back()["subset_tokens"] = e.subset_tokens;
+      }
     }
   }
   return evs;

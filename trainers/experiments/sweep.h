@@ -58,6 +58,8 @@ struct SweepSpec {
   std::vector<std::string> eval_modes = {"windows"};  // eval.mode: one mode or a list
   std::vector<std::string> eval_val_paths;            // eval.val_paths: one validation file per length (or none)
   int64_t eval_stride = 0, eval_bucket = 0, eval_max_tokens = 0;
+  std::string eval_subset_channel;  // eval.subset_channel (EvalOptions::subset_channel)
+  int64_t eval_subset_min = 8;      // eval.subset_min
   int64_t checkpoint_every = 0;
 };
 

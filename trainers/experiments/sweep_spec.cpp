@@ -208,6 +208,18 @@ const std::vector<SpecKey>& eval_keys() {
        [](const SpecReader& r, const YAML::Node& n, SpecDraft& d) {
          d.s.eval_max_tokens = r.integer(n, "eval.max_tokens", 1, kMaxRepeat);
        }},
+      {"subset_channel", "a name of `data.position_channels`", "—",
+       "`random`: also the loss on the targets whose channel (counting tokens back, e.g. the code domain's `parent`) "
+       "is >= `subset_min` and points inside the window (`relpos eval --subset-channel`); recorded as "
+       "`subset_loss`, reported beside the loss",
+       [](const SpecReader& r, const YAML::Node& n, SpecDraft& d) {
+         d.s.eval_subset_channel = r.scalar(n, "eval.subset_channel");
+       }},
+      {"subset_min", fmt::format("int in [1, 2^{}]", std::countr_zero(uint64_t(kMaxLen))), "8",
+       "the smallest channel value in the subset",
+       [](const SpecReader& r, const YAML::Node& n, SpecDraft& d) {
+         d.s.eval_subset_min = r.integer(n, "eval.subset_min", 1, kMaxLen);
+       }},
   };
   return keys;
 }
