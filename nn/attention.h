@@ -81,6 +81,7 @@ struct AttentionInput {
   Tensor key_padding;                  // [B, Lk], nonzero = padding key (undefined: none)
   int64_t q_offset = 0, k_offset = 0;  // absolute positions of query 0 and key 0
   Tensor position_index;               // per-example index of index encodings (graph_spd: [B, L, L])
+  Tensor positions;                    // position channels [B, L, P] (data.position_channels) or undefined
   Variable residual;  // [B, Lq, D], added to the output in the output projection's GEMM (undefined: none)
 };
 
@@ -113,6 +114,7 @@ class MultiHeadAttention : public Module {
   struct Positions;                               // the position encoding's terms and biases for one call
   Heads project(const AttentionInput& in, KVCache* cache) const;
   Positions position_terms(const Heads& h, bool fusable) const;
+  Positions channel_position_terms(const Heads& h, bool fusable) const;  // model.position.distance: a channel
   bool use_fused(const Positions& p, bool fusable) const;
   Variable fused(const Heads& h, const Positions& p, const AttentionInput& in, const AttentionSinks& sinks) const;
   Variable reference(const Heads& h, const Positions& p, const Tensor& kp, const AttentionSinks& sinks) const;

@@ -34,6 +34,11 @@ struct PositionFacts {
   bool probe_score_terms = true;
   // What inspect and `relpos bias` say where there is no fixed additive bias to show.
   std::string no_bias_note;
+  // The encoding is a function of the distance kj - qi alone, through toeplitz_bias() and/or
+  // distance_rows(): model.position.distance may name a position channel (an onset time) to
+  // take the distance from (channel_distance_terms()). Config validation refuses a channel
+  // distance on an encoding without this fact.
+  bool distance_indexed = false;
   // Parameters for the gradchecks where the defaults do not fit their 5- and 6-token cases.
   std::map<std::string, std::string> gradcheck_params;
 };
@@ -78,6 +83,8 @@ const PositionVariant& find_position_variant(const std::string& name);  // error
 // Binds cfg.params to the variant's schema (unknown keys, types and bounds are refused here)
 // and builds it.
 PositionEncodingPtr make_position_encoding(const PositionConfig& cfg, Generator& gen);
+// The encodings whose facts say distance_indexed (model.position.distance may name a channel).
+std::vector<std::string> distance_indexed_names();
 // The Markdown table docs/config.md embeds between its "relpos list --params --markdown" markers.
 std::string position_params_markdown();
 

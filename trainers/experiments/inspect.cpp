@@ -107,10 +107,17 @@ std::vector<GradcheckCase> gradchecks_for(const std::string& type, const std::ma
   // Encodings the fused kernel serves are checked on both paths (model.attention fused and
   // reference); the others only have the materialised one.
   const bool fusable = nn::find_position_variant(type).fused_attention;
+  // Distance-indexed encodings are checked again with kj - qi from a `time` channel
+  // (model.position.distance: time): repeated times, gaps, two examples that differ.
+  const bool channel_capable = nn::find_position_variant(type).facts.distance_indexed;
+  const Tensor times = Tensor::from_vector(
+      std::vector<int64_t>{0, 0, 2, 4, 4, 5, 8, 8, 9, 12, 0, 3, 3, 3, 6, 7, 7, 11, 15, 16}, {2, 10, 1});
+  for (const bool by_time : {false, true})
   for (const bool fused : {true, false})
     for (const Geo& geo : {Geo{"causal self-attention", true, false}, Geo{"bidirectional self-attention", false, false},
                            Geo{"cross-attention Lq!=Lk, offsets, padding", false, true}}) {
       if (fused && !fusable) continue;
+      if (by_time && !channel_capable) continue;
       Generator gen(17);
       nn::PositionConfig pc;
       pc.type = type;
@@ -121,7 +128,9 @@ std::vector<GradcheckCase> gradchecks_for(const std::string& type, const std::ma
       pc.init_std = 0.5;  // large enough that the tables matter in the check
       pc.params = nn::PositionParams(params);
       pc.dtype = DType::F64;
+      if (by_time) pc.channels = {"time"}, pc.distance = "time";
       nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, gen);
+      const Tensor positions = by_time ? times : Tensor();
       // Causal-only variants skip the bidirectional case and run the cross geometry causally
       // (queries 7..9 after keys 2..7: the Transformer-XL memory layout); encoder-only
       // variants skip the causal case.
@@ -153,12 +162,13 @@ std::vector<GradcheckCase> gradchecks_for(const std::string& type, const std::ma
                                .key_padding = pad,
                                .q_offset = 7,
                                .k_offset = 2,
-                               .position_index = index});
+                               .position_index = index,
+                               .positions = positions});
         Variable h = pos->embed(in[0], 0);
-        return attn.forward({.xq = h, .xkv = h, .causal = causal, .position_index = index});
+        return attn.forward({.xq = h, .xkv = h, .causal = causal, .position_index = index, .positions = positions});
       };
-      const std::string name =
-          geo.name + (causal && !geo.causal ? ", causal" : "") + (fused ? " [fused]" : " [reference]");
+      const std::string name = geo.name + (causal && !geo.causal ? ", causal" : "") + (by_time ? ", time distance" : "") +
+                               (fused ? " [fused]" : " [reference]");
       out.push_back({type + ": " + name, gradcheck(type + " (" + name + ")", fn, inputs)});
     }
   return out;
