@@ -43,9 +43,9 @@ MatmulPlan plan_matmul(const Tensor& a, const Tensor& b, const char* op) {
   p.M = a.size(-2), p.K = a.size(-1), p.N = b.size(-1);
   RELPOS_CHECK(b.size(-2) == p.K, "{}: inner dims differ: {} @ {} ({} vs {})", op, shape_str(a.shape()),
                shape_str(b.shape()), p.K, b.size(-2));
-  p.batch = broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2),
-                             Shape(b.shape().begin(), b.shape().end() - 2),
-                             (std::string(op) + " (batch dims)").c_str());
+  Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+  // Equal batch dims (every 2D and most batched products) need no broadcast, nor its error label.
+  p.batch = ba == bb ? std::move(ba) : broadcast_shapes(ba, bb, (std::string(op) + " (batch dims)").c_str());
   p.batches = numel_of(p.batch);
   p.out_shape = p.batch;
   p.out_shape.push_back(p.M);

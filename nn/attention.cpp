@@ -92,7 +92,8 @@ MultiHeadAttention::Heads MultiHeadAttention::project(const AttentionInput& in, 
     cache->v = h.v;
   }
   h.Lk = h.k.size(2);
-  h.geo = AttnGeometry{h.Lq, h.Lk, in.q_offset, k_offset, in.causal, in.position_index, in.positions};
+  h.geo = AttnGeometry{h.Lq, h.Lk, in.q_offset, k_offset, in.causal, in.position_index};
+  h.geo.positions = in.positions;
   h.geo.q_proj = [this](const Variable& x) { return q_proj_->forward(x); };
   h.geo.k_proj = [this](const Variable& x) { return k_proj_->forward(x); };
   return h;

@@ -81,7 +81,7 @@ struct AttentionInput {
   Tensor key_padding;                  // [B, Lk], nonzero = padding key (undefined: none)
   int64_t q_offset = 0, k_offset = 0;  // absolute positions of query 0 and key 0
   Tensor position_index;               // per-example index of index encodings (graph_spd: [B, L, L])
-  Tensor positions;                    // position channels [B, L, P] (data.position_channels) or undefined
+  Tensor positions;                    // per-token position channels [B, L, P] (ModelConfig::position_channels)
   Variable residual;  // [B, Lq, D], added to the output in the output projection's GEMM (undefined: none)
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "autograd/ops.h"
 
@@ -34,6 +35,7 @@ PositionConfig position_config(const ModelConfig& cfg) {
   pc.init_std = cfg.position_std;
   pc.params = cfg.position_params;
   pc.distance = cfg.position_distance;
+  pc.channels = cfg.position_channels;
   pc.dtype = cfg.dtype;
   return pc;
 }
@@ -68,17 +70,31 @@ TransformerStack::TransformerStack(const ModelConfig& cfg, bool causal, bool cro
     norm_ = register_module("norm", std::make_shared<Norm>(cfg.norm_type, cfg.d_model, cfg.dtype));
 }
 
+// Per-token position channels, when given, are int64 [B, L, P] with one column per name of
+// model.position_channels (the data's), for the tokens' rows.
+void TransformerStack::check_positions(const Tensor& tokens, const Tensor& positions) const {
+  if (!positions.defined()) return;
+  const int64_t P = int64_t(cfg_.position_channels.size());
+  RELPOS_CHECK(positions.dtype() == DType::I64 && positions.dim() == 3 && positions.size(0) == tokens.size(0) &&
+                   positions.size(1) == tokens.size(1) && positions.size(2) == P,
+               "model input: position channels must be int64 [B, L, P] = [{}, {}, {}] (P: model.position_channels "
+               "[{}]), got {}",
+               tokens.size(0), tokens.size(1), P, fmt::join(cfg_.position_channels, ", "), describe(positions));
+}
+
 Variable TransformerStack::forward(const Tensor& tokens, const Tensor& padding, int64_t offset, const Variable& memory,
                                    const Tensor& memory_padding, DecodeState* state, Generator* gen,
-                                   std::vector<AttentionStats>* stats, const Tensor& position_index) const {
+                                   std::vector<AttentionStats>* stats, const Tensor& position_index,
+                                   const Tensor& positions) const {
   RELPOS_CHECK(tokens.dim() == 2 && tokens.dtype() == DType::I64, "model input must be int64 [B, L], got {}",
                describe(tokens));
+  check_positions(tokens, positions);
   Variable x = pos_->embed(embed_->forward(tokens), offset);  // absolute encodings add here
   if (stats) stats->assign(layers_.size(), {});
   if (state && state->blocks.size() != layers_.size()) state->blocks.resize(layers_.size());
   for (size_t i = 0; i < layers_.size(); ++i)
     x = layers_[i]->forward(x, causal_, padding, offset, memory, memory_padding, state ? &state->blocks[i] : nullptr,
-                            gen, stats ? &(*stats)[i] : nullptr, position_index);
+                            gen, stats ? &(*stats)[i] : nullptr, position_index, positions);
   return norm_ ? norm_->forward(x) : x;
 }
 
@@ -130,15 +146,17 @@ Model::Model(const ModelConfig& cfg, uint64_t seed) : cfg_(cfg) {
 }
 
 Variable Model::forward(const Tensor& tokens, const Tensor& padding, Generator* gen,
-                        std::vector<AttentionStats>* stats, const Tensor& position_index) const {
+                        std::vector<AttentionStats>* stats, const Tensor& position_index,
+                        const Tensor& positions) const {
   RELPOS_CHECK(cfg_.kind != ModelKind::EncoderDecoder, "Model::forward: an encoder_decoder needs forward_seq2seq");
   const auto& stack = encoder_ ? encoder_ : decoder_;
-  return head_->forward(stack->forward(tokens, padding, 0, Variable(), Tensor(), nullptr, gen, stats, position_index));
+  return head_->forward(
+      stack->forward(tokens, padding, 0, Variable(), Tensor(), nullptr, gen, stats, position_index, positions));
 }
 
 Variable Model::logits(const ModelInput& in, Generator* gen, std::vector<AttentionStats>* stats) const {
   return cfg_.kind == ModelKind::EncoderDecoder ? forward_seq2seq(in.tokens, in.dec_input, in.padding, gen, stats)
-                                        : forward(in.tokens, in.padding, gen, stats, in.position_index);
+                                        : forward(in.tokens, in.padding, gen, stats, in.position_index, in.positions);
 }
 
 Variable Model::forward_seq2seq(const Tensor& source, const Tensor& target, const Tensor& source_padding,

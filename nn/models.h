@@ -39,6 +39,10 @@ struct ModelConfig {
   NormType norm_type = NormType::LayerNorm;
   int64_t max_len = 512;           // as the YAML default (docs/config.md)
   std::string position = "none";
+  // Names of the per-token position channels the input carries (ModelInput::positions, column p
+  // = position_channels[p]); copied from data.position_channels, read by encodings that take
+  // positions from data (PositionConfig::channels).
+  std::vector<std::string> position_channels;
   AttentionImpl attention = AttentionImpl::Fused;
   PositionParams position_params;
   std::string position_distance = "index";  // model.position.distance: "index" or a position channel
@@ -77,7 +81,8 @@ class TransformerStack : public Module {
   // tokens: int64 [B, L] -> hidden [B, L, D]
   Variable forward(const Tensor& tokens, const Tensor& padding, int64_t offset, const Variable& memory,
                    const Tensor& memory_padding, DecodeState* state, Generator* gen,
-                   std::vector<AttentionStats>* stats, const Tensor& position_index = Tensor()) const;
+                   std::vector<AttentionStats>* stats, const Tensor& position_index = Tensor(),
+                   const Tensor& positions = Tensor()) const;
   // Causal stacks: the segment tokens [B, L] attend to mem as well (see SegmentMemory), which
   // is then updated. -> hidden [B, L, D]
   Variable forward_with_memory(const Tensor& tokens, SegmentMemory& mem, Generator* gen,
@@ -87,6 +92,7 @@ class TransformerStack : public Module {
   bool causal() const { return causal_; }
 
  private:
+  void check_positions(const Tensor& tokens, const Tensor& positions) const;
   ModelConfig cfg_;
   bool causal_;
   std::shared_ptr<Embedding> embed_;
@@ -101,6 +107,7 @@ struct ModelInput {
   Tensor dec_input;       // [B, L'] encoder-decoder decoder input (BOS + target); else undefined
   Tensor padding;         // [B, L]  1 = padding, or undefined
   Tensor position_index;  // [B, L, L] int64 per-example structure (graph_spd), or undefined
+  Tensor positions;       // [B, L, P] int64 per-token position channels (ModelConfig::position_channels), or undefined
 };
 
 class Model : public Module {
@@ -109,9 +116,11 @@ class Model : public Module {
   const ModelConfig& config() const { return cfg_; }
 
   // encoder / decoder: tokens [B, L] -> logits [B, L, V]. padding [B, L] (1 = pad) optional.
-  // position_index: per-example structure for index-based encodings ([B, L, L] int64).
+  // position_index: per-example structure for index-based encodings ([B, L, L] int64);
+  // positions: per-token position channels ([B, L, P] int64, ModelConfig::position_channels).
   Variable forward(const Tensor& tokens, const Tensor& padding = Tensor(), Generator* gen = nullptr,
-                   std::vector<AttentionStats>* stats = nullptr, const Tensor& position_index = Tensor()) const;
+                   std::vector<AttentionStats>* stats = nullptr, const Tensor& position_index = Tensor(),
+                   const Tensor& positions = Tensor()) const;
   // Any kind: logits [B, L', V] of a batch (forward, or forward_seq2seq for encoder_decoder);
   // the one place the model kind picks the forward.
   Variable logits(const ModelInput& in, Generator* gen = nullptr, std::vector<AttentionStats>* stats = nullptr) const;

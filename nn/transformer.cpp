@@ -30,7 +30,8 @@ TransformerBlock::TransformerBlock(const BlockConfig& cfg, PositionEncodingPtr p
 
 Variable TransformerBlock::forward(const Variable& x, bool causal, const Tensor& padding, int64_t offset,
                                    const Variable& memory, const Tensor& memory_padding, BlockState* state,
-                                   Generator* gen, AttentionStats* stats, const Tensor& position_index) const {
+                                   Generator* gen, AttentionStats* stats, const Tensor& position_index,
+                                   const Tensor& positions) const {
   const bool pre = cfg_.norm == NormPlacement::Pre;
   const bool train = is_training();
   KVCache* cache = state ? &state->self : nullptr;
@@ -38,6 +39,11 @@ Variable TransformerBlock::forward(const Variable& x, bool causal, const Tensor&
   // h: this segment's attention input (after norm1 in pre-LN). Memory goes through the same
   // norm, so its keys/values are those the layer would compute for the positions themselves.
   // residual: added to the attention's output in its output projection (undefined: none).
+  // Position channels describe this call's tokens only: queries and keys are the same L rows.
+  RELPOS_CHECK(!positions.defined() || (offset == 0 && !mem.defined() && (!cache || cache->length() == 0)),
+               "block: per-token position channels need queries and keys that are the input's tokens (no KV cache, "
+               "segment memory or offset; got offset {})",
+               offset);
   auto self_attn = [&](const Variable& h, const Variable& residual) {
     if (!mem.defined())
       return attn_->forward({.xq = h,
@@ -47,6 +53,7 @@ Variable TransformerBlock::forward(const Variable& x, bool causal, const Tensor&
                              .q_offset = offset,
                              .k_offset = offset,
                              .position_index = position_index,
+                             .positions = positions,
                              .residual = residual},
                             {.cache = cache, .gen = gen, .stats = stats});
     RELPOS_CHECK(cache->length() == 0, "block: segment memory cannot be combined with a KV cache");

@@ -42,7 +42,7 @@ class TransformerBlock : public Module {
   // x: [B, L, D]; memory: [B, Lm, D] (cross-attention) with memory_padding [B, Lm].
   Variable forward(const Variable& x, bool causal, const Tensor& padding, int64_t offset, const Variable& memory,
                    const Tensor& memory_padding, BlockState* state, Generator* gen, AttentionStats* stats,
-                   const Tensor& position_index = Tensor()) const;
+                   const Tensor& position_index = Tensor(), const Tensor& positions = Tensor()) const;
   const MultiHeadAttention& self_attention() const { return *attn_; }  // inspection
 
  private:

@@ -8,6 +8,7 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <bit>
 #include <cctype>
 #include <cmath>
@@ -412,6 +413,30 @@ Key<S> name_list(std::string path, At<S, std::vector<std::string>> get, std::vec
           }};
 }
 
+// A list of distinct names chosen by the data (token-file channel names): each non-empty, at most 64
+// bytes of letters, digits, '_', '.' and '-' (the token file's own name rule is checked on the file).
+template <typename S>
+Key<S> free_names(std::string path, At<S, std::vector<std::string>> get, size_t most, std::string meaning) {
+  return {path,
+          {{path, fmt::format("list of at most {} names", most), "`[]`", std::move(meaning)}},
+          [get, most](Section& s, const std::string& leaf, S& out) {
+            std::vector<std::string> v = s.get_list(leaf, get(out));
+            const std::string at = where(s.ctx(), s.raw(leaf), s.key(leaf));
+            if (v.size() > most) fail_config("{}: {}: at most {} names, got {}", at, s.key(leaf), most, v.size());
+            for (size_t i = 0; i < v.size(); ++i) {
+              const bool ok = !v[i].empty() && v[i].size() <= 64 && std::all_of(v[i].begin(), v[i].end(), [](char ch) {
+                return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' || ch == '-';
+              });
+              if (!ok)
+                fail_config("{}: {}: entry {} is not a name (1-64 letters, digits, '_', '.', '-'; {} bytes given)", at,
+                            s.key(leaf), i, v[i].size());
+              for (size_t j = 0; j < i; ++j)
+                if (v[j] == v[i]) fail_config("{}: {}: '{}' is listed twice", at, s.key(leaf), v[i]);
+            }
+            get(out) = v;
+          }};
+}
+
 using nn::AttnStability;
 using nn::BiasScaleConfig;
 // position.shared's default as the docs print it: the registry's per-layer encodings.
@@ -528,6 +553,10 @@ const std::vector<Key<DataConfig>>& data_keys() {
       integer("shard_vocab", at(&D::shard_vocab), 0, int64_t(kMaxTokenVocab),
               "`tokens`: the vocabulary size of llm.c shards, whose headers hold none (0: 50257 for GPT-2 shards, "
               "128256 for Llama-3 shards); a relpos token file's header holds its own"),
+      free_names("position_channels", at(&D::position_channels), 16,
+                 "`tokens`, `token_labels`: token-scope channels of the token file (docs/data.md) that every batch "
+                 "carries as per-token positions, for the encodings that read positions from data (2D coordinates, "
+                 "onset times, tree structure)"),
       choice("tokenizer.type", at(&D::tokenizer, &TokenizerConfig::type),
              "`text`: characters, or SentencePiece subwords (a model trained on the training split once per run, or "
              "`tokenizer.model`; the encoded tokens are cached in the run's `data/`, the model is saved in every "
@@ -812,6 +841,10 @@ void check_model_task(const Config& c, const std::string& source) {
   if (c.data.tokenizer.type != TokenizerType::Char && !task.tokenizer)
     fail_config("{}: data.tokenizer.type '{}' tokenizes a text file: it needs a data.task that reads text, got '{}'",
                 source, c.data.tokenizer.type, c.data.task);
+  if (!c.data.position_channels.empty() && !task.val_file)
+    fail_config("{}: data.position_channels names channels of a token file: it needs data.task 'tokens' or "
+                "'token_labels', got '{}'",
+                source, c.data.task);
   if (!c.data.val_path.empty() && !task.val_file)
     fail_config("{}: data.val_path is for the token-file tasks (a separate validation file), got data.task '{}'", source,
                 c.data.task);
@@ -900,6 +933,7 @@ Config parse_config(const std::string& yaml_text, const std::string& source,
   check_sections(c, ctx, root);
   // + PAD, BOS/SEP, EOS, spare (see tasks.cpp); a text task's vocabulary comes from its data
   c.model.vocab = find_data_task(c.data.task).text ? 1 : c.data.vocab_size + 4;
+  c.model.position_channels = c.data.position_channels;  // the names the encodings find their columns by
 
   check_model_task(c, source);
   check_position_encoding(c, ctx, root);

@@ -48,6 +48,11 @@ struct DataConfig {
   double edge_prob = 0.2;     // graph: probability of each undirected edge
   std::string val_path;       // tokens: a separate validation file ("" = split data.path by example)
   int64_t shard_vocab = 0;    // tokens: an llm.c shard's vocabulary size (0 = by its magic)
+  // tokens, token_labels: token-scope channels of the token file copied into every batch
+  // (Batch::positions, column p = position_channels[p]) for encodings that read positions from
+  // data (2D coordinates, onset times, tree structure); the model gets the names too
+  // (ModelConfig::position_channels).
+  std::vector<std::string> position_channels;
   TokenizerConfig tokenizer;
   bool operator==(const DataConfig&) const = default;
 };

@@ -165,6 +165,11 @@ ResourceEstimate estimate_resources(const Config& cfg, int64_t vocab, int64_t se
     e.terms.push_back({"position index", checked_size({{B, "data.batch_size"}, {L, "data.seq_len"},
                                                         {L, "data.seq_len"}, {8, "bytes"}}, "data.task " + d.task),
                        "data.batch_size, data.seq_len (squared)"});
+  if (const int64_t P = int64_t(d.position_channels.size()); P > 0)  // per-token position channels: B L P int64
+    e.terms.push_back({"position channels", checked_size({{B, "data.batch_size"}, {L, "data.seq_len"},
+                                                           {P, "data.position_channels"}, {8, "bytes"}},
+                                                          "positions [B, L, P]"),
+                       "data.batch_size, data.seq_len, data.position_channels"});
   // Logits and their gradient (B L V, three copies through cross-entropy).
   e.terms.push_back({"logits", checked_size({{B, "data.batch_size"}, {L, "data.seq_len"}, {V, "vocabulary"},
                                              {12, "bytes"}}, "logits [B, L, V]"),

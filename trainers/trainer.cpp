@@ -312,7 +312,7 @@ std::string resolve_checkpoint(const std::string& dir) {
 // The batch on `device` (data is produced on the host; one transfer per tensor).
 Batch to_device(Batch b, Device device) {
   if (device == Device::CPU) return b;
-  for (Tensor* t : {&b.input, &b.target, &b.dec_input, &b.padding, &b.position_index})
+  for (Tensor* t : {&b.input, &b.target, &b.dec_input, &b.padding, &b.position_index, &b.positions})
     if (t->defined()) *t = t->to(device);
   return b;
 }

@@ -43,9 +43,11 @@ struct AttnGeometry {
   // Optional per-example structure for index-based encodings (2D patch grids, graphs):
   // int64 [B, Lq, Lk] or [Lq, Lk], e.g. shortest-path distances. Undefined otherwise.
   Tensor position_index;
-  // Per-token position channels (data.position_channels): int64 [B, L, P], column p = channel p of
-  // each token; query row i is token q_offset + i, key column j token k_offset + j. Undefined when
-  // no channels are configured.
+  // Per-token position channels from the data (data.position_channels): int64 [B, L, P], column p
+  // = PositionConfig::channels[p]; query row i is token q_offset + i of it, key column j token
+  // k_offset + j (self-attention without a memory or cache: q_offset = k_offset = 0, L = Lq = Lk).
+  // Undefined when the input carries none (no channels configured, or decoding, whose generated
+  // tokens have no data): an encoding that reads a channel refuses then, naming it.
   Tensor positions;
   // The attention layer's query / key projections x [.., D] -> [.., D] (weights and bias), set
   // by MultiHeadAttention; empty when the geometry is built elsewhere (inspection).
@@ -59,13 +61,15 @@ struct PositionConfig {
   int64_t max_len = 0;      // longest sequence the model is built for (learned tables)
   double init_std = 0.02;   // std of every learnable position table
   PositionParams params;
+  // Names of the per-token position channels the input carries (AttnGeometry::positions columns,
+  // model.position_channels = data.position_channels); an encoding that reads one finds its column
+  // with channel_column().
+  std::vector<std::string> channels;
   DType dtype = DType::F32;
   // Set by a stack that shares one instance across its layers. An encoding whose parameters
   // are partly shared and partly per layer (Transformer-XL: u, v shared, W_r per layer) then
   // builds only the shared part and hands each layer its own part through make_layer().
   bool shared_across_layers = false;
-  // data.position_channels: the channel names, in the column order of AttnGeometry::positions.
-  std::vector<std::string> channels;
   // model.position.distance: "index" (kj - qi of the token positions) or a channel of `channels`
   // whose values give the distance instead, kj - qi = c[k_offset + j] - c[q_offset + i] (an onset
   // time). Only encodings whose declaration says PositionFacts::distance_indexed take a channel.
@@ -164,6 +168,10 @@ class PositionEncoding : public Module {
 };
 
 using PositionEncodingPtr = std::shared_ptr<PositionEncoding>;
+
+// The column of position channel `name` in AttnGeometry::positions; a ConfigError naming the
+// encoding, the channel and data.position_channels' names when the data does not carry it.
+int64_t channel_column(const PositionConfig& cfg, const std::string& name);
 
 // Distances kj - qi for the Toeplitz entries t = 0 .. Lq + Lk - 2 (int64 [Lq + Lk - 1]).
 Tensor toeplitz_distances(const AttnGeometry& g);

@@ -50,11 +50,7 @@ PositionEncodingPtr make_position_encoding(const PositionConfig& cfg, Generator&
                         "position '{}': distance '{}' needs an encoding that is a function of the distance kj - qi "
                         "alone; the distance-indexed ones are: {}",
                         v.name, cfg.distance, fmt::join(distance_indexed_names(), ", "));
-    auto it = std::find(cfg.channels.begin(), cfg.channels.end(), cfg.distance);
-    RELPOS_CHECK_CONFIG(it != cfg.channels.end(),
-                        "position '{}' reads channel '{}' (model.position.distance); data.position_channels lists: {}",
-                        v.name, cfg.distance, cfg.channels.empty() ? "none" : fmt::format("{}", fmt::join(cfg.channels, ", ")));
-    column = int64_t(it - cfg.channels.begin());
+    column = channel_column(cfg, cfg.distance);  // refuses a channel the data does not carry
   }
   PositionEncodingPtr p = v.make(bound, gen);
   p->set_distance_column(column);
@@ -197,6 +193,15 @@ Tensor PositionEncoding::cached(const char* tag, std::initializer_list<int64_t> 
 Tensor PositionEncoding::geometry_cached(const char* tag, const AttnGeometry& g,
                                          const std::function<Tensor()>& build) const {
   return cached(tag, {g.Lq, g.Lk, g.q_offset, g.k_offset, g.causal ? 1 : 0}, build);
+}
+
+int64_t channel_column(const PositionConfig& cfg, const std::string& name) {
+  for (size_t c = 0; c < cfg.channels.size(); ++c)
+    if (cfg.channels[c] == name) return int64_t(c);
+  fail_config("position '{}' reads the per-token position channel '{}', but data.position_channels lists {}: add "
+              "'{}' (a token-scope channel of the token file) to data.position_channels",
+              cfg.type, name, cfg.channels.empty() ? "none" : fmt::format("[{}]", fmt::join(cfg.channels, ", ")),
+              name);
 }
 
 Tensor toeplitz_distances(const AttnGeometry& g) {

@@ -208,10 +208,10 @@ TEST_CASE("position.distance: a channel is refused where it cannot apply", "[pos
   pc.type = "t5";
   pc.channels = {"beat"};
   REQUIRE_THROWS_WITH(nn::make_position_encoding(pc, gen),
-                      Contains("position 't5' reads channel 'time' (model.position.distance); "
-                               "data.position_channels lists: beat"));
+                      Contains("position 't5' reads the per-token position channel 'time', but "
+                               "data.position_channels lists [beat]"));
   pc.channels = {};
-  REQUIRE_THROWS_WITH(nn::make_position_encoding(pc, gen), Contains("data.position_channels lists: none"));
+  REQUIRE_THROWS_WITH(nn::make_position_encoding(pc, gen), Contains("data.position_channels lists none"));
   // the attention layer without the channel's values
   pc.channels = {"time"};
   nn::AttentionConfig ac;

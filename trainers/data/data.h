@@ -23,9 +23,11 @@ struct Batch {
   Tensor padding;    // [B, L]  1 = padding (encoder inputs / sources), or undefined
   Tensor position_index;  // [B, L, L] int64 per-example structure (graph task: shortest-path
                           // distances for graph_spd), or undefined
+  Tensor positions;  // [B, L, P] int64 per-token position channels of the input tokens
+                     // (data.position_channels; padding tokens 0), or undefined
 
   // What the model reads of it (nn::Model::logits).
-  nn::ModelInput model_input() const { return {input, dec_input, padding, position_index}; }
+  nn::ModelInput model_input() const { return {input, dec_input, padding, position_index, positions}; }
 };
 
 class Dataset {

@@ -7,6 +7,7 @@
 // split, drawn as the text task draws them (text_data.cpp; windows may cross example boundaries,
 // as nanoGPT's do), read from the memory-mapped file.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <fstream>
@@ -60,6 +61,42 @@ uint64_t training_examples(const TokenFile& f, double val_fraction) {
   return in.n_examples - std::clamp<uint64_t>(uint64_t(double(in.n_examples) * val_fraction), 1, in.n_examples - 1);
 }
 
+// The indices, in `f`, of the channels data.position_channels names (each per token), in that order.
+std::vector<size_t> position_channel_indices(const TokenFile& f, const std::vector<std::string>& names) {
+  const auto& ch = f.info().channels;
+  std::vector<size_t> out;
+  for (const std::string& name : names) {
+    size_t c = 0;
+    while (c < ch.size() && ch[c].name != name) ++c;
+    if (c == ch.size()) {
+      std::vector<std::string> have;
+      for (const auto& x : ch) have.push_back(x.name);
+      fail_config("data.position_channels: token file '{}' has no channel '{}' (its channels: {})", f.path(), name,
+                  have.empty() ? "none" : fmt::format("{}", fmt::join(have, ", ")));
+    }
+    RELPOS_CHECK_CONFIG(ch[c].scope == ChannelScope::Token,
+                        "data.position_channels: channel '{}' of token file '{}' holds one value per example; position "
+                        "channels are per token",
+                        name, f.path());
+    out.push_back(c);
+  }
+  return out;
+}
+
+// Per-token position channels of a batch: positions[b, t, p] = channel cols[p] of token at(b, t),
+// 0 where at(b, t) is npos (padding). Undefined when no channels are configured.
+template <typename At>
+Tensor position_rows(const TokenFile& f, const std::vector<size_t>& cols, int64_t B, int64_t L, const At& at) {
+  if (cols.empty()) return {};
+  const int64_t P = int64_t(cols.size());
+  std::vector<int64_t> v(size_t(B * L * P), 0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < L; ++t)
+      if (const uint64_t i = at(b, t); i != UINT64_MAX)
+        for (int64_t p = 0; p < P; ++p) v[size_t((b * L + t) * P + p)] = f.channel(cols[size_t(p)], i);
+  return Tensor::from_vector(v, {B, L, P});
+}
+
 class TokenDataset : public Dataset {
  public:
   // train: data.path (null when the file is not at hand: a vocabulary-only dataset that samples but
@@ -71,8 +108,10 @@ class TokenDataset : public Dataset {
         vocab_(std::move(vocab)), sub_(std::move(sub)), sub_info_(std::move(sub_info)) {
     if (!train_) return;
     const TokenFileInfo& in = train_->info();
+    train_cols_ = val_cols_ = position_channel_indices(*train_, cfg_.position_channels);
     if (val_) {
       check_same_vocab(*val_, *train_);
+      val_cols_ = position_channel_indices(*val_, cfg_.position_channels);
       train_end_ = in.n_tokens;
       val_begin_ = 0;
       val_end_ = val_->info().n_tokens;
@@ -94,7 +133,7 @@ class TokenDataset : public Dataset {
 
   Batch train_batch(Generator& gen) const override {
     need_files("training");
-    return windows(*train_, 0, train_end_, cfg_.seq_len, gen);
+    return windows(*train_, train_cols_, 0, train_end_, cfg_.seq_len, gen);
   }
 
   Batch val_batch(int64_t i, int64_t seq_len) const override {
@@ -102,7 +141,7 @@ class TokenDataset : public Dataset {
     Generator g(0x5EED0000ULL + uint64_t(i));
     RELPOS_CHECK(int64_t(val_end_ - val_begin_) >= seq_len + 2, "validation split has {} tokens, too few for seq_len {}",
                  val_end_ - val_begin_, seq_len);
-    return windows(val_file(), val_begin_, val_end_, seq_len, g);
+    return windows(val_file(), val_cols_, val_begin_, val_end_, seq_len, g);
   }
 
   std::vector<int64_t> val_stream() const override {
@@ -183,11 +222,13 @@ class TokenDataset : public Dataset {
     return out;
   }
 
-  Batch windows(const TokenFile& f, uint64_t lo, uint64_t hi, int64_t L, Generator& g) const {
+  Batch windows(const TokenFile& f, const std::vector<size_t>& cols, uint64_t lo, uint64_t hi, int64_t L,
+                Generator& g) const {
     const int64_t B = cfg_.batch_size;
     std::vector<int64_t> x(size_t(B * L)), y(size_t(B * L));
+    std::vector<uint64_t> first(static_cast<size_t>(B));
     for (int64_t b = 0; b < B; ++b) {
-      const uint64_t s = lo + g.next_u64() % (hi - lo - uint64_t(L) - 1);
+      const uint64_t s = first[size_t(b)] = lo + g.next_u64() % (hi - lo - uint64_t(L) - 1);
       int64_t prev = int64_t(f.token(s));
       for (int64_t t = 0; t < L; ++t) {
         const int64_t next = int64_t(f.token(s + uint64_t(t) + 1));
@@ -196,11 +237,14 @@ class TokenDataset : public Dataset {
         prev = next;
       }
     }
-    return {Tensor::from_vector(x, {B, L}), Tensor::from_vector(y, {B, L}), Tensor(), Tensor()};
+    Batch out{Tensor::from_vector(x, {B, L}), Tensor::from_vector(y, {B, L}), Tensor(), Tensor()};
+    out.positions = position_rows(f, cols, B, L, [&](int64_t b, int64_t t) { return first[size_t(b)] + uint64_t(t); });
+    return out;
   }
 
   DataConfig cfg_;
   std::shared_ptr<TokenFile> train_, val_;
+  std::vector<size_t> train_cols_, val_cols_;  // data.position_channels in each file
   uint64_t train_end_ = 0, val_begin_ = 0, val_end_ = 0;
   int64_t vocab_size_ = 0;
   std::vector<std::string> vocab_;
@@ -220,9 +264,11 @@ class TokenLabelDataset : public Dataset {
       : cfg_(cfg.data), train_(std::move(train)), val_(std::move(val)) {
     const TokenFileInfo& in = train_->info();
     label_ = find_label(*train_);
+    train_cols_ = val_cols_ = position_channel_indices(*train_, cfg_.position_channels);
     if (val_) {
       check_same_vocab(*val_, *train_);
       val_label_ = find_label(*val_);
+      val_cols_ = position_channel_indices(*val_, cfg_.position_channels);
       RELPOS_CHECK_CONFIG(val_->info().channels[val_label_].scope == in.channels[label_].scope,
                           "data.val_path '{}': its 'label' channel has another scope than data.path's", val_->path());
       train_n_ = in.n_examples;
@@ -237,10 +283,12 @@ class TokenLabelDataset : public Dataset {
   int64_t vocab_size() const override { return int64_t(train_->info().vocab_size); }
   std::vector<std::string> vocabulary() const override { return train_->info().vocab; }
 
-  Batch train_batch(Generator& gen) const override { return rows(*train_, label_, 0, train_n_, cfg_.seq_len, gen); }
+  Batch train_batch(Generator& gen) const override {
+    return rows(*train_, label_, train_cols_, 0, train_n_, cfg_.seq_len, gen);
+  }
   Batch val_batch(int64_t i, int64_t seq_len) const override {
     Generator g(0x5EED0000ULL + uint64_t(i));
-    return rows(val_ ? *val_ : *train_, val_label_, val_lo_, val_hi_, seq_len, g);
+    return rows(val_ ? *val_ : *train_, val_label_, val_cols_, val_lo_, val_hi_, seq_len, g);
   }
   std::vector<int64_t> encode(const std::string& text) const override {
     std::vector<int64_t> out;
@@ -273,14 +321,17 @@ class TokenLabelDataset : public Dataset {
                 f.path(), names.empty() ? "none" : names);
   }
 
-  Batch rows(const TokenFile& f, size_t label, uint64_t lo, uint64_t hi, int64_t L, Generator& g) const {
+  Batch rows(const TokenFile& f, size_t label, const std::vector<size_t>& cols, uint64_t lo, uint64_t hi, int64_t L,
+             Generator& g) const {
     const int64_t B = cfg_.batch_size;
     const bool per_token = f.info().channels[label].scope == ChannelScope::Token;
     std::vector<int64_t> x(size_t(B * L), 0), y(size_t(B * L), kIgnore);
     std::vector<double> pad(size_t(B * L), 1.0);
+    std::vector<uint64_t> first(static_cast<size_t>(B)), count(static_cast<size_t>(B));
     for (int64_t b = 0; b < B; ++b) {
       const uint64_t e = lo + g.next_u64() % (hi - lo);
       const uint64_t s = f.example_start(e), n = std::min<uint64_t>(f.example_start(e + 1) - s, uint64_t(L));
+      first[size_t(b)] = s, count[size_t(b)] = n;
       for (uint64_t t = 0; t < n; ++t) {
         const size_t at = size_t(b * L) + t;
         x[at] = int64_t(f.token(s + t));
@@ -291,11 +342,15 @@ class TokenLabelDataset : public Dataset {
     }
     Batch out{Tensor::from_vector(x, {B, L}), Tensor::from_vector(y, {B, L}), Tensor(), Tensor()};
     out.padding = Tensor::from_vector(pad, {B, L});
+    out.positions = position_rows(f, cols, B, L, [&](int64_t b, int64_t t) {
+      return uint64_t(t) < count[size_t(b)] ? first[size_t(b)] + uint64_t(t) : UINT64_MAX;
+    });
     return out;
   }
 
   DataConfig cfg_;
   std::shared_ptr<TokenFile> train_, val_;
+  std::vector<size_t> train_cols_, val_cols_;  // data.position_channels in each file
   size_t label_ = 0, val_label_ = 0;
   uint64_t train_n_ = 0, val_lo_ = 0, val_hi_ = 0;
 };

@@ -88,8 +88,8 @@ Batch DataParallel::shard(const Batch& g) const {
   RELPOS_CHECK(B * world() == g.input.size(0), "data-parallel: a global batch of {} rows does not split over {} ranks",
                g.input.size(0), world());
   const int64_t lo = B * rank();
-  return Batch{rows(g.input, lo, B), rows(g.target, lo, B), rows(g.dec_input, lo, B), rows(g.padding, lo, B),
-               rows(g.position_index, lo, B)};
+  return Batch{rows(g.input, lo, B), rows(g.target, lo, B),         rows(g.dec_input, lo, B),
+               rows(g.padding, lo, B), rows(g.position_index, lo, B), rows(g.positions, lo, B)};
 }
 
 int64_t DataParallel::count_targets(const Batch& b) {
