@@ -20,7 +20,7 @@ namespace relpos::cli {
 namespace {
 
 struct Args {
-  std::string dir, out, text = "ROMEO:\nWhat light through yonder window breaks?";
+  std::string dir, out, text;  // text: kDefaultText, or a validation window where that does not apply
   int64_t distances = 32;
 };
 
@@ -57,8 +57,46 @@ nlohmann::json grad_rows(const train::LoadedRun& run) {
   return j;
 }
 
+constexpr const char* kDefaultText = "ROMEO:\nWhat light through yonder window breaks?";
+
+// Without --text: the first 32 tokens of a validation window (with their position channels) for
+// a run whose vocabulary cannot spell kDefaultText or whose encoding reads a channel.
+nlohmann::json attention_of_data(const train::LoadedRun& run) {
+  const train::Batch b = run.data->val_batch(0, std::min<int64_t>(run.cfg.data.seq_len, 32));
+  const Tensor tokens = b.input.narrow(0, 0, 1).contiguous();
+  const Tensor positions = b.positions.defined() ? b.positions.narrow(0, 0, 1).contiguous() : Tensor();
+  const auto maps = train::attention_maps(*run.model, tokens, positions);
+  const std::vector<int64_t> ids = tokens.to_vector<int64_t>();
+  nlohmann::json j = {{"text", run.data->decode(ids)}, {"tokens", ids.size()}, {"layers", nlohmann::json::array()}};
+  for (const auto& m : maps) {
+    const int64_t H = m.size(0), L = m.size(1);
+    const auto v = m.to_vector<double>();
+    nlohmann::json hs = nlohmann::json::array();
+    for (int64_t h = 0; h < H; ++h) {
+      nlohmann::json rows = nlohmann::json::array();
+      for (int64_t i = 0; i < L; ++i)
+        rows.push_back(std::vector<double>(v.begin() + (h * L + i) * L, v.begin() + (h * L + i + 1) * L));
+      hs.push_back(rows);
+    }
+    j["layers"].push_back(hs);
+  }
+  fmt::print("attention maps: {} layers x {} heads for the first {} tokens of a validation window\n", maps.size(),
+             run.cfg.model.n_heads, ids.size());
+  return j;
+}
+
 // The attention maps [H, L, L] of every layer for the text (a text decoder).
-nlohmann::json attention(const train::LoadedRun& run, const std::string& text) {
+nlohmann::json attention(const train::LoadedRun& run, const std::string& given) {
+  if (given.empty()) {
+    bool spelled = run.cfg.model.position_distance == "index";
+    try {
+      if (spelled) run.data->encode(kDefaultText);
+    } catch (const Error&) {
+      spelled = false;
+    }
+    if (!spelled) return attention_of_data(run);
+  }
+  const std::string text = given.empty() ? std::string(kDefaultText) : given;
   const std::vector<int64_t> ids = run.data->encode(text);
   if (ids.empty() || int64_t(ids.size()) > train::kMaxInspectTokens)
     throw UsageError(
@@ -86,14 +124,16 @@ nlohmann::json attention(const train::LoadedRun& run, const std::string& text) {
 // The DOT graph of attention layer 0; encodings that look their bias up by an index
 // (graph_spd) take it from a data batch.
 std::string layer_graph(const train::LoadedRun& run) {
-  Tensor index;
+  Tensor index, positions;
   int64_t L = 6;
   Generator g(run.cfg.train.seed + 2);
-  if (train::Batch b = run.data->train_batch(g); b.position_index.defined()) {
+  train::Batch b = run.data->train_batch(g);
+  if (b.position_index.defined()) {
     index = b.position_index.dim() == 3 ? b.position_index.select(0, 0).contiguous() : b.position_index;
     L = index.size(-1);
   }
-  return train::attention_graph_dot(*run.model, L, 0, index);
+  if (b.positions.defined()) positions = b.positions.narrow(0, 0, 1).contiguous();  // [1, L', P]
+  return train::attention_graph_dot(*run.model, L, 0, index, positions);
 }
 
 int run(const Args& a) {
@@ -104,6 +144,9 @@ int run(const Args& a) {
   nlohmann::json j = {
       {"run", a.dir}, {"checkpoint", run.checkpoint}, {"step", run.step}, {"position", run.cfg.model.position}};
   fmt::print("{} (step {}), position encoding {}\n", run.checkpoint, run.step, run.cfg.model.position);
+  j["distance"] = run.cfg.model.position_distance;  // "index", or the channel kj - qi comes from
+  if (run.cfg.model.position_distance != "index")
+    fmt::print("distances kj - qi: from channel '{}' (model.position.distance)\n", run.cfg.model.position_distance);
   const nlohmann::json bias = bias_curves(run, a.distances);
   j["bias"] = bias["bias"];
   if (!bias["note"].get<std::string>().empty()) j["bias_note"] = bias["note"];
@@ -119,7 +162,10 @@ Action setup(CLI::App& cmd) {
   auto a = std::make_shared<Args>();
   cmd.add_option("run_dir", a->dir, "run directory or checkpoint directory")->required();
   cmd.add_option("--out", a->out, "output directory (default RUN_DIR/inspect)");
-  cmd.add_option("--text", a->text, "input for the attention maps (text runs)");
+  cmd.add_option("--text", a->text,
+                 "input for the attention maps (text runs; default: a line of Romeo and Juliet, or the first 32 "
+                 "tokens of a validation window where the vocabulary cannot spell it or the encoding reads a "
+                 "position channel)");
   cmd.add_option("--distances", a->distances, "bias curve over distances 0 .. -(N-1)")
       ->check(CLI::Range(int64_t(1), train::kMaxInspectDistances))
       ->capture_default_str();

@@ -76,7 +76,10 @@ int run(const Args& a, Context& ctx) {
   const train::TrainResult r = train::train(c, to);
   if (ctx.comm && ctx.comm->rank() != 0) return 0;  // rank 0 reports and samples
   print_summary(r);
-  if (train::text_decoder(c)) print_sample(r.run_dir);
+  if (train::text_decoder(c) && c.model.position_distance == "index") print_sample(r.run_dir);
+  if (train::text_decoder(c) && c.model.position_distance != "index")
+    fmt::print("sample: none (model.position.distance '{}': generated tokens carry no '{}' channel)\n",
+               c.model.position_distance, c.model.position_distance);
   return 0;
 }
 

@@ -119,6 +119,16 @@ std::vector<RowGrad> position_grad_rows(nn::Model& model, const Dataset& data, u
     // Distance-indexed tables: the distances of each row, probed to 4x the training length.
     const auto& pos = model.main_stack().blocks().front()->self_attention().position();
     r.train_distance = b.input.size(1) - 1;
+    if (pos && pos->distance_column() >= 0 && b.positions.defined()) {  // distances from a channel (time)
+      const Tensor c = b.positions.select(2, pos->distance_column()).contiguous();  // [B, L]
+      const auto v = c.to_vector<int64_t>();
+      const int64_t L = c.size(1);
+      r.train_distance = 0;
+      for (int64_t row = 0; row < c.size(0); ++row) {
+        const auto [lo, hi] = std::minmax_element(v.begin() + row * L, v.begin() + (row + 1) * L);
+        r.train_distance = std::max(r.train_distance, *hi - *lo);
+      }
+    }
     r.probe_distance = std::max<int64_t>(4 * b.input.size(1), 256);
     if (pos && gr.dim() >= 1 && !nn::find_position_variant(model.config().position).facts.index_bias)
       r.row_distances = row_distances(*pos, gr.size(0), r.probe_distance, model.main_stack().causal());
@@ -128,7 +138,7 @@ std::vector<RowGrad> position_grad_rows(nn::Model& model, const Dataset& data, u
   return out;
 }
 
-std::vector<Tensor> attention_maps(const nn::Model& model, const Tensor& tokens) {
+std::vector<Tensor> attention_maps(const nn::Model& model, const Tensor& tokens, const Tensor& positions) {
   NoGradGuard ng;
   // P itself is wanted: the reference path forms it (the fused kernel never does).
   struct ReferencePath {
@@ -137,7 +147,7 @@ std::vector<Tensor> attention_maps(const nn::Model& model, const Tensor& tokens)
     ~ReferencePath() { nn::set_fused_attention(was); }
   } reference_path;
   std::vector<nn::AttentionStats> stats;
-  model.forward(tokens, Tensor(), nullptr, &stats);
+  model.forward(tokens, Tensor(), nullptr, &stats, Tensor(), positions);
   std::vector<Tensor> out;
   for (auto& s : stats) out.push_back(s.probs.select(0, 0).contiguous());  // [H, L, L]
   return out;
@@ -153,13 +163,18 @@ std::string shape_label(const Shape& s) {
 
 }  // namespace
 
-std::string attention_graph_dot(const nn::Model& model, int64_t L, uint64_t seed, const Tensor& position_index) {
+std::string attention_graph_dot(const nn::Model& model, int64_t L, uint64_t seed, const Tensor& position_index,
+                                const Tensor& positions) {
   const nn::MultiHeadAttention& a = model.main_stack().blocks().front()->self_attention();
   const int64_t D = model.config().d_model;
   Generator g(seed);
   Variable x(Tensor::randn({1, L, D}, g, model.config().dtype), true);
   x.set_name("x");
-  Variable y = a.forward({.xq = x, .xkv = x, .causal = model.main_stack().causal(), .position_index = position_index});
+  Variable y = a.forward({.xq = x,
+                          .xkv = x,
+                          .causal = model.main_stack().causal(),
+                          .position_index = position_index,
+                          .positions = positions});
   Tensor u = Tensor::randn(y.shape(), g, y.dtype());
   // Name the leaves: AccumulateGrad node -> parameter name. The model's names, so that tables
   // shared by the stack (T5's stack.pos.table) are named too, not only the layer's own weights.

@@ -50,14 +50,16 @@ struct RowGrad {
 std::vector<RowGrad> position_grad_rows(nn::Model& model, const Dataset& data, uint64_t seed);
 
 // tokens [1, L] -> per layer [H, L, L]
-std::vector<Tensor> attention_maps(const nn::Model& model, const Tensor& tokens);
+// positions: the input's position channels [1, L, P] (model.position_channels), or undefined.
+std::vector<Tensor> attention_maps(const nn::Model& model, const Tensor& tokens, const Tensor& positions = Tensor());
 
 // The first self-attention layer of the model on x [1, L, D] (seeded), backward of sum(out * u).
 // position_index: the [L, L] (or [1, L, L]) index of encodings that look their bias up by one
 // (graph_spd, relative_2d with an explicit index), e.g. the first example of a data batch; then L
-// is its size. Undefined for every other encoding.
+// is its size. Undefined for every other encoding. positions: the position channels [1, >= L, P]
+// of a data batch, for an encoding that takes its distances from one (model.position.distance).
 std::string attention_graph_dot(const nn::Model& model, int64_t L, uint64_t seed = 0,
-                                const Tensor& position_index = Tensor());
+                                const Tensor& position_index = Tensor(), const Tensor& positions = Tensor());
 
 struct EntryCheck {
   std::string param;
