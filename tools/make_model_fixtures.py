@@ -10,7 +10,7 @@ fixed batch, and evaluated in float64 from those float32 weights:
   eps 1e-8, weight_decay 0.01 on every parameter, no clipping, no schedule): loss k is the loss
   before update k + 1, the first one equals `loss`.
 Stored: "param.<name>" F32 (the weights relpos loads), "input"/"target"/"dec_input"/
-"position_index" I64, "logits" F64, "loss" F64 [], "grad.<name>" F64, "trajectory" F64 [5];
+"position_index"/"positions" I64, "logits" F64, "loss" F64 [], "grad.<name>" F64, "trajectory" F64 [5];
 metadata: the model config as "model.<key>" strings (position parameters as
 "model.position.<key>") and "optim.*".
 
@@ -56,6 +56,9 @@ CASES = {
                   {"type": "graph_spd", "max_dist": "3"}),
     "deberta": ({"kind": "encoder"}, {"type": "deberta", "position_buckets": "4", "max_relative_positions": "8"}),
     "music_transformer": ({}, {"type": "music_transformer", "max_relative_position": "5"}),
+    # T5 over a time channel (model.position.distance: time): onsets with repeats and gaps
+    "t5_time": ({"bias_scale": {"enabled": "true", "per_head": "true"}, "position_channels": "beat,time"},
+                {"type": "t5", "num_buckets": "8", "max_distance": "16", "distance": "time"}),
 }
 
 
@@ -76,7 +79,8 @@ def weights(model, gen):
     return out
 
 
-def batch(kind, pos_type, gen):
+def batch(kind, pos, gen):
+    pos_type = pos["type"]
     b = {}
     toks = lambda *s: torch.randint(0, V, s, generator=gen)  # noqa: E731
     if kind == "encoder_decoder":
@@ -84,6 +88,9 @@ def batch(kind, pos_type, gen):
     else:
         b["input"], b["target"] = toks(B, L), toks(B, L)
     b["target"][0, 1] = -100  # one ignored target
+    if "distance" in pos:  # two channels [B, L, 2]: `beat` (unused), `time` = running sum of 0..3
+        steps = torch.randint(0, 4, (B, L), generator=gen)
+        b["positions"] = torch.stack([torch.randint(0, 4, (B, L), generator=gen), torch.cumsum(steps, 1)], 2)
     if pos_type == "graph_spd":
         spd = torch.randint(-1, 5, (B, L, L), generator=gen)
         spd = torch.where(torch.eye(L, dtype=torch.bool), torch.zeros_like(spd), spd)
@@ -95,7 +102,7 @@ def run(model, b):
     if "dec_input" in b:
         logits = model.forward_seq2seq(b["input"], b["dec_input"])
     else:
-        logits = model(b["input"], None, b.get("position_index"))
+        logits = model(b["input"], None, b.get("position_index"), b.get("positions"))
     return logits, loss_fn(logits, b["target"])
 
 
@@ -108,7 +115,7 @@ def make(name, overrides, pos):
     w = weights(model, gen)
     model.load_state_dict({k: v.clone() for k, v in w.items()}, strict=True)
     model = model.double()
-    b = batch(section["kind"], pos["type"], gen)
+    b = batch(section["kind"], pos, gen)
     logits, loss = run(model, b)
     loss.backward()
     grads = {n: p.grad.detach().clone() for n, p in model.named_parameters()}

@@ -41,6 +41,10 @@ class ModelConfig:
         shared = pos.pop("shared", None)
         self.position_shared = None if shared is None else str(shared) in ("true", "True", "1", "yes")
         self.position_params = Params(pos)
+        # model.position.distance: "index" or a channel of position_channels (data.position_channels)
+        self.position_distance = self.position_params.str("distance", "index")
+        ch = s.get("position_channels", [])
+        self.position_channels = [c for c in ch.split(",") if c] if isinstance(ch, str) else list(ch or [])
         bs = dict(s.get("bias_scale", {}) or {})
 
         def b(k, d):
@@ -118,6 +122,13 @@ class Attention(nn.Module):
             self.q_norm = Norm(cfg.qk_norm, self.dh, cfg.dtype)
             self.k_norm = Norm(cfg.qk_norm, self.dh, cfg.dtype)
         self.softcap = cfg.attn_softcap if self_attn else 0.0
+        # distances kj - qi from a position channel (channel_distance_terms in relpos); the torch
+        # twin implements the T5 form (relpos: every distance-indexed encoding)
+        self.distance_col = None
+        if self_attn and cfg.position_distance != "index":
+            if cfg.position != "t5":
+                raise NotImplementedError("relpos_torch: model.position.distance from a channel is implemented for t5")
+            self.distance_col = cfg.position_channels.index(cfg.position_distance)
         self.alpha = None
         if self_attn and cfg.bias_enabled:
             a = torch.full((H if cfg.bias_per_head else 1, 1), cfg.bias_init, dtype=cfg.dtype)
@@ -133,7 +144,8 @@ class Attention(nn.Module):
     def _split(self, x):
         return x.reshape(x.shape[0], x.shape[1], self.H, self.dh).transpose(1, 2)
 
-    def forward(self, xq, xkv, causal, key_padding=None, q_offset=0, k_offset=0, position_index=None):
+    def forward(self, xq, xkv, causal, key_padding=None, q_offset=0, k_offset=0, position_index=None,
+                positions=None):
         pos = self.encoding()
         B, Lq = xq.shape[0], xq.shape[1]
         q, k = self._split(self.q_proj(xq)), self._split(self.k_proj(xkv))  # [B, H, L, dh]
@@ -144,6 +156,11 @@ class Attention(nn.Module):
         v = self._split(self.v_proj(xkv))
         Lk = k.shape[2]
         g = Geometry(Lq, Lk, q_offset, k_offset, causal, position_index, self.q_proj, self.k_proj)
+        if self.distance_col is not None:
+            if positions is None:
+                raise ValueError("model.position.distance reads a position channel: positions [B, L, P] are required")
+            t = positions[:, :, self.distance_col]
+            g.distance = t[:, k_offset:k_offset + Lk][:, None, :] - t[:, q_offset:q_offset + Lq][:, :, None]
         s = q @ k.transpose(-1, -2)
         t = pos.score_terms(q, k, g)
         if t is not None:
@@ -187,9 +204,10 @@ class Block(nn.Module):
         self.mlp = MLP(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.dtype)
         self.norm2 = Norm(cfg.norm_type, cfg.d_model, cfg.dtype)
 
-    def forward(self, x, causal, padding, offset, memory=None, memory_padding=None, position_index=None):
+    def forward(self, x, causal, padding, offset, memory=None, memory_padding=None, position_index=None,
+                positions=None):
         drop = lambda t: F.dropout(t, self.p, self.training)  # noqa: E731
-        sa = lambda h: self.attn(h, h, causal, padding, offset, offset, position_index)  # noqa: E731
+        sa = lambda h: self.attn(h, h, causal, padding, offset, offset, position_index, positions)  # noqa: E731
         h = x + drop(sa(self.norm1(x))) if self.pre else self.norm1(x + drop(sa(x)))
         if hasattr(self, "cross_attn"):
             if self.pre:
@@ -228,11 +246,12 @@ class Stack(nn.Module):
         if cfg.norm == "pre":
             self.norm = Norm(cfg.norm_type, cfg.d_model, cfg.dtype)
 
-    def forward(self, tokens, padding=None, offset=0, memory=None, memory_padding=None, position_index=None):
+    def forward(self, tokens, padding=None, offset=0, memory=None, memory_padding=None, position_index=None,
+                positions=None):
         pos = self.pos if "pos" in self._modules else self._pos[0]
         x = pos.embed(self.embed.weight[tokens], offset)
         for blk in self.layers:
-            x = blk(x, self.causal, padding, offset, memory, memory_padding, position_index)
+            x = blk(x, self.causal, padding, offset, memory, memory_padding, position_index, positions)
         return self.norm(x) if "norm" in self._modules else x
 
 
@@ -251,9 +270,10 @@ class RelposModel(nn.Module):
             self.stack = Stack(cfg, True, False)
         self.head = nn.Linear(cfg.d_model, cfg.vocab, bias=False, dtype=cfg.dtype)
 
-    def forward(self, tokens, padding=None, position_index=None):
-        """decoder / encoder: tokens int64 [B, L] -> logits [B, L, V]."""
-        return self.head(self.stack(tokens, padding, 0, position_index=position_index))
+    def forward(self, tokens, padding=None, position_index=None, positions=None):
+        """decoder / encoder: tokens int64 [B, L] -> logits [B, L, V]; positions: int64 [B, L, P], the
+        position channels (model.position_channels) of an encoding that reads its distances from one."""
+        return self.head(self.stack(tokens, padding, 0, position_index=position_index, positions=positions))
 
     def forward_seq2seq(self, source, target_in, source_padding=None):
         mem = self.encoder(source, source_padding)

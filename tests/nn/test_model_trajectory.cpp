@@ -76,7 +76,15 @@ nn::ModelConfig model_config(const Fixture& f) {
     const std::string key = k.substr(pre.size());
     if (key == "type") c.position = v;
     else if (key == "shared") c.position_shared = v == "true";
+    else if (key == "distance") c.position_distance = v;
     else params[key] = v;
+  }
+  // model.position_channels: "a,b" (the names of the fixture's `positions` columns)
+  const std::string channels = f.m("model.position_channels", "");
+  for (size_t at = 0; at < channels.size();) {
+    const size_t end = std::min(channels.find(',', at), channels.size());
+    c.position_channels.push_back(channels.substr(at, end - at));
+    at = end + 1;
   }
   c.position_params = nn::PositionParams(params);
   return c;
@@ -105,7 +113,8 @@ double max_abs(const Tensor& t) {
 Variable forward(const nn::Model& model, const nn::ModelConfig& cfg, const Fixture& f) {
   if (cfg.kind == nn::ModelKind::EncoderDecoder) return model.forward_seq2seq(f.at("input"), f.at("dec_input"));
   return model.forward(f.at("input"), Tensor(), nullptr, nullptr,
-                       f.has("position_index") ? f.at("position_index") : Tensor());
+                       f.has("position_index") ? f.at("position_index") : Tensor(),
+                       f.has("positions") ? f.at("positions") : Tensor());
 }
 
 Variable loss_of(const Variable& logits, const Fixture& f) {
@@ -209,7 +218,8 @@ TEST_CASE("fused_attention capability: declared == the path each encoding's laye
     nn::Model model(cfg, 0);
     NoGradGuard ng;
     std::vector<nn::AttentionStats> stats;
-    model.forward(f.at("input"), Tensor(), nullptr, &stats, f.has("position_index") ? f.at("position_index") : Tensor());
+    model.forward(f.at("input"), Tensor(), nullptr, &stats, f.has("position_index") ? f.at("position_index") : Tensor(),
+                  f.has("positions") ? f.at("positions") : Tensor());
     REQUIRE(!stats.empty());
     const bool declared = nn::find_position_variant(cfg.position).fused_attention;
     for (const auto& s : stats) CHECK(s.probs.defined() == !declared);
