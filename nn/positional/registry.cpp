@@ -47,7 +47,7 @@ PositionEncodingPtr make_position_encoding(const PositionConfig& cfg, Generator&
   int64_t column = -1;
   if (cfg.distance != "index") {
     RELPOS_CHECK_CONFIG(v.facts.distance_indexed,
-                        "position '{}': distance '{}' needs an encoding that is a function of the distance kj - qi "
+                        "position '{}': model.position.distance '{}' needs an encoding that is a function of the distance kj - qi "
                         "alone; the distance-indexed ones are: {}",
                         v.name, cfg.distance, fmt::join(distance_indexed_names(), ", "));
     column = channel_column(cfg, cfg.distance);  // refuses a channel the data does not carry

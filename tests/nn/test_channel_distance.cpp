@@ -203,7 +203,7 @@ TEST_CASE("position.distance: a channel is refused where it cannot apply", "[pos
   pc.channels = {"time"};
   pc.type = "rope";
   REQUIRE_THROWS_WITH(nn::make_position_encoding(pc, gen),
-                      Contains("position 'rope': distance 'time' needs an encoding that is a function of the distance") &&
+                      Contains("position 'rope': model.position.distance 'time' needs an encoding that is a function of the distance") &&
                           Contains("t5") && Contains("music_transformer"));
   pc.type = "t5";
   pc.channels = {"beat"};
