@@ -100,7 +100,16 @@ def music21_python():
     return None
 
 
-def midi_notes(py, path):
+def run(cmd, env=None):
+    """Run cmd; on failure print its output and stop (exit 1), naming the command."""
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        print("FAIL: %s exited %d\n%s%s" % (" ".join(cmd), r.returncode, r.stdout, r.stderr))
+        sys.exit(1)
+    return r.stdout
+
+
+def midi_notes(py, path, env):
     """[(onset16, pitch, dur16)] of a MIDI file, read by music21 (notes it splits at barlines
     joined again: stripTies)."""
     code = ("import sys, music21\n"
@@ -109,7 +118,7 @@ def midi_notes(py, path):
             "    for n in part.stripTies().flatten().notes:\n"
             "        for p in n.pitches:\n"
             "            print(round(float(n.offset) * 4), p.midi, round(float(n.quarterLength) * 4))\n")
-    out = subprocess.run([py, "-c", code, path], capture_output=True, text=True, check=True).stdout
+    out = run([py, "-c", code, path], env)
     return sorted(tuple(int(x) for x in line.split()) for line in out.splitlines())
 
 
@@ -130,8 +139,9 @@ def check_music21(relpos):
               "RELPOS_MUSIC21_PYTHON to an interpreter that has it): skipped")
         return 77
     with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, TMPDIR=tmp)  # music21 keeps a scratch folder under the temp dir
         prefix = os.path.join(tmp, "chorales")
-        subprocess.run([py, os.path.join(ROOT, "scripts", "prepare_chorales.py"), prefix], check=True)
+        run([py, os.path.join(ROOT, "scripts", "prepare_chorales.py"), prefix], env)
         for suffix in ("_train.rptok", "_val.rptok", ".json"):
             with open(prefix + suffix, "rb") as a, open(os.path.join(ROOT, "data", "chorales" + suffix), "rb") as b:
                 assert a.read() == b.read(), "data/chorales%s differs from a fresh run of the script" % suffix
@@ -142,19 +152,19 @@ def check_music21(relpos):
         ev = os.path.join(tmp, "chorale.txt")
         open(ev, "w").write(text)
         mid = os.path.join(tmp, "chorale.mid")
-        subprocess.run([py, os.path.join(ROOT, "scripts", "events_to_midi.py"), ev, mid], check=True)
-        assert midi_notes(py, mid) == events_of(text), "chorale -> MIDI -> notes differ"
+        run([py, os.path.join(ROOT, "scripts", "events_to_midi.py"), ev, mid], env)
+        assert midi_notes(py, mid, env) == events_of(text), "chorale -> MIDI -> notes differ"
         # `relpos sample` of a (briefly) trained chorale run -> MIDI
-        run = os.path.join(tmp, "run")
-        subprocess.run([relpos, "--threads", "1", "train", os.path.join(ROOT, "configs", "chorales_t5.yaml"),
-                        "--set", "train.steps=20", "--set", "train.eval_every=20", "--set", "optim.warmup=5",
-                        "--set", "output.dir=" + run],
-                       check=True, stdout=subprocess.DEVNULL)
-        out = subprocess.run([relpos, "sample", run, "--tokens", "120", "--seed", "3"], check=True,
-                             capture_output=True, text=True).stdout
+        rundir = os.path.join(tmp, "run")
+        run([relpos, "--threads", "1", "train", os.path.join(ROOT, "configs", "chorales_t5.yaml"),
+             "--set", "train.steps=20", "--set", "train.eval_every=20", "--set", "optim.warmup=5",
+             "--set", "data.path=" + os.path.join(ROOT, "data", "chorales_train.rptok"),
+             "--set", "data.val_path=" + os.path.join(ROOT, "data", "chorales_val.rptok"),
+             "--set", "output.dir=" + rundir])
+        out = run([relpos, "sample", rundir, "--tokens", "120", "--seed", "3"])
         open(ev, "w").write(out)
-        subprocess.run([py, os.path.join(ROOT, "scripts", "events_to_midi.py"), ev, mid], check=True)
-        assert midi_notes(py, mid) == events_of(out), "sample -> MIDI -> notes differ"
+        run([py, os.path.join(ROOT, "scripts", "events_to_midi.py"), ev, mid], env)
+        assert midi_notes(py, mid, env) == events_of(out), "sample -> MIDI -> notes differ"
         print("events_to_midi.py: a validation chorale and `relpos sample` output -> MIDI -> the same notes")
     return 0
 
