@@ -224,9 +224,10 @@ void read_position(Section& model, nn::ModelConfig& m) {
           return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_';
         });
         if (!name_ok)
-          fail_config("{}: model.position.distance: expected 'index' or the name of a position channel (a-z 0-9 _), "
-                      "got '{}'",
-                      where(p.ctx(), kv.second, "model.position.distance"), d);
+          fail_config(
+              "{}: model.position.distance: expected 'index' or the name of a position channel (a-z 0-9 _), "
+              "got '{}'",
+              where(p.ctx(), kv.second, "model.position.distance"), d);
         m.position_distance = d;
         continue;
       }

@@ -62,7 +62,7 @@ ChannelDistanceTerms channel_distance_terms(const PositionEncoding& pos, const A
   const Shape shape = d.shape();
   ChannelDistanceTerms out;
   if (Variable tb = pos.toeplitz_bias(range); tb.defined()) {  // [H, R]
-    out.bias.table = transpose(tb, 0, 1);                     // [R, H]
+    out.bias.table = transpose(tb, 0, 1);                      // [R, H]
     out.bias.index = Tensor::from_vector(rel, shape);
   }
   if (PositionEncoding::Buckets b = pos.distance_rows(range); b.keys.defined()) {

@@ -93,7 +93,7 @@ PositionVariant kerple_power_encoding() {
                  param::real("r2_init", Computed{"U(0, 2) per head"}, "initial r2 in (0, 2), all heads")},
       .make = make_kerple_power,
       .fused_attention = true,
-          .facts = {.distance_indexed = true}};
+      .facts = {.distance_indexed = true}};
 }
 
 }  // namespace relpos::nn

@@ -46,10 +46,11 @@ PositionEncodingPtr make_position_encoding(const PositionConfig& cfg, Generator&
   bound.params = cfg.params.bind(v.params, fmt::format("position '{}'", v.name));
   int64_t column = -1;
   if (cfg.distance != "index") {
-    RELPOS_CHECK_CONFIG(v.facts.distance_indexed,
-                        "position '{}': model.position.distance '{}' needs an encoding that is a function of the distance kj - qi "
-                        "alone; the distance-indexed ones are: {}",
-                        v.name, cfg.distance, fmt::join(distance_indexed_names(), ", "));
+    RELPOS_CHECK_CONFIG(
+        v.facts.distance_indexed,
+        "position '{}': model.position.distance '{}' needs an encoding that is a function of the distance kj - qi "
+        "alone; the distance-indexed ones are: {}",
+        v.name, cfg.distance, fmt::join(distance_indexed_names(), ", "));
     column = channel_column(cfg, cfg.distance);  // refuses a channel the data does not carry
   }
   PositionEncodingPtr p = v.make(bound, gen);

@@ -89,7 +89,7 @@ PositionVariant t5_encoding() {
                  param::flag("scale", "false", "multiply q.k by 1/sqrt(head_dim) (T5 does not)")},
       .make = make_t5,
       .fused_attention = true,
-          .facts = {.distance_indexed = true}};
+      .facts = {.distance_indexed = true}};
 }
 
 }  // namespace relpos::nn

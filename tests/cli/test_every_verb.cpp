@@ -4,11 +4,11 @@
 // sample (decoders on text) — and gradcheck on the encoding itself. Each must exit 0 and
 // write what it says; a verb that does not apply must refuse with a clear error (exit 2),
 // never crash. The list is the registry, not a hand-written one.
-#include <catch2/catch.hpp>
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <array>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>

@@ -67,13 +67,14 @@ TEST_CASE("channel distance equal to the token positions reproduces the index fo
         pad.select(0, 1).narrow(0, 4, 2).fill_(1.0);
         Tensor w = Tensor::randn({2, cross ? 3 : 6, 8}, g, DType::F64);
         auto run = [&](nn::MultiHeadAttention& m, const Tensor& positions) {
-          Variable y = cross ? m.forward({.xq = Variable(xq),
-                                          .xkv = Variable(xkv),
-                                          .key_padding = pad,
-                                          .q_offset = 7,
-                                          .k_offset = 2,
-                                          .positions = positions})
-                             : m.forward({.xq = Variable(xq), .xkv = Variable(xq), .causal = causal, .positions = positions});
+          Variable y =
+              cross ? m.forward({.xq = Variable(xq),
+                                 .xkv = Variable(xkv),
+                                 .key_padding = pad,
+                                 .q_offset = 7,
+                                 .k_offset = 2,
+                                 .positions = positions})
+                    : m.forward({.xq = Variable(xq), .xkv = Variable(xq), .causal = causal, .positions = positions});
           sum(y * Variable(w)).backward();
           return y.data();
         };
@@ -129,16 +130,16 @@ TEST_CASE("t5 with time distance: buckets of time differences (numpy golden)", "
   // numpy, HF T5Attention._relative_position_bucket (num_buckets 8, max_distance 20) of
   // d[i, j] = t[j] - t[i], t = 0 3 3 3 6 7 7 11 15 16
   const std::vector<int64_t> t = {0, 3, 3, 3, 6, 7, 7, 11, 15, 16};
-  const std::vector<std::vector<int64_t>> bidir = {
-      {0, 6, 6, 6, 6, 7, 7, 7, 7, 7}, {2, 0, 0, 0, 6, 6, 6, 7, 7, 7}, {2, 0, 0, 0, 6, 6, 6, 7, 7, 7},
-      {2, 0, 0, 0, 6, 6, 6, 7, 7, 7}, {2, 2, 2, 2, 0, 5, 5, 6, 7, 7}, {3, 2, 2, 2, 1, 0, 0, 6, 7, 7},
-      {3, 2, 2, 2, 1, 0, 0, 6, 7, 7}, {3, 3, 3, 3, 2, 2, 2, 0, 6, 6}, {3, 3, 3, 3, 3, 3, 3, 2, 0, 5},
-      {3, 3, 3, 3, 3, 3, 3, 2, 1, 0}};
-  const std::vector<std::vector<int64_t>> causal = {
-      {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {3, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {3, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-      {3, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {5, 3, 3, 3, 0, 0, 0, 0, 0, 0}, {5, 4, 4, 4, 1, 0, 0, 0, 0, 0},
-      {5, 4, 4, 4, 1, 0, 0, 0, 0, 0}, {6, 5, 5, 5, 4, 4, 4, 0, 0, 0}, {7, 6, 6, 6, 6, 5, 5, 4, 0, 0},
-      {7, 6, 6, 6, 6, 6, 6, 4, 1, 0}};
+  const std::vector<std::vector<int64_t>> bidir = {{0, 6, 6, 6, 6, 7, 7, 7, 7, 7}, {2, 0, 0, 0, 6, 6, 6, 7, 7, 7},
+                                                   {2, 0, 0, 0, 6, 6, 6, 7, 7, 7}, {2, 0, 0, 0, 6, 6, 6, 7, 7, 7},
+                                                   {2, 2, 2, 2, 0, 5, 5, 6, 7, 7}, {3, 2, 2, 2, 1, 0, 0, 6, 7, 7},
+                                                   {3, 2, 2, 2, 1, 0, 0, 6, 7, 7}, {3, 3, 3, 3, 2, 2, 2, 0, 6, 6},
+                                                   {3, 3, 3, 3, 3, 3, 3, 2, 0, 5}, {3, 3, 3, 3, 3, 3, 3, 2, 1, 0}};
+  const std::vector<std::vector<int64_t>> causal = {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {3, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                                    {3, 0, 0, 0, 0, 0, 0, 0, 0, 0}, {3, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                                    {5, 3, 3, 3, 0, 0, 0, 0, 0, 0}, {5, 4, 4, 4, 1, 0, 0, 0, 0, 0},
+                                                    {5, 4, 4, 4, 1, 0, 0, 0, 0, 0}, {6, 5, 5, 5, 4, 4, 4, 0, 0, 0},
+                                                    {7, 6, 6, 6, 6, 5, 5, 4, 0, 0}, {7, 6, 6, 6, 6, 6, 6, 4, 1, 0}};
   // a second example shifted by 1000: the same differences, the same buckets
   std::vector<int64_t> times = t;
   for (int64_t x : t) times.push_back(x + 1000);
@@ -152,7 +153,8 @@ TEST_CASE("t5 with time distance: buckets of time differences (numpy golden)", "
         for (int64_t i = 0; i < 10; ++i)
           for (int64_t j = 0; j < 10; ++j) {
             INFO("causal " << is_causal << " b " << b << " h " << h << " i " << i << " j " << j);
-            REQUIRE(v[size_t(((b * 2 + h) * 10 + i) * 10 + j)] == Approx(double(want[size_t(i)][size_t(j)]) + h / 10.0));
+            REQUIRE(v[size_t(((b * 2 + h) * 10 + i) * 10 + j)] ==
+                    Approx(double(want[size_t(i)][size_t(j)]) + h / 10.0));
           }
   }
 }
@@ -174,7 +176,8 @@ TEST_CASE("alibi with time distance: -m_h |t_j - t_i| (hand values)", "[position
   REQUIRE(c[size_t(16 + 3 * 4 + 2)] == Approx(-5.0 / 256));
 }
 
-TEST_CASE("shaw and music_transformer with time distance: the row of each time difference", "[positional][channel][golden]") {
+TEST_CASE("shaw and music_transformer with time distance: the row of each time difference",
+          "[positional][channel][golden]") {
   const std::vector<int64_t> t = {0, 2, 2, 9};
   nn::AttnGeometry g{.Lq = 4, .Lk = 4};
   g.positions = Tensor::from_vector(t, {1, 4, 1});
@@ -202,9 +205,11 @@ TEST_CASE("position.distance: a channel is refused where it cannot apply", "[pos
   pc.distance = "time";
   pc.channels = {"time"};
   pc.type = "rope";
-  REQUIRE_THROWS_WITH(nn::make_position_encoding(pc, gen),
-                      Contains("position 'rope': model.position.distance 'time' needs an encoding that is a function of the distance") &&
-                          Contains("t5") && Contains("music_transformer"));
+  REQUIRE_THROWS_WITH(
+      nn::make_position_encoding(pc, gen),
+      Contains(
+          "position 'rope': model.position.distance 'time' needs an encoding that is a function of the distance") &&
+          Contains("t5") && Contains("music_transformer"));
   pc.type = "t5";
   pc.channels = {"beat"};
   REQUIRE_THROWS_WITH(nn::make_position_encoding(pc, gen),
@@ -220,6 +225,7 @@ TEST_CASE("position.distance: a channel is refused where it cannot apply", "[pos
   nn::MultiHeadAttention attn(ac, nn::make_position_encoding(pc, gen), true, gen);
   Variable x(Tensor::zeros({1, 3, 8}));
   REQUIRE_THROWS_WITH(attn.forward({.xq = x, .xkv = x, .causal = true}), Contains("got no position channels"));
-  REQUIRE_THROWS_WITH(attn.forward({.xq = x, .xkv = x, .causal = true, .positions = Tensor::zeros({1, 2, 1}, DType::I64)}),
-                      Contains("are not all among the 2 tokens"));
+  REQUIRE_THROWS_WITH(
+      attn.forward({.xq = x, .xkv = x, .causal = true, .positions = Tensor::zeros({1, 2, 1}, DType::I64)}),
+      Contains("are not all among the 2 tokens"));
 }

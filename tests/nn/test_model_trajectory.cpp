@@ -76,7 +76,8 @@ nn::ModelConfig model_config(const Fixture& f) {
     const std::string key = k.substr(pre.size());
     if (key == "type") c.position = v;
     else if (key == "shared") c.position_shared = v == "true";
-    else if (key == "distance") c.position_distance = v;
+    else if (key == "distance")
+      c.position_distance = v;
     else params[key] = v;
   }
   // model.position_channels: "a,b" (the names of the fixture's `positions` columns)

@@ -3,7 +3,6 @@
 // example (a chorale) longer than the file says — each a clear error naming the file, the
 // example and the channel or field, never a crash or silent use.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
 
@@ -38,10 +37,13 @@ std::string write_file(const std::string& path, const std::vector<int32_t>& time
 // The error of building the dataset of a tiny decoder on `path` whose T5 reads distances from
 // `distance` (empty: none).
 std::string dataset_error(const std::string& path, const std::string& distance) {
-  const std::string yaml = "model: {kind: decoder, d_model: 8, n_layers: 1, n_heads: 2, d_ff: 16, max_len: 64,\n"
-                           "        position: {type: t5, distance: " + distance + "}}\n"
-                           "data: {task: tokens, path: " + path + ", val_path: " + path +
-                           ", position_channels: [time], seq_len: 4, batch_size: 2}\n";
+  const std::string yaml =
+      "model: {kind: decoder, d_model: 8, n_layers: 1, n_heads: 2, d_ff: 16, max_len: 64,\n"
+      "        position: {type: t5, distance: " +
+      distance +
+      "}}\n"
+      "data: {task: tokens, path: " +
+      path + ", val_path: " + path + ", position_channels: [time], seq_len: 4, batch_size: 2}\n";
   try {
     const Config c = parse_config(yaml, "test.yaml");
     make_dataset(c);
@@ -73,7 +75,8 @@ TEST_CASE("time channel: a time that goes backwards within an example is refused
   fs::remove_all(d);
 }
 
-TEST_CASE("time channel: a time past the declared range names the file, example and channel", "[data][channel][hostile]") {
+TEST_CASE("time channel: a time past the declared range names the file, example and channel",
+          "[data][channel][hostile]") {
   const std::string d = tmp_dir("range");
   std::vector<int32_t> t = kMonotone;
   t[13] = 50;

@@ -8,13 +8,13 @@
 // as nanoGPT's do), read from the memory-mapped file.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
-#include <unistd.h>
 
 #include "trainers/data/data.h"
 #include "trainers/data/data_tasks.h"
@@ -98,11 +98,12 @@ void check_distance_channel(const TokenFile& f, const std::vector<size_t>& cols,
     int64_t prev = f.channel(c, a);
     for (uint64_t i = a + 1; i < z; ++i) {
       const int64_t v = f.channel(c, i);
-      RELPOS_CHECK_CONFIG(v >= prev,
-                          "token file '{}', example {} (tokens {}..{}), channel '{}': the value goes backwards at token "
-                          "{} ({} after {}); model.position.distance reads distances from '{}', so it must not "
-                          "decrease within an example",
-                          f.path(), e, a, z - 1, name, i, v, prev, name);
+      RELPOS_CHECK_CONFIG(
+          v >= prev,
+          "token file '{}', example {} (tokens {}..{}), channel '{}': the value goes backwards at token "
+          "{} ({} after {}); model.position.distance reads distances from '{}', so it must not "
+          "decrease within an example",
+          f.path(), e, a, z - 1, name, i, v, prev, name);
       prev = v;
     }
   }

@@ -113,64 +113,65 @@ std::vector<GradcheckCase> gradchecks_for(const std::string& type, const std::ma
   const Tensor times = Tensor::from_vector(
       std::vector<int64_t>{0, 0, 2, 4, 4, 5, 8, 8, 9, 12, 0, 3, 3, 3, 6, 7, 7, 11, 15, 16}, {2, 10, 1});
   for (const bool by_time : {false, true})
-  for (const bool fused : {true, false})
-    for (const Geo& geo : {Geo{"causal self-attention", true, false}, Geo{"bidirectional self-attention", false, false},
-                           Geo{"cross-attention Lq!=Lk, offsets, padding", false, true}}) {
-      if (fused && !fusable) continue;
-      if (by_time && !channel_capable) continue;
-      Generator gen(17);
-      nn::PositionConfig pc;
-      pc.type = type;
-      pc.d_model = 8;
-      pc.n_heads = 2;
-      pc.head_dim = 4;
-      pc.max_len = 16;
-      pc.init_std = 0.5;  // large enough that the tables matter in the check
-      pc.params = nn::PositionParams(params);
-      pc.dtype = DType::F64;
-      if (by_time) pc.channels = {"time"}, pc.distance = "time";
-      nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, gen);
-      const Tensor positions = by_time ? times : Tensor();
-      // Causal-only variants skip the bidirectional case and run the cross geometry causally
-      // (queries 7..9 after keys 2..7: the Transformer-XL memory layout); encoder-only
-      // variants skip the causal case.
-      const bool causal = geo.causal || (geo.cross && pos->causal_only());
-      if (!causal && pos->causal_only()) continue;
-      if (causal && !causal_capable) continue;
-      nn::AttentionConfig ac;
-      ac.d_model = 8;
-      ac.n_heads = 2;
-      ac.bias_scale = {true, true, 0.7, true};
-      ac.fused = fused;
-      nn::MultiHeadAttention attn(ac, pos, true, gen, DType::F64);
-      Variable xq(Tensor::rand({2, geo.cross ? 3 : 5, 8}, gen, DType::F64, -1, 1), true);
-      Variable xkv(Tensor::rand({2, 6, 8}, gen, DType::F64, -1, 1), true);
-      Tensor pad = Tensor::zeros({2, 6}, DType::F64);
-      pad.select(0, 1).narrow(0, 4, 2).fill_(1.0);
-      std::vector<Variable> inputs{xq};
-      if (geo.cross) inputs.push_back(xkv);
-      for (const Variable& p : attn.parameters()) inputs.push_back(p);
-      Tensor index;  // graph_spd: the distances between the positions of this case
-      if (const std::string& t = nn::find_position_variant(type).facts.index_task;
-          !t.empty() && train::find_data_task(t).position_index)
-        index = geo.cross ? demo_spd().narrow(1, 7, 3).narrow(2, 2, 6) : demo_spd().narrow(1, 0, 5).narrow(2, 0, 5);
-      auto fn = [&](const std::vector<Variable>& in) {
-        if (geo.cross)
-          return attn.forward({.xq = in[0],
-                               .xkv = in[1],
-                               .causal = causal,
-                               .key_padding = pad,
-                               .q_offset = 7,
-                               .k_offset = 2,
-                               .position_index = index,
-                               .positions = positions});
-        Variable h = pos->embed(in[0], 0);
-        return attn.forward({.xq = h, .xkv = h, .causal = causal, .position_index = index, .positions = positions});
-      };
-      const std::string name = geo.name + (causal && !geo.causal ? ", causal" : "") + (by_time ? ", time distance" : "") +
-                               (fused ? " [fused]" : " [reference]");
-      out.push_back({type + ": " + name, gradcheck(type + " (" + name + ")", fn, inputs)});
-    }
+    for (const bool fused : {true, false})
+      for (const Geo& geo :
+           {Geo{"causal self-attention", true, false}, Geo{"bidirectional self-attention", false, false},
+            Geo{"cross-attention Lq!=Lk, offsets, padding", false, true}}) {
+        if (fused && !fusable) continue;
+        if (by_time && !channel_capable) continue;
+        Generator gen(17);
+        nn::PositionConfig pc;
+        pc.type = type;
+        pc.d_model = 8;
+        pc.n_heads = 2;
+        pc.head_dim = 4;
+        pc.max_len = 16;
+        pc.init_std = 0.5;  // large enough that the tables matter in the check
+        pc.params = nn::PositionParams(params);
+        pc.dtype = DType::F64;
+        if (by_time) pc.channels = {"time"}, pc.distance = "time";
+        nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, gen);
+        const Tensor positions = by_time ? times : Tensor();
+        // Causal-only variants skip the bidirectional case and run the cross geometry causally
+        // (queries 7..9 after keys 2..7: the Transformer-XL memory layout); encoder-only
+        // variants skip the causal case.
+        const bool causal = geo.causal || (geo.cross && pos->causal_only());
+        if (!causal && pos->causal_only()) continue;
+        if (causal && !causal_capable) continue;
+        nn::AttentionConfig ac;
+        ac.d_model = 8;
+        ac.n_heads = 2;
+        ac.bias_scale = {true, true, 0.7, true};
+        ac.fused = fused;
+        nn::MultiHeadAttention attn(ac, pos, true, gen, DType::F64);
+        Variable xq(Tensor::rand({2, geo.cross ? 3 : 5, 8}, gen, DType::F64, -1, 1), true);
+        Variable xkv(Tensor::rand({2, 6, 8}, gen, DType::F64, -1, 1), true);
+        Tensor pad = Tensor::zeros({2, 6}, DType::F64);
+        pad.select(0, 1).narrow(0, 4, 2).fill_(1.0);
+        std::vector<Variable> inputs{xq};
+        if (geo.cross) inputs.push_back(xkv);
+        for (const Variable& p : attn.parameters()) inputs.push_back(p);
+        Tensor index;  // graph_spd: the distances between the positions of this case
+        if (const std::string& t = nn::find_position_variant(type).facts.index_task;
+            !t.empty() && train::find_data_task(t).position_index)
+          index = geo.cross ? demo_spd().narrow(1, 7, 3).narrow(2, 2, 6) : demo_spd().narrow(1, 0, 5).narrow(2, 0, 5);
+        auto fn = [&](const std::vector<Variable>& in) {
+          if (geo.cross)
+            return attn.forward({.xq = in[0],
+                                 .xkv = in[1],
+                                 .causal = causal,
+                                 .key_padding = pad,
+                                 .q_offset = 7,
+                                 .k_offset = 2,
+                                 .position_index = index,
+                                 .positions = positions});
+          Variable h = pos->embed(in[0], 0);
+          return attn.forward({.xq = h, .xkv = h, .causal = causal, .position_index = index, .positions = positions});
+        };
+        const std::string name = geo.name + (causal && !geo.causal ? ", causal" : "") +
+                                 (by_time ? ", time distance" : "") + (fused ? " [fused]" : " [reference]");
+        out.push_back({type + ": " + name, gradcheck(type + " (" + name + ")", fn, inputs)});
+      }
   return out;
 }
 

@@ -119,7 +119,7 @@ std::vector<RowGrad> position_grad_rows(nn::Model& model, const Dataset& data, u
     // Distance-indexed tables: the distances of each row, probed to 4x the training length.
     const auto& pos = model.main_stack().blocks().front()->self_attention().position();
     r.train_distance = b.input.size(1) - 1;
-    if (pos && pos->distance_column() >= 0 && b.positions.defined()) {  // distances from a channel (time)
+    if (pos && pos->distance_column() >= 0 && b.positions.defined()) {              // distances from a channel (time)
       const Tensor c = b.positions.select(2, pos->distance_column()).contiguous();  // [B, L]
       const auto v = c.to_vector<int64_t>();
       const int64_t L = c.size(1);
