@@ -164,6 +164,10 @@ TEST_CASE("cli: every verb on every distance-indexed encoding with time distance
       INFO("eval --seq-len 64: " << r.out);
       REQUIRE(r.code == 0);
       REQUIRE_THAT(r.out, Catch::Contains("\"beyond_loss\""));
+      r = cli("eval " + dir + " --seq-len 64 --mode windows");  // the token stream has no channels
+      INFO("eval --mode windows: " << r.out);
+      REQUIRE(r.code == 2);
+      REQUIRE_THAT(r.out, Catch::Contains("use --mode random"));
       r = cli("inspect " + dir);
       INFO("inspect: " << r.out);
       REQUIRE(r.code == 0);
