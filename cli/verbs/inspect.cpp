@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
@@ -21,6 +22,7 @@ namespace {
 
 struct Args {
   std::string dir, out, text;  // text: kDefaultText, or a validation window where that does not apply
+  CLI::Option* text_opt = nullptr;
   int64_t distances = 32;
 };
 
@@ -86,8 +88,9 @@ nlohmann::json attention_of_data(const train::LoadedRun& run) {
 }
 
 // The attention maps [H, L, L] of every layer for the text (a text decoder).
-nlohmann::json attention(const train::LoadedRun& run, const std::string& given) {
-  if (given.empty()) {
+// given: --text, absent (nullopt) for the default.
+nlohmann::json attention(const train::LoadedRun& run, const std::optional<std::string>& given) {
+  if (!given) {
     bool spelled = run.cfg.model.position_distance == "index";
     try {
       if (spelled) run.data->encode(kDefaultText);
@@ -96,7 +99,7 @@ nlohmann::json attention(const train::LoadedRun& run, const std::string& given) 
     }
     if (!spelled) return attention_of_data(run);
   }
-  const std::string text = given.empty() ? std::string(kDefaultText) : given;
+  const std::string text = given ? *given : std::string(kDefaultText);
   const std::vector<int64_t> ids = run.data->encode(text);
   if (ids.empty() || int64_t(ids.size()) > train::kMaxInspectTokens)
     throw UsageError(
@@ -151,7 +154,9 @@ int run(const Args& a) {
   j["bias"] = bias["bias"];
   if (!bias["note"].get<std::string>().empty()) j["bias_note"] = bias["note"];
   j["position_grad_rows"] = grad_rows(run);
-  if (train::text_decoder(run.cfg)) j["attention"] = attention(run, a.text);
+  if (train::text_decoder(run.cfg))
+    j["attention"] =
+        attention(run, a.text_opt && a.text_opt->count() > 0 ? std::optional<std::string>(a.text) : std::nullopt);
   replace_file_atomically(out + "/attention_layer0.dot", layer_graph(run));
   replace_file_atomically(out + "/inspect.json", j.dump() + "\n");  // checked: a full disk is an error
   fmt::print("wrote {}/inspect.json and {}/attention_layer0.dot (dot -Tpng)\n", out, out);
@@ -162,10 +167,11 @@ Action setup(CLI::App& cmd) {
   auto a = std::make_shared<Args>();
   cmd.add_option("run_dir", a->dir, "run directory or checkpoint directory")->required();
   cmd.add_option("--out", a->out, "output directory (default RUN_DIR/inspect)");
-  cmd.add_option("--text", a->text,
-                 "input for the attention maps (text runs; default: a line of Romeo and Juliet, or the first 32 "
-                 "tokens of a validation window where the vocabulary cannot spell it or the encoding reads a "
-                 "position channel)");
+  a->text_opt =
+      cmd.add_option("--text", a->text,
+                     "input for the attention maps (text runs; default: a line of Romeo and Juliet, or the first 32 "
+                     "tokens of a validation window where the vocabulary cannot spell it or the encoding reads a "
+                     "position channel)");
   cmd.add_option("--distances", a->distances, "bias curve over distances 0 .. -(N-1)")
       ->check(CLI::Range(int64_t(1), train::kMaxInspectDistances))
       ->capture_default_str();
