@@ -260,3 +260,45 @@ TEST_CASE("sweep: a point's only: runs its recipe with the listed grid values al
   CHECK_THROWS_WITH(train::load_sweep_spec(p.string()),
                     Catch::Contains(p.string() + ": point 'type=rope alpha'") && Catch::Contains("bias_scale"));
 }
+
+TEST_CASE("sweep: docs/config.md's spec key tables are the generated ones, and every key in them is read",
+          "[sweep][docs]") {
+  std::ifstream f(std::string(RELPOS_SOURCE_DIR) + "/docs/config.md");
+  REQUIRE(f.good());
+  const std::string doc((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  for (const std::string table : {"spec", "eval"}) {
+    INFO("table " << table << ": regenerate with `relpos list --sweep --markdown` and paste the block");
+    const std::string begin = "<!-- begin: relpos list --sweep --markdown: " + table + " -->\n",
+                      end = "<!-- end: " + table + " -->";
+    const auto b = doc.find(begin);
+    REQUIRE(b != std::string::npos);
+    const auto e = doc.find(end, b);
+    REQUIRE(e != std::string::npos);
+    CHECK(doc.substr(b + begin.size(), e - b - begin.size()) == train::sweep_spec_markdown(table));
+  }
+  // A spec using every documented key: each lands where it should.
+  const fs::path dir = fs::temp_directory_path() / "relpos_test_sweep_allkeys";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "base.yaml") << "model: {kind: decoder, d_model: 16, n_layers: 1, n_heads: 2, d_ff: 32, max_len: 64}\n"
+                                      "data: {task: copy, seq_len: 8, vocab_size: 6, batch_size: 2}\n"
+                                      "train: {steps: 2, eval_every: 2, eval_batches: 1}\n";
+  std::ofstream(dir / "spec.yaml") << "base: base.yaml\nconfig: {optim: {lr: 0.01}}\ndir: " << (dir / "out").string()
+                                   << "\ncheckpoint_every: 5\n"
+                                      "eval: {lengths: [8, 16], mode: [windows, sliding], stride: 4, bucket: 4, "
+                                      "max_tokens: 64}\n"
+                                      "grid: {model.position.type: [alibi, t5]}\nseeds: 2\n"
+                                      "points: [{name: base}, {name: zl, set: {optim.z_loss: 0.001}, only: "
+                                      "{model.position.type: t5}}]\n";
+  const train::SweepSpec s = train::load_sweep_spec((dir / "spec.yaml").string());
+  CHECK(s.base_overrides == std::vector<std::string>{"optim.lr=0.01"});
+  CHECK(s.dir == (dir / "out").string());
+  CHECK(s.checkpoint_every == 5);
+  CHECK(s.eval_lengths == std::vector<int64_t>{8, 16});
+  CHECK(s.eval_modes == std::vector<std::string>{"windows", "sliding"});
+  CHECK((s.eval_stride == 4 && s.eval_bucket == 4 && s.eval_max_tokens == 64));
+  CHECK(s.grid_keys == std::vector<std::string>{"model.position.type", "train.seed"});
+  CHECK(s.recipes == std::vector<std::string>{"base", "zl"});
+  CHECK(s.points.size() == 6);  // alibi x 2 seeds x base, t5 x 2 seeds x {base, zl}
+  fs::remove_all(dir);
+}

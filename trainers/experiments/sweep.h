@@ -1,25 +1,13 @@
 // trainers/experiments/sweep.h — `relpos sweep SPEC.yaml`: one base config, a grid and/or a list of
 // override sets, one run directory per point, an index (sweep.jsonl), resumable, shardable.
 //
-// Spec (every key but `base`/`config` optional):
-//   base: ../decoder_rope.yaml        base config file (relative to the spec file)
-//   config: {model: {...}, ...}       inline config, applied over `base` (as --set overrides)
-//   dir: runs/sweeps/NAME             sweep directory (default runs/sweeps/<spec file stem>)
-//   grid:                             cartesian product, in key order
-//     model.position.type: [none, alibi, rope]
-//     optim.lr: [1e-3, 3e-3]
-//   points:                           named override sets, crossed with the grid (inner loop)
-//     - {name: baseline}
-//     - {name: qk_norm, set: {model.qk_norm: layernorm}}
-//   seeds: 3                          every point with train.seed = 1, 2, 3 (the innermost grid
-//                                     key train.seed; or write a train.seed grid for other seeds).
-//                                     `relpos report` aggregates the seeds of a point: mean and a
-//                                     95% Student-t interval
-//   checkpoint_every: 100             train.checkpoint_every of every point (resume granularity)
-//   eval: {lengths: [64, 128, 256], mode: windows, stride: 0, bucket: 0, max_tokens: 4096}
-//                                     mode: random | windows | sliding, or a list ([windows, sliding]):
-//                                     every point is evaluated at every length in every mode (text
-//                                     data; other tasks: random windows)
+// Spec: the keys and their checks are the tables of sweep_spec.cpp (docs/config.md embeds them,
+// `relpos list --sweep`). For example:
+//   base: ../decoder_rope.yaml
+//   grid: {model.position.type: [none, alibi, rope], optim.lr: [1e-3, 3e-3]}
+//   points: [{name: baseline}, {name: qk_norm, set: {model.qk_norm: layernorm}}]
+//   seeds: 3
+//   eval: {lengths: [64, 128, 256], mode: [windows, sliding]}
 //
 // Point i runs in <dir>/<NNN>_<values> with output.dir set there. After training (and the
 // evaluations, if `eval` is given) one JSON line is appended to this process's index file:
@@ -80,6 +68,10 @@ inline constexpr int64_t kMaxSeeds = 1000;             // seeds: N
 inline constexpr const char* kSeedKey = "train.seed";  // the grid key seeds: N adds (report.py: SEED_KEY)
 inline constexpr int64_t kMaxSweepPoints = int64_t(1) << 30;  // the largest --max-points
 SweepSpec load_sweep_spec(const std::string& path, int64_t max_points = kDefaultMaxSweepPoints);
+// The key table of a spec ("spec") or of its eval mapping ("eval") as Markdown, as
+// docs/experiments.md embeds it (`relpos list --sweep --markdown`); sweep_spec.cpp's tables are
+// the one list of the keys a spec may hold.
+std::string sweep_spec_markdown(const std::string& table);
 
 struct SweepOptions {
   int jobs = 1;
