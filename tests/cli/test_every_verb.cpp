@@ -186,6 +186,10 @@ TEST_CASE("cli: every verb on every distance-indexed encoding with time distance
       INFO("gradcheck: " << r.out);
       REQUIRE(r.code == 0);
       REQUIRE_THAT(r.out, Catch::Contains("time distance"));
+      r = cli("bias --type " + name + " --heads 2 --causal --times 0,2,2,5 --json");  // bias against time distance
+      INFO("bias --times: " << r.out);
+      REQUIRE(r.code == 0);
+      REQUIRE_THAT(r.out, Catch::Contains("\"lq\":4"));
       fs::remove_all(tmp);
       ++n;
     }

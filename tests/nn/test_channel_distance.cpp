@@ -12,6 +12,7 @@
 #include "autograd/ops.h"
 #include "nn/attention.h"
 #include "nn/positional/registry.h"
+#include "trainers/experiments/inspect.h"
 
 using namespace relpos;
 using Catch::Contains;
@@ -193,6 +194,23 @@ TEST_CASE("shaw and music_transformer with time distance: the row of each time d
   REQUIRE(terms.rows.to_vector<int64_t>() == std::vector<int64_t>{3, 5, 5, 7, 1, 3, 3, 7, 1, 3, 3, 7, 7, 7, 7, 3});
   REQUIRE(terms.keys.shape() == Shape{2, 8, 4});  // [H, 2M, dh]: the table and its zero row
   for (double x : terms.keys.data().narrow(1, 7, 1).contiguous().to_vector<double>()) REQUIRE(x == 0.0);
+}
+
+TEST_CASE("relpos bias --times: T5 buckets of time differences (the numpy golden's causal rows)",
+          "[positional][channel][golden]") {
+  inspect::BiasRequest req;
+  req.type = "t5";
+  req.heads = 1;
+  req.causal = true;
+  req.identity_table = true;  // row r holds r: the bias is the bucket
+  req.params = {{"num_buckets", "8"}, {"max_distance", "20"}};
+  req.times = {0, 3, 3, 3, 6, 7, 7, 11, 15, 16};
+  req.lq = req.lk = 10;
+  const auto r = inspect::position_bias(req);
+  REQUIRE(r.bias.size() == 100);
+  const std::vector<double> row9 = {7, 6, 6, 6, 6, 6, 6, 4, 1, 0}, row4 = {5, 3, 3, 3, 0};
+  for (size_t j = 0; j < 10; ++j) REQUIRE(r.bias[90 + j] == row9[j]);
+  for (size_t j = 0; j < 5; ++j) REQUIRE(r.bias[40 + j] == row4[j]);
 }
 
 TEST_CASE("position.distance: a channel is refused where it cannot apply", "[positional][channel][config]") {

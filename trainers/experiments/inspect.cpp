@@ -22,6 +22,12 @@ BiasReport position_bias(const BiasRequest& req) {
   pc.max_len = std::max(req.q_offset + req.lq, req.k_offset + req.lk);
   pc.params = nn::PositionParams(req.params);
   pc.dtype = DType::F64;
+  if (!req.times.empty()) {
+    RELPOS_CHECK(req.lq == int64_t(req.times.size()) && req.lk == req.lq && req.q_offset == 0 && req.k_offset == 0,
+                 "bias --times: {} times give Lq = Lk = {} at offset 0", req.times.size(), req.times.size());
+    pc.channels = {"time"};
+    pc.distance = "time";  // refused, naming the encodings that can, unless distance-indexed
+  }
   nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, gen);
   const nn::PositionFacts& facts = nn::find_position_variant(req.type).facts;
   if (req.identity_table)
@@ -36,6 +42,21 @@ BiasReport position_bias(const BiasRequest& req) {
   // A causal-only encoding (xpos, cope, transformer_xl) is shown in its causal form.
   nn::AttnGeometry g{req.lq, req.lk, req.q_offset, req.k_offset, req.causal || pos->causal_only()};
   BiasReport r;
+  if (!req.times.empty()) {  // the channel path of the attention layer (channel_distance_terms)
+    g.positions = Tensor::from_vector(req.times, {1, req.lq, 1});
+    const nn::ChannelDistanceTerms t = nn::channel_distance_terms(*pos, g);
+    if (t.bias.table.defined()) {
+      const auto table = t.bias.table.data().contiguous().to_vector<double>();  // [R, H]
+      const auto index = t.bias.index.to_vector<int64_t>();                     // [1, Lq, Lk]
+      for (int64_t h = 0; h < req.heads; ++h)
+        for (int64_t c = 0; c < req.lq * req.lk; ++c) r.bias.push_back(table[size_t(index[size_t(c)] * req.heads + h)]);
+    }
+    if (t.rows.defined()) {
+      r.index = t.rows.to_vector<int64_t>();
+      r.note = "content terms: the index is the table row each (i, j) reads, by time distance";
+    }
+    return r;
+  }
   Tensor idx = pos->bias_index(g);
   if (idx.defined()) r.index = idx.to_vector<int64_t>();
   Variable t = pos->toeplitz_bias(g);
