@@ -11,6 +11,26 @@
 
 namespace relpos::inspect {
 
+namespace {
+// position_bias with --times: the attention layer's channel path (channel_distance_terms).
+BiasReport time_bias(const BiasRequest& req, const nn::PositionEncoding& pos, nn::AttnGeometry g) {
+  BiasReport r;
+  g.positions = Tensor::from_vector(req.times, {1, req.lq, 1});
+  const nn::ChannelDistanceTerms t = nn::channel_distance_terms(pos, g);
+  if (t.bias.table.defined()) {
+    const auto table = t.bias.table.data().contiguous().to_vector<double>();  // [R, H]
+    const auto index = t.bias.index.to_vector<int64_t>();                     // [1, Lq, Lk]
+    for (int64_t h = 0; h < req.heads; ++h)
+      for (int64_t c = 0; c < req.lq * req.lk; ++c) r.bias.push_back(table[size_t(index[size_t(c)] * req.heads + h)]);
+  }
+  if (t.rows.defined()) {
+    r.index = t.rows.to_vector<int64_t>();
+    r.note = "content terms: the index is the table row each (i, j) reads, by time distance";
+  }
+  return r;
+}
+}  // namespace
+
 BiasReport position_bias(const BiasRequest& req) {
   RELPOS_CHECK(req.heads > 0 && req.lq > 0 && req.lk > 0, "bias: --heads, --lq and --lk must be positive");
   Generator gen(req.seed);
@@ -42,21 +62,7 @@ BiasReport position_bias(const BiasRequest& req) {
   // A causal-only encoding (xpos, cope, transformer_xl) is shown in its causal form.
   nn::AttnGeometry g{req.lq, req.lk, req.q_offset, req.k_offset, req.causal || pos->causal_only()};
   BiasReport r;
-  if (!req.times.empty()) {  // the channel path of the attention layer (channel_distance_terms)
-    g.positions = Tensor::from_vector(req.times, {1, req.lq, 1});
-    const nn::ChannelDistanceTerms t = nn::channel_distance_terms(*pos, g);
-    if (t.bias.table.defined()) {
-      const auto table = t.bias.table.data().contiguous().to_vector<double>();  // [R, H]
-      const auto index = t.bias.index.to_vector<int64_t>();                     // [1, Lq, Lk]
-      for (int64_t h = 0; h < req.heads; ++h)
-        for (int64_t c = 0; c < req.lq * req.lk; ++c) r.bias.push_back(table[size_t(index[size_t(c)] * req.heads + h)]);
-    }
-    if (t.rows.defined()) {
-      r.index = t.rows.to_vector<int64_t>();
-      r.note = "content terms: the index is the table row each (i, j) reads, by time distance";
-    }
-    return r;
-  }
+  if (!req.times.empty()) return time_bias(req, *pos, g);
   Tensor idx = pos->bias_index(g);
   if (idx.defined()) r.index = idx.to_vector<int64_t>();
   Variable t = pos->toeplitz_bias(g);
