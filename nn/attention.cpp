@@ -62,6 +62,10 @@ struct MultiHeadAttention::Positions {
   Variable bias;                      // Toeplitz bias [H, Lq + Lk - 1] (times alpha) or none
   PositionEncoding::IndexBias ibias;  // table-lookup bias, fused path only (times alpha)
   Variable sbias;                     // [H, Lq, Lk] or [B, H, Lq, Lk] (times alpha) or none
+  // Channel distances (model.position.distance): the value term sum_j P_ij values[rows[b, i, j]]
+  // replaces the encoding's value_terms (rows int64 [B, H, Lq, Lk], values [NB, dh]).
+  Tensor rows;
+  Variable row_values;
 };
 
 // q, k, v from the projections: qk_norm, rotation at the absolute positions, the KV cache.
@@ -100,6 +104,7 @@ MultiHeadAttention::Heads MultiHeadAttention::project(const AttentionInput& in, 
 // bias goes to the fused kernel as table + index (no [H, Lq, Lk]); score_bias materialises the
 // same bias for the reference path.
 MultiHeadAttention::Positions MultiHeadAttention::position_terms(const Heads& h, bool fusable) const {
+  if (pos_->distance_column() >= 0) return channel_position_terms(h, fusable);
   const int64_t B = h.B, H = cfg_.n_heads, Lq = h.Lq, Lk = h.Lk;
   Positions p;
   if (fusable) p.buckets = pos_->bucketed_terms(h.geo);
@@ -131,6 +136,31 @@ MultiHeadAttention::Positions MultiHeadAttention::position_terms(const Heads& h,
                  "or [B, H, Lq, Lk] = [{}, {}, {}, {}]",
                  pos_->type(), shape_str(s.shape()), H, Lq, Lk, B, H, Lq, Lk);
     if (alpha_.defined()) p.sbias = p.sbias * reshape(alpha_, {alpha_.size(0), 1, 1});
+  }
+  return p;
+}
+
+// The distance-indexed encoding's terms with kj - qi from a position channel
+// (channel_distance_terms): its bias as a per-example table lookup (the fused kernel's index
+// bias, or materialised), its content terms gathered from q . keys by each (b, i, j)'s row.
+MultiHeadAttention::Positions MultiHeadAttention::channel_position_terms(const Heads& h, bool fusable) const {
+  const int64_t B = h.B, H = cfg_.n_heads, Lq = h.Lq, Lk = h.Lk;
+  Positions p;
+  p.scale = pos_->score_scale(head_dim_);
+  ChannelDistanceTerms t = channel_distance_terms(*pos_, h.geo);
+  if (t.keys.defined()) {
+    p.rows = t.rows.to(h.q.device()).view({B, 1, Lq, Lk}).expand({B, H, Lq, Lk});
+    const Variable kt = t.keys.dim() == 2 ? transpose(t.keys, 0, 1) : unsqueeze(transpose(t.keys, 1, 2), 0);
+    p.terms = gather(matmul(h.q, kt), -1, p.rows);  // q_i . keys[row(i, j)]: [B, H, Lq, Lk]
+    p.row_values = t.values;
+  }
+  if (t.bias.table.defined()) {
+    if (alpha_.defined()) t.bias.table = t.bias.table * reshape(alpha_, {1, alpha_.size(0)});  // [R, H]
+    if (t.bias.index.device() != h.q.device()) t.bias.index = t.bias.index.to(h.q.device());
+    if (fusable && !p.terms.defined())
+      p.ibias = t.bias;
+    else
+      p.sbias = permute(embedding(t.bias.table, t.bias.index), {0, 3, 1, 2});  // [B, H, Lq, Lk]
   }
   return p;
 }
@@ -238,7 +268,14 @@ Variable MultiHeadAttention::reference(const Heads& h, const Positions& p, const
   }
   prob = apply_dropout(prob, cfg_.dropout, is_training(), sinks.gen);
   Variable o = matmul(prob, h.v);  // [B, H, Lq, dh]
-  Variable vt = pos_->value_terms(prob, h.geo);
+  Variable vt;
+  if (!p.rows.defined()) {
+    vt = pos_->value_terms(prob, h.geo);
+  } else if (p.row_values.defined()) {  // channel distances: P scatter-added into the rows, @ values
+    Shape s = prob.shape();
+    s.back() = p.row_values.size(0);
+    vt = matmul(scatter_add(s, -1, p.rows, prob), p.row_values);
+  }
   if (vt.defined()) o = o + vt;
   return o;
 }

@@ -114,6 +114,7 @@ class MultiHeadAttention : public Module {
   struct Positions;                               // the position encoding's terms and biases for one call
   Heads project(const AttentionInput& in, KVCache* cache) const;
   Positions position_terms(const Heads& h, bool fusable) const;
+  Positions channel_position_terms(const Heads& h, bool fusable) const;  // model.position.distance: a channel
   bool use_fused(const Positions& p, bool fusable) const;
   Variable fused(const Heads& h, const Positions& p, const AttentionInput& in, const AttentionSinks& sinks) const;
   Variable reference(const Heads& h, const Positions& p, const Tensor& kp, const AttentionSinks& sinks) const;

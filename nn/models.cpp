@@ -41,6 +41,7 @@ PositionConfig position_config(const ModelConfig& cfg) {
   pc.max_len = cfg.max_len;
   pc.init_std = cfg.position_std;
   pc.params = cfg.position_params;
+  pc.distance = cfg.position_distance;
   pc.channels = cfg.position_channels;
   pc.dtype = cfg.dtype;
   return pc;

@@ -45,6 +45,7 @@ struct ModelConfig {
   std::vector<std::string> position_channels;
   AttentionImpl attention = AttentionImpl::Fused;
   PositionParams position_params;
+  std::string position_distance = "index";  // model.position.distance: "index" or a position channel
   std::optional<bool> position_shared;  // default: the registry's per_layer (shaw, fire, cope, music_transformer)
   BiasScaleConfig bias_scale;
   AttnStability stability;          // model.qk_norm, model.attn_softcap (self-attention)

@@ -852,6 +852,14 @@ def row_label(d, probe):
     return f"{lo}..{hi}"
 
 
+def distance_axis(ins, what="distance kj - qi"):
+    """The x label of a distance: tokens, or the channel model.position.distance names (time)."""
+    d = ins.get("distance", "index")
+    if d == "index":
+        return f"{what} (tokens)"
+    return f"{what} (channel '{d}'" + (", 16ths)" if d == "time" else ")")
+
+
 def inspect_figures(ins, figs):
     """Figures from `relpos inspect` output (RUN/inspect/inspect.json, read by read_inspect)."""
     if ins.get("bias"):
@@ -861,7 +869,7 @@ def inspect_figures(ins, figs):
         line_figure(figs, "bias_vs_distance",
                     f"Learned bias vs distance ({ins['position']}, step {ins['step']}"
                     f"{', the same in every layer' if shared else ''})",
-                    "distance kj - qi (tokens)", "bias added to the logit", series,
+                    distance_axis(ins), "bias added to the logit", series,
                     "The additive position bias of each head (times alpha), query attending back" +
                     (": every layer adds the same bias (one table shared by all layers, or a fixed bias), so it "
                      "is drawn once per head." if shared else ", per layer and head."))
@@ -895,8 +903,8 @@ def inspect_figures(ins, figs):
             ax.set_xticks(x)
             ax.set_xticklabels(labels, rotation=90, fontsize=7)
             causal = all(d is None or d[1] <= 0 for d in dist)
-            ax.set_xlabel("table row, labelled with the distances it serves (tokens back, qi - kj)" if causal
-                          else "table row, labelled with the distances kj - qi it serves (tokens)")
+            ax.set_xlabel(distance_axis(ins, "table row, labelled with the distances it serves, qi - kj back") if causal
+                          else distance_axis(ins, "table row, labelled with the distances kj - qi it serves"))
             caption += (" Each row is labelled with the distances that use it; training saw distances up to "
                         f"{r['train_distance']}.")
         else:

@@ -65,6 +65,9 @@ CASES = {
     # the tree bias plus its T5-bucketed sequential part, from a parent channel (positions [B, L, 1])
     "ast": ({"bias_scale": {"enabled": "true", "per_head": "true"}},
             {"type": "ast", "max_steps": "2", "max_path": "3", "seq_buckets": "8", "seq_max_distance": "16"}),
+    # T5 over a time channel (model.position.distance: time): onsets with repeats and gaps
+    "t5_time": ({"bias_scale": {"enabled": "true", "per_head": "true"}, "position_channels": "beat,time"},
+                {"type": "t5", "num_buckets": "8", "max_distance": "16", "distance": "time"}),
 }
 GRID = {"cpe": (2, 4), "relative_2d_resize": (2, 4), "learned_resize": (2, 4)}  # case -> (H, W), H W = L
 
@@ -86,7 +89,8 @@ def weights(model, gen):
     return out
 
 
-def batch(kind, pos_type, gen, grid=None):
+def batch(kind, pos, gen, grid=None):
+    pos_type = pos["type"]
     b = {}
     toks = lambda *s: torch.randint(0, V, s, generator=gen)  # noqa: E731
     if kind == "encoder_decoder":
@@ -96,6 +100,9 @@ def batch(kind, pos_type, gen, grid=None):
     b["target"][0, 1] = -100  # one ignored target
     if pos_type == "ast":  # parent channel: tokens back to the parent (0: a root; past the window: a root too)
         b["positions"] = torch.stack([torch.randint(0, t + 2, (B,), generator=gen) for t in range(L)], 1)[:, :, None]
+    if "distance" in pos:  # two channels [B, L, 2]: `beat` (unused), `time` = running sum of 0..3
+        steps = torch.randint(0, 4, (B, L), generator=gen)
+        b["positions"] = torch.stack([torch.randint(0, 4, (B, L), generator=gen), torch.cumsum(steps, 1)], 2)
     if pos_type == "graph_spd":
         spd = torch.randint(-1, 5, (B, L, L), generator=gen)
         spd = torch.where(torch.eye(L, dtype=torch.bool), torch.zeros_like(spd), spd)
@@ -124,7 +131,7 @@ def make(name, overrides, pos):
     w = weights(model, gen)
     model.load_state_dict({k: v.clone() for k, v in w.items()}, strict=True)
     model = model.double()
-    b = batch(section["kind"], pos["type"], gen, GRID.get(name))
+    b = batch(section["kind"], pos, gen, GRID.get(name))
     logits, loss = run(model, b)
     loss.backward()
     grads = {n: p.grad.detach().clone() for n, p in model.named_parameters()}

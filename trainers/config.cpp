@@ -217,6 +217,20 @@ void read_position(Section& model, nn::ModelConfig& m) {
     for (const auto& kv : p.node()) {
       std::string k = scalar_key(Ctx{}, kv.first, "model.position");
       if (k == "type" || k == "shared") continue;
+      if (k == "distance") {
+        if (!kv.second.IsScalar()) fail_config("model.position.distance: expected a scalar value");
+        const std::string d = kv.second.Scalar();
+        const bool name_ok = !d.empty() && d.size() < 32 && std::all_of(d.begin(), d.end(), [](char ch) {
+          return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_';
+        });
+        if (!name_ok)
+          fail_config(
+              "{}: model.position.distance: expected 'index' or the name of a position channel (a-z 0-9 _), "
+              "got '{}'",
+              where(p.ctx(), kv.second, "model.position.distance"), d);
+        m.position_distance = d;
+        continue;
+      }
       if (!kv.second.IsScalar()) fail_config("model.position.{}: expected a scalar value", k);
       std::string v = kv.second.Scalar();
       std::string lower = v;
@@ -468,6 +482,9 @@ const std::vector<Key<ModelConfig>>& model_keys() {
               "longest position the model is built for (learned absolute table size; RoPE YaRN's original length)"),
       {"position",
        {{"position.type", "name from `relpos list`", "`none`", "the position encoding"},
+        {"position.distance", "`index` or a channel name", "`index`",
+         "where the distance kj - qi of a distance-indexed encoding comes from: the token positions, or a channel "
+         "of `data.position_channels` (`time`: kj - qi = time[j] - time[i]); docs/data.md, \"Bach chorales\""},
         {"position.shared", "bool", per_layer_default(),
          "one encoding instance for all layers of a stack (T5) or one per layer (`relpos list --params` marks the "
          "per-layer defaults)"},

@@ -175,6 +175,13 @@ PositionEval evaluate_positions(const nn::Model& model, const Dataset& data, con
       acc.add(logits_of(model, b), b.target);
     }
     windows = n;
+  } else if (cfg.model.position_distance != "index" &&
+             (opt.mode == "windows" || opt.mode == "sliding" || opt.mode == "segments")) {
+    fail_config(
+        "eval --mode {}: the windows are cut from the validation token stream, which carries no position "
+        "channels, and this run's encoding reads its distances from channel '{}' "
+        "(model.position.distance); use --mode random (windows of the validation file with their channels)",
+        opt.mode, cfg.model.position_distance);
   } else if (opt.mode == "segments") {
     RELPOS_CHECK_CONFIG(text_decoder(cfg),
                         "eval --mode segments: Transformer-XL memory needs a decoder on a text task");

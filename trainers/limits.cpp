@@ -77,18 +77,33 @@ MemoryTerm attention_term(const Config& cfg, int64_t L, int64_t layers, int64_t 
   const int64_t B = cfg.data.batch_size, H = m.n_heads;
   const bool fused =
       nn::fused_attention_possible(m.attention == nn::AttentionImpl::Fused, m.stability.softcap, cfg.train.device) &&
-      m.position->fused_attention;
+      m.position->fused_attention &&
+      // distances from a channel: a bias stays fused (an index bias), content terms (Shaw) do not
+      (m.position_distance == "index" || buckets == 0);
+  // distances from a channel (model.position.distance): the per-example index [B, L, L] int64
+  const int64_t channel_index =
+      m.position_distance == "index"
+          ? 0
+          : checked_size({{B, "data.batch_size"}, {L, "data.seq_len"}, {L, "data.seq_len"}, {8, "bytes"}},
+                         "channel distances [B, L, L]");
   if (fused) {
     const int64_t threads =  // train.threads 0 = every core
         cfg.train.threads > 0 ? cfg.train.threads : std::max<int64_t>(std::thread::hardware_concurrency(), 1);
     // per layer: the row logsumexp, and with bucketed terms q R_k^T, P per bucket and their
     // concatenation with the output (3 x [B, H, L, NB])
     const int64_t per_row = 1 + 3 * buckets;
-    return {"attention (fused)",
-            checked_size({{B, "data.batch_size"}, {H, "model.n_heads"}, {L, "data.seq_len"}, {layers, "model.n_layers"},
-                          {per_row, "1 + 3 buckets"}, {4, "bytes"}}, "attention [B, H, L] x model.n_layers") +
-                checked_size({{threads, "train.threads"}, {64 * 256 * 3, "tile"}, {8, "bytes"}}, "attention workspace"),
-            "data.batch_size, model.n_heads, data.seq_len, model.n_layers (model.attention: fused)"};
+    return {
+        "attention (fused)",
+        checked_size({{B, "data.batch_size"},
+                      {H, "model.n_heads"},
+                      {L, "data.seq_len"},
+                      {layers, "model.n_layers"},
+                      {per_row, "1 + 3 buckets"},
+                      {4, "bytes"}},
+                     "attention [B, H, L] x model.n_layers") +
+            checked_size({{threads, "train.threads"}, {64 * 256 * 3, "tile"}, {8, "bytes"}}, "attention workspace") +
+            channel_index,
+        "data.batch_size, model.n_heads, data.seq_len, model.n_layers (model.attention: fused)"};
   }
   const int64_t scores = checked_size(
       {{B, "data.batch_size"}, {H, "model.n_heads"}, {L, "data.seq_len"}, {L, "data.seq_len"}, {4, "bytes"}},
@@ -96,7 +111,7 @@ MemoryTerm attention_term(const Config& cfg, int64_t L, int64_t layers, int64_t 
   return {"attention",
           checked_size({{scores, "B*H*L*L*4"}, {layers, "model.n_layers"}, {4, "copies"}},
                        "attention scores x model.n_layers") +
-              checked_size({{scores, "B*H*L*L*4"}, {2, "copies"}}, "attention"),
+              checked_size({{scores, "B*H*L*L*4"}, {2, "copies"}}, "attention") + channel_index,
           "data.batch_size, model.n_heads, data.seq_len (squared), model.n_layers"};
 }
 

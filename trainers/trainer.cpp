@@ -1036,6 +1036,13 @@ std::string sample(const LoadedRun& run, const SampleOptions& o) {
   RELPOS_CHECK_CONFIG(run.cfg.model.kind == nn::ModelKind::Decoder, "sample: only decoder models generate text (this run is '{}')",
                       run.cfg.model.kind);
   RELPOS_CHECK_CONFIG(o.temperature >= 0, "sample: --temperature must be >= 0, got {}", o.temperature);
+  // A distance from a data channel (an onset time) is known for the tokens of a file, not for
+  // generated ones: nothing here can say when a generated event happens.
+  RELPOS_CHECK_CONFIG(run.cfg.model.position_distance == "index",
+                      "sample: this run's position encoding takes its distances from the data channel '{}' "
+                      "(model.position.distance), which generated tokens do not carry; sample from a run whose "
+                      "model.position.distance is 'index' (e.g. configs/chorales_t5.yaml)",
+                      run.cfg.model.position_distance);
   NoGradGuard ng;
   std::vector<int64_t> ids = run.data->encode(o.prompt);
   if (ids.empty()) ids.push_back(run.data->start_token());

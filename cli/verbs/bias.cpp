@@ -1,5 +1,6 @@
 // relpos bias --type NAME [--heads H] [--lq N] [--lk M] [--q-offset A] [--k-offset B]
 //             [--causal|--bidirectional] [--param k=v ...] [--table init|identity] [--json]
+//             [--times t0,t1,...]   (the bias against time distances t[j] - t[i])
 // The additive bias [H][Lq][Lk] a fresh encoding adds (and its lookup index, for table
 // encodings).
 #include <fmt/format.h>
@@ -77,6 +78,12 @@ int run(Args a) {
   a.req.causal = a.causal;
   a.req.identity_table = a.table == "identity";
   a.req.params = parse_params(a.params);
+  if (!a.req.times.empty()) {
+    if (int64_t(a.req.times.size()) > train::kMaxBiasLen)
+      throw UsageError(fmt::format("bias --times: {} times, at most {}", a.req.times.size(), train::kMaxBiasLen));
+    a.req.lq = a.req.lk = int64_t(a.req.times.size());
+    a.req.q_offset = a.req.k_offset = 0;
+  }
   // H * Lq * Lk values are printed: bounded (each factor is capped, so no overflow here).
   const int64_t cells = a.req.heads * a.req.lq * a.req.lk;
   if (cells > train::kMaxBiasCells)
@@ -105,6 +112,11 @@ Action setup(CLI::App& cmd) {
   cmd.add_option("--table", a->table, "init: freshly initialised tables; identity: row r holds r (shows buckets)")
       ->check(CLI::IsMember({"init", "identity"}));
   cmd.add_option("--seed", req.seed, "initialisation seed");
+  cmd.add_option("--times", req.times,
+                 "onsets t0,t1,... of Lq = Lk tokens: the bias against time distances t[j] - t[i] "
+                 "(model.position.distance: time; distance-indexed encodings)")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 30));
   cmd.add_flag("--json", a->json, "print JSON");
   return [a](Context&) { return run(*a); };
 }

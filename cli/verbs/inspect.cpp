@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
@@ -21,7 +22,8 @@ namespace relpos::cli {
 namespace {
 
 struct Args {
-  std::string dir, out, text = "ROMEO:\nWhat light through yonder window breaks?";
+  std::string dir, out, text;  // text: kDefaultText, or a validation window where that does not apply
+  CLI::Option* text_opt = nullptr;
   int64_t distances = 32;
 };
 
@@ -101,23 +103,51 @@ nlohmann::json bias_grid(const train::LoadedRun& run) {
   return {{"row_axis", g->row_axis}, {"col_axis", g->col_axis}, {"note", g->note}, {"heads", g->heads}};
 }
 
-// The attention maps [H, L, L] of every layer for the text (a text decoder). A run whose
-// encoding reads position channels (ast) has no channels for a typed text: it shows the first
-// tokens of its first validation window instead, with their channels.
-nlohmann::json attention(const train::LoadedRun& run, const std::string& text) {
-  std::vector<int64_t> ids;
-  Tensor positions;
-  std::string shown = text;
-  if (!run.cfg.data.position_channels.empty()) {
-    const train::Batch b = run.data->val_batch(0, run.cfg.data.seq_len);
-    const int64_t L = std::min<int64_t>(b.input.size(1), 24);
-    const auto all = b.input.to_vector<int64_t>();
-    ids.assign(all.begin(), all.begin() + L);
-    if (b.positions.defined()) positions = b.positions.narrow(0, 0, 1).narrow(1, 0, L).contiguous();
-    shown = fmt::format("the first {} tokens of validation window 0 (token ids: {})", L, fmt::join(ids, " "));
-  } else {
-    ids = run.data->encode(text);
+constexpr const char* kDefaultText = "ROMEO:\nWhat light through yonder window breaks?";
+
+// Without --text: the first 32 tokens of a validation window (with their position channels) for
+// a run whose vocabulary cannot spell kDefaultText or whose encoding reads a channel.
+nlohmann::json attention_of_data(const train::LoadedRun& run) {
+  const train::Batch b = run.data->val_batch(0, std::min<int64_t>(run.cfg.data.seq_len, 32));
+  const Tensor tokens = b.input.narrow(0, 0, 1).contiguous();
+  const Tensor positions = b.positions.defined() ? b.positions.narrow(0, 0, 1).contiguous() : Tensor();
+  const auto maps = train::attention_maps(*run.model, tokens, positions);
+  const std::vector<int64_t> ids = tokens.to_vector<int64_t>();
+  nlohmann::json j = {{"text", run.data->decode(ids)}, {"tokens", ids.size()}, {"layers", nlohmann::json::array()}};
+  for (const auto& m : maps) {
+    const int64_t H = m.size(0), L = m.size(1);
+    const auto v = m.to_vector<double>();
+    nlohmann::json hs = nlohmann::json::array();
+    for (int64_t h = 0; h < H; ++h) {
+      nlohmann::json rows = nlohmann::json::array();
+      for (int64_t i = 0; i < L; ++i)
+        rows.push_back(std::vector<double>(v.begin() + (h * L + i) * L, v.begin() + (h * L + i + 1) * L));
+      hs.push_back(rows);
+    }
+    j["layers"].push_back(hs);
   }
+  fmt::print("attention maps: {} layers x {} heads for the first {} tokens of a validation window\n", maps.size(),
+             run.cfg.model.n_heads, ids.size());
+  return j;
+}
+
+// The attention maps [H, L, L] of every layer for the text (a text decoder).
+// given: --text, absent (nullopt) for the default.
+nlohmann::json attention(const train::LoadedRun& run, const std::optional<std::string>& given) {
+  if (!given) {
+    // An encoding that reads position channels (ast, a channel distance) has none for a typed text.
+    bool spelled = run.cfg.model.position_distance == "index" && run.cfg.data.position_channels.empty();
+    try {
+      if (spelled) run.data->encode(kDefaultText);
+    } catch (const Error&) {
+      spelled = false;
+    }
+    if (!spelled) return attention_of_data(run);
+  }
+  const std::string text = given ? *given : std::string(kDefaultText);
+  const std::vector<int64_t> ids = run.data->encode(text);
+  const Tensor positions;  // a typed text has no position channels
+  const std::string& shown = text;
   if (ids.empty() || int64_t(ids.size()) > train::kMaxInspectTokens)
     throw UsageError(
         fmt::format("inspect --text: {} tokens; expected 1 to {} (the attention maps are L x L per head "
@@ -165,13 +195,18 @@ int run(const Args& a) {
   nlohmann::json j = {
       {"run", a.dir}, {"checkpoint", run.checkpoint}, {"step", run.step}, {"position", run.cfg.model.position}};
   fmt::print("{} (step {}), position encoding {}\n", run.checkpoint, run.step, run.cfg.model.position);
+  j["distance"] = run.cfg.model.position_distance;  // "index", or the channel kj - qi comes from
+  if (run.cfg.model.position_distance != "index")
+    fmt::print("distances kj - qi: from channel '{}' (model.position.distance)\n", run.cfg.model.position_distance);
   const nlohmann::json bias = bias_curves(run, a.distances);
   j["bias"] = bias["bias"];
   if (!bias["note"].get<std::string>().empty()) j["bias_note"] = bias["note"];
   j["position_grad_rows"] = grad_rows(run);
   if (nlohmann::json kj = conv_kernels(run); !kj.empty()) j["conv_kernels"] = kj;
   if (nlohmann::json grid = bias_grid(run); !grid.is_null()) j["bias_grid"] = grid;
-  if (train::text_decoder(run.cfg)) j["attention"] = attention(run, a.text);
+  if (train::text_decoder(run.cfg))
+    j["attention"] =
+        attention(run, a.text_opt && a.text_opt->count() > 0 ? std::optional<std::string>(a.text) : std::nullopt);
   replace_file_atomically(out + "/attention_layer0.dot", layer_graph(run));
   replace_file_atomically(out + "/inspect.json", j.dump() + "\n");  // checked: a full disk is an error
   fmt::print("wrote {}/inspect.json and {}/attention_layer0.dot (dot -Tpng)\n", out, out);
@@ -182,7 +217,11 @@ Action setup(CLI::App& cmd) {
   auto a = std::make_shared<Args>();
   cmd.add_option("run_dir", a->dir, "run directory or checkpoint directory")->required();
   cmd.add_option("--out", a->out, "output directory (default RUN_DIR/inspect)");
-  cmd.add_option("--text", a->text, "input for the attention maps (text runs)");
+  a->text_opt =
+      cmd.add_option("--text", a->text,
+                     "input for the attention maps (text runs; default: a line of Romeo and Juliet, or the first 32 "
+                     "tokens of a validation window where the vocabulary cannot spell it or the encoding reads a "
+                     "position channel)");
   cmd.add_option("--distances", a->distances, "bias curve over distances 0 .. -(N-1)")
       ->check(CLI::Range(int64_t(1), train::kMaxInspectDistances))
       ->capture_default_str();

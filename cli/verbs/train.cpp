@@ -77,9 +77,14 @@ int run(const Args& a, Context& ctx) {
   const train::TrainResult r = train::train(c, to);
   if (ctx.comm && ctx.comm->rank() != 0) return 0;  // rank 0 reports and samples
   print_summary(r);
-  // Generated tokens carry no data channels: an encoding that reads them (ast) cannot sample.
-  if (train::text_decoder(c) && nn::find_position_variant(c.model.position).facts.position_channels.empty())
-    print_sample(r.run_dir);
+  // Generated tokens carry no data channels: an encoding that reads one (ast; a distance from a
+  // channel) cannot sample.
+  const bool reads_data = !c.model.position->facts.position_channels.empty() || c.model.position_distance != "index";
+  if (train::text_decoder(c) && !reads_data) print_sample(r.run_dir);
+  if (train::text_decoder(c) && reads_data)
+    fmt::print("sample: none (generated tokens carry no position channels, and this run's encoding reads {})\n",
+               c.model.position_distance != "index" ? "its distances from channel '" + c.model.position_distance + "'"
+                                                    : std::string("its tree from the data"));
   return 0;
 }
 

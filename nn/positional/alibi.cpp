@@ -69,7 +69,8 @@ PositionVariant alibi_encoding() {
           .params = {param::flag("learnable", "false",
                                  "make the per-head slopes a trained parameter (stored `slopes` [H])")},
           .make = make_alibi,
-          .fused_attention = true};
+          .fused_attention = true,
+          .facts = {.distance_indexed = true}};
 }
 
 }  // namespace relpos::nn

@@ -203,6 +203,7 @@ PositionVariant ast_encoding() {
                     .no_bias_note = "tree encoding: bias[b, h, i, j] = updown[min(up, K), min(down, K), h] + "
                                     "path[min(up + down, S), h] needs each token's parent (data.position_channels); "
                                     "`relpos bias` has no tree (relpos inspect draws it over (up, down))",
+                    .position_channels = {kAstParentChannel},
                     .check_channels =
                         [](const std::string& file, const std::vector<uint64_t>& starts,
                            const std::map<std::string, std::vector<int32_t>>& ch) {
@@ -211,8 +212,7 @@ PositionVariant ast_encoding() {
                           const auto d = ch.find(kAstDepthChannel);
                           check_ast_channels(file, starts, kAstParentChannel, p->second.data(), kAstDepthChannel,
                                              d == ch.end() ? nullptr : d->second.data());
-                        },
-                    .position_channels = {kAstParentChannel}}};
+                        }}};
 }
 
 }  // namespace relpos::nn

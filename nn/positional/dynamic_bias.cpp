@@ -70,7 +70,8 @@ PositionVariant dynamic_bias_encoding() {
                      param::integer("width", Computed{"max(d_model / 4, 1)"}, "hidden width of the MLP").at_most(1024),
                      param::flag("log_distance", "false", "feed sign(x) log(|x| + 1) instead of x = i - j")},
           .make = make_dynamic_bias,
-          .fused_attention = true};
+          .fused_attention = true,
+          .facts = {.distance_indexed = true}};
 }
 
 }  // namespace relpos::nn

@@ -79,7 +79,8 @@ PositionVariant kerple_log_encoding() {
                                  "initial r1 > 0 of -r1 log(1 + r2 |i - j|), all heads"),
                      param::real("r2_init", Computed{"U(0, 1) per head"}, "initial r2 > 0, all heads")},
           .make = make_kerple_log,
-          .fused_attention = true};
+          .fused_attention = true,
+          .facts = {.distance_indexed = true}};
 }
 
 }  // namespace relpos::nn

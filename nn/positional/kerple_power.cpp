@@ -92,7 +92,8 @@ PositionVariant kerple_power_encoding() {
       .params = {param::real("r1_init", Computed{"U(0, 1) per head"}, "initial r1 > 0 of -r1 |i - j|^r2, all heads"),
                  param::real("r2_init", Computed{"U(0, 2) per head"}, "initial r2 in (0, 2), all heads")},
       .make = make_kerple_power,
-      .fused_attention = true};
+      .fused_attention = true,
+      .facts = {.distance_indexed = true}};
 }
 
 }  // namespace relpos::nn

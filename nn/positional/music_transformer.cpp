@@ -55,6 +55,14 @@ class MusicTransformer : public PositionEncoding {
     return Tensor::from_vector(idx, {g.Lq, g.Lk});
   }
 
+  // The same score term as table rows (the channel-distance path): keys [th, 2M, dh], the
+  // table with its zero row appended, and the row of each Toeplitz distance. No value term.
+  Buckets distance_rows(const AttnGeometry& g) const override {
+    Variable zero_row(
+        Tensor::zeros({table_.size(0), 1, table_.size(2)}, table_.data().dtype(), table_.data().device()));
+    return {cat({table_, zero_row}, 1), Variable(), bias_rows(g)};
+  }
+
   // q: [B, H, Lq, dh] -> [B, H, Lq, Lk]
   Variable score_terms(const Variable& q, const Variable&, const AttnGeometry& g) const override {
     const int64_t B = q.size(0), H = q.size(1), Lq = g.Lq, Lk = g.Lk, n = Lq + Lk - 1;
@@ -84,15 +92,16 @@ PositionEncodingPtr make_music_transformer(const PositionConfig& cfg, Generator&
 
 PositionVariant music_transformer_encoding() {
   return {.name = "music_transformer",
-          .description = "Music Transformer relative keys q.E[kj-qi] per head, skewing trick, zero beyond "
-                         "max_relative_position (Huang 2018)",
+          .description =
+              "Music Transformer relative keys q.E[kj-qi] per head, skewing trick, zero beyond "
+              "max_relative_position (Huang 2018)",
           .params = {param::integer("max_relative_position", Computed{"model.max_len"},
                                     "M: distances |kj - qi| < M have a row; table [H, 2M - 1, head_dim]")
                          .rows(),
                      param::flag("heads_share", "false", "one table for all heads ([1, 2M - 1, head_dim])")},
           .make = make_music_transformer,
           .per_layer = true,
-          .facts = {.probe_score_terms = false}};
+          .facts = {.probe_score_terms = false, .distance_indexed = true}};
 }
 
 }  // namespace relpos::nn

@@ -72,6 +72,10 @@ struct PositionConfig {
   // are partly shared and partly per layer (Transformer-XL: u, v shared, W_r per layer) then
   // builds only the shared part and hands each layer its own part through make_layer().
   bool shared_across_layers = false;
+  // model.position.distance: "index" (kj - qi of the token positions) or a channel of `channels`
+  // whose values give the distance instead, kj - qi = c[k_offset + j] - c[q_offset + i] (an onset
+  // time). Only encodings whose declaration says PositionFacts::distance_indexed take a channel.
+  std::string distance = "index";
 };
 
 // What the stack-level hooks (embed_input, after_block) see of a batch.
@@ -146,6 +150,16 @@ class PositionEncoding : public Module {
     Tensor bias;
   };
   virtual BiasGrid bias_grid() const { return {}; }
+  // The content terms of a distance-indexed encoding as table rows, for any distances (the
+  // channel-distance path, channel_distance_terms()): keys [NB, dh] or per head [H, NB, dh],
+  // values [NB, dh] (or undefined: no value term) and the row of each Toeplitz distance of g.
+  // Default: bucketed_terms(); Music Transformer gives its per-head table.
+  virtual Buckets distance_rows(const AttnGeometry& g) const { return bucketed_terms(g); }
+  // Where kj - qi comes from (model.position.distance): -1, the token positions; c >= 0, column
+  // c of AttnGeometry::positions. Set by make_position_encoding; the attention layer then takes
+  // the encoding's terms through channel_distance_terms() instead of the Toeplitz hooks.
+  int64_t distance_column() const { return distance_column_; }
+  void set_distance_column(int64_t column) { distance_column_ = column; }
   // For inspection (`relpos bias`): the lookup index [Lq, Lk] of table-based variants
   // (index-driven ones such as graph_spd: shaped like position_index, undefined without it).
   virtual Tensor bias_index(const AttnGeometry&) const { return {}; }
@@ -173,6 +187,7 @@ class PositionEncoding : public Module {
 
  private:
   mutable std::map<std::pair<std::string, std::vector<int64_t>>, Tensor> cache_;
+  int64_t distance_column_ = -1;
 };
 
 using PositionEncodingPtr = std::shared_ptr<PositionEncoding>;
@@ -183,5 +198,24 @@ int64_t channel_column(const PositionConfig& cfg, const std::string& name);
 
 // Distances kj - qi for the Toeplitz entries t = 0 .. Lq + Lk - 2 (int64 [Lq + Lk - 1]).
 Tensor toeplitz_distances(const AttnGeometry& g);
+
+// Distances read from a position channel: d[b, i, j] = c[b, k_offset + j] - c[b, q_offset + i],
+// c = column `column` of g.positions (int64 [B, Lq, Lk], on the host). The error names the
+// channel column and the geometry when g.positions does not cover the rows.
+Tensor channel_distances(const AttnGeometry& g, int64_t column);
+
+// The terms of a distance-indexed encoding with its distances from a channel, for every (i, j)
+// of every example. The encoding's own hooks are evaluated once over the range of distances
+// present, dmin .. dmax (a geometry with one query at 0 and keys at dmin .. dmax, whose
+// Toeplitz distances are that range), and each (b, i, j) looks its distance up:
+//   bias: table [R, H] = toeplitz_bias(range)^T, index [B, Lq, Lk] = d - dmin (the IndexBias
+//         form: the fused kernel gathers it, the reference path materialises it);
+//   rows: content terms, keys / values from distance_rows(range), rows[b, i, j] = its row of d.
+struct ChannelDistanceTerms {
+  PositionEncoding::IndexBias bias;  // undefined table: no additive bias
+  Variable keys, values;             // distance_rows(): [NB, dh] or [H, NB, dh]; undefined: none
+  Tensor rows;                       // int64 [B, Lq, Lk]
+};
+ChannelDistanceTerms channel_distance_terms(const PositionEncoding& pos, const AttnGeometry& g);
 
 }  // namespace relpos::nn

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "autograd/ops.h"
 #include "core/shape.h"
 #include "nn/positional/params.h"
@@ -42,7 +44,25 @@ PositionEncodingPtr make_position_encoding(const PositionConfig& cfg, Generator&
   const PositionVariant& v = find_position_variant(cfg.type);
   PositionConfig bound = cfg;
   bound.params = cfg.params.bind(v.params, fmt::format("position '{}'", v.name));
-  return v.make(bound, gen);
+  int64_t column = -1;
+  if (cfg.distance != "index") {
+    RELPOS_CHECK_CONFIG(
+        v.facts.distance_indexed,
+        "position '{}': model.position.distance '{}' needs an encoding that is a function of the distance kj - qi "
+        "alone; the distance-indexed ones are: {}",
+        v.name, cfg.distance, fmt::join(distance_indexed_names(), ", "));
+    column = channel_column(cfg, cfg.distance);  // refuses a channel the data does not carry
+  }
+  PositionEncodingPtr p = v.make(bound, gen);
+  p->set_distance_column(column);
+  return p;
+}
+
+std::vector<std::string> distance_indexed_names() {
+  std::vector<std::string> out;
+  for (const auto& v : position_variants())
+    if (v.facts.distance_indexed) out.push_back(v.name);
+  return out;
 }
 
 std::string position_params_markdown() {

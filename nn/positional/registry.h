@@ -41,6 +41,11 @@ struct PositionFacts {
   // them; config validation refuses a config that does not): cpe's {row, col}, ast's {parent}.
   // The gradchecks and inspect views pass demonstration values in these columns.
   std::vector<std::string> position_channels;
+  // The encoding is a function of the distance kj - qi alone, through toeplitz_bias() and/or
+  // distance_rows(): model.position.distance may name a position channel (an onset time) to
+  // take the distance from (channel_distance_terms()). Config validation refuses a channel
+  // distance on an encoding without this fact.
+  bool distance_indexed = false;
   // Parameters for the gradchecks where the defaults do not fit their 5- and 6-token cases.
   std::map<std::string, std::string> gradcheck_params;
   // Checks of the position channels of a token file, run when a token dataset opens it (ast:
@@ -113,6 +118,8 @@ inline std::ostream& operator<<(std::ostream& o, const PositionType& t) { return
 // Binds cfg.params to the variant's schema (unknown keys, types and bounds are refused here)
 // and builds it.
 PositionEncodingPtr make_position_encoding(const PositionConfig& cfg, Generator& gen);
+// The encodings whose facts say distance_indexed (model.position.distance may name a channel).
+std::vector<std::string> distance_indexed_names();
 // The Markdown table docs/config.md embeds between its "relpos list --params --markdown" markers.
 std::string position_params_markdown();
 

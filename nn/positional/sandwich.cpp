@@ -60,7 +60,8 @@ PositionVariant sandwich_encoding() {
           .description = "Sandwich: parameter-free sum of cosines of the distance, per-head ratio (Chi 2023)",
           .params = {param::integer("dim", Computed{"head_dim"}, "d' of the sinusoid sum (even)").rows()},
           .make = make_sandwich,
-          .fused_attention = true};
+          .fused_attention = true,
+          .facts = {.distance_indexed = true}};
 }
 
 }  // namespace relpos::nn

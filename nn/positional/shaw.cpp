@@ -88,7 +88,8 @@ PositionVariant shaw_encoding() {
                          .rows()},
           .make = make_shaw,
           .per_layer = true,
-          .fused_attention = true};
+          .fused_attention = true,
+          .facts = {.distance_indexed = true}};
 }
 
 }  // namespace relpos::nn

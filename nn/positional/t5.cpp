@@ -88,7 +88,8 @@ PositionVariant t5_encoding() {
                  param::integer("max_distance", "128", "distance where the log-spaced buckets end (> num_buckets/2)"),
                  param::flag("scale", "false", "multiply q.k by 1/sqrt(head_dim) (T5 does not)")},
       .make = make_t5,
-      .fused_attention = true};
+      .fused_attention = true,
+      .facts = {.distance_indexed = true}};
 }
 
 }  // namespace relpos::nn

@@ -41,8 +41,10 @@ class ModelConfig:
         shared = pos.pop("shared", None)
         self.position_shared = None if shared is None else str(shared) in ("true", "True", "1", "yes")
         self.position_params = Params(pos)
-        # data.position_channels: the names of the columns of `positions` (set by load())
-        self.position_channels = tuple(s.get("position_channels", ()) or ())
+        # model.position.distance: "index" or a channel of position_channels (data.position_channels)
+        self.position_distance = self.position_params.str("distance", "index")
+        ch = s.get("position_channels", [])
+        self.position_channels = [c for c in ch.split(",") if c] if isinstance(ch, str) else list(ch or [])
         bs = dict(s.get("bias_scale", {}) or {})
 
         def b(k, d):
@@ -121,6 +123,13 @@ class Attention(nn.Module):
             self.q_norm = Norm(cfg.qk_norm, self.dh, cfg.dtype)
             self.k_norm = Norm(cfg.qk_norm, self.dh, cfg.dtype)
         self.softcap = cfg.attn_softcap if self_attn else 0.0
+        # distances kj - qi from a position channel (channel_distance_terms in relpos); the torch
+        # twin implements the T5 form (relpos: every distance-indexed encoding)
+        self.distance_col = None
+        if self_attn and cfg.position_distance != "index":
+            if cfg.position != "t5":
+                raise NotImplementedError("relpos_torch: model.position.distance from a channel is implemented for t5")
+            self.distance_col = cfg.position_channels.index(cfg.position_distance)
         self.alpha = None
         if self_attn and cfg.bias_enabled:
             a = torch.full((H if cfg.bias_per_head else 1, 1), cfg.bias_init, dtype=cfg.dtype)
@@ -136,7 +145,8 @@ class Attention(nn.Module):
     def _split(self, x):
         return x.reshape(x.shape[0], x.shape[1], self.H, self.dh).transpose(1, 2)
 
-    def forward(self, xq, xkv, causal, key_padding=None, q_offset=0, k_offset=0, position_index=None, positions=None):
+    def forward(self, xq, xkv, causal, key_padding=None, q_offset=0, k_offset=0, position_index=None,
+                positions=None):
         pos = self.encoding()
         B, Lq = xq.shape[0], xq.shape[1]
         q, k = self._split(self.q_proj(xq)), self._split(self.k_proj(xkv))  # [B, H, L, dh]
@@ -148,6 +158,11 @@ class Attention(nn.Module):
         Lk = k.shape[2]
         g = Geometry(Lq, Lk, q_offset, k_offset, causal, position_index, self.q_proj, self.k_proj, positions,
                      self.channels)
+        if self.distance_col is not None:
+            if positions is None:
+                raise ValueError("model.position.distance reads a position channel: positions [B, L, P] are required")
+            t = positions[:, :, self.distance_col]
+            g.distance = t[:, k_offset:k_offset + Lk][:, None, :] - t[:, q_offset:q_offset + Lq][:, :, None]
         s = q @ k.transpose(-1, -2)
         t = pos.score_terms(q, k, g)
         if t is not None:
@@ -260,7 +275,8 @@ class RelposModel(nn.Module):
 
     def forward(self, tokens, padding=None, position_index=None, positions=None):
         """decoder / encoder: tokens int64 [B, L] -> logits [B, L, V]; positions int64 [B, L, P] (the
-        data.position_channels the model was built with, `channels`; the 'ast' encoding reads its parent column)."""
+        data.position_channels the model was built with, `channels`; the 'ast' encoding reads its parent column, a
+        channel distance its `model.position.distance` column)."""
         return self.head(self.stack(tokens, padding, 0, position_index=position_index, positions=positions))
 
     def forward_seq2seq(self, source, target_in, source_padding=None):

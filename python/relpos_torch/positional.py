@@ -67,6 +67,7 @@ class Geometry:
     # int64 [B, L, P]: the token channels of data.position_channels (column p = channel p)
     positions: Optional[torch.Tensor] = None
     channels: tuple = ()
+    distance: Optional[torch.Tensor] = None  # [B, Lq, Lk] kj - qi from a position channel (time)
 
     def qpos(self):
         return torch.arange(self.q_offset, self.q_offset + self.Lq, dtype=torch.int64)
@@ -77,6 +78,10 @@ class Geometry:
     def rel(self):
         """int64 [Lq, Lk]: kj - qi (key minus query)."""
         return self.kpos()[None, :] - self.qpos()[:, None]
+
+    def dist(self):
+        """The distance a distance-indexed encoding reads: the channel's [B, Lq, Lk], else rel()."""
+        return self.rel() if self.distance is None else self.distance
 
 
 def softplus(u):
@@ -242,10 +247,11 @@ class T5(Encoding):
         return 1.0 / math.sqrt(head_dim) if self.scale else 1.0
 
     def bias(self, g):
-        rel = g.rel()
-        idx = torch.tensor([[t5_bucket(int(r), not g.causal, self.nb, self.md) for r in row] for row in rel.tolist()],
-                           dtype=torch.int64)
-        return self.table[idx].permute(2, 0, 1)
+        rel = g.dist()  # [Lq, Lk], or [B, Lq, Lk] from a channel
+        flat = [t5_bucket(int(r), not g.causal, self.nb, self.md) for r in rel.reshape(-1).tolist()]
+        idx = torch.tensor(flat, dtype=torch.int64).reshape(rel.shape)
+        b = self.table[idx]  # [..., H]
+        return b.permute(2, 0, 1) if rel.dim() == 2 else b.permute(0, 3, 1, 2)
 
 
 def alibi_slopes(n):

@@ -76,7 +76,16 @@ nn::ModelConfig model_config(const Fixture& f) {
     const std::string key = k.substr(pre.size());
     if (key == "type") c.position = v;
     else if (key == "shared") c.position_shared = v == "true";
+    else if (key == "distance")
+      c.position_distance = v;
     else params[key] = v;
+  }
+  // model.position_channels: "a,b" (the names of the fixture's `positions` columns)
+  const std::string channels = f.m("model.position_channels", "");
+  for (size_t at = 0; at < channels.size();) {
+    const size_t end = std::min(channels.find(',', at), channels.size());
+    c.position_channels.push_back(channels.substr(at, end - at));
+    at = end + 1;
   }
   c.position_params = nn::PositionParams(params);
   // data.position_channels "row,col": the columns of the fixture's "positions" [B, L, P]

@@ -8,12 +8,13 @@
 // as nanoGPT's do), read from the memory-mapped file.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
-#include <unistd.h>
 
 #include "nn/positional/registry.h"
 #include "trainers/data/data.h"
@@ -123,6 +124,31 @@ int64_t check_grid_examples(const TokenFile& f, const std::string& what, const s
   return H * W;
 }
 
+// model.position.distance naming a channel: its values are positions along the sequence, so
+// within every example of `f` they must not decrease (a distance-indexed encoding reads kj - qi
+// from them; a causal query would otherwise see earlier keys at positive distances).
+void check_distance_channel(const TokenFile& f, const std::vector<size_t>& cols, const Config& cfg) {
+  const std::string& name = cfg.model.position_distance;
+  const auto& names = cfg.data.position_channels;
+  const auto it = std::find(names.begin(), names.end(), name);
+  if (name == "index" || it == names.end()) return;  // the model refuses a channel the data lacks
+  const size_t c = cols[size_t(it - names.begin())];
+  for (uint64_t e = 0; e < f.info().n_examples; ++e) {
+    const uint64_t a = f.example_start(e), z = f.example_start(e + 1);
+    int64_t prev = f.channel(c, a);
+    for (uint64_t i = a + 1; i < z; ++i) {
+      const int64_t v = f.channel(c, i);
+      RELPOS_CHECK_CONFIG(
+          v >= prev,
+          "token file '{}', example {} (tokens {}..{}), channel '{}': the value goes backwards at token "
+          "{} ({} after {}); model.position.distance reads distances from '{}', so it must not "
+          "decrease within an example",
+          f.path(), e, a, z - 1, name, i, v, prev, name);
+      prev = v;
+    }
+  }
+}
+
 // Per-token position channels of a batch: positions[b, t, p] = channel cols[p] of token at(b, t),
 // 0 where at(b, t) is npos (padding). Undefined when no channels are configured.
 template <typename At>
@@ -149,9 +175,11 @@ class TokenDataset : public Dataset {
     if (!train_) return;
     const TokenFileInfo& in = train_->info();
     train_cols_ = val_cols_ = position_channel_indices(*train_, cfg_.position_channels);
+    check_distance_channel(*train_, train_cols_, cfg);
     if (val_) {
       check_same_vocab(*val_, *train_);
       val_cols_ = position_channel_indices(*val_, cfg_.position_channels);
+      check_distance_channel(*val_, val_cols_, cfg);
       train_end_ = in.n_tokens;
       val_begin_ = 0;
       val_end_ = val_->info().n_tokens;
@@ -306,11 +334,13 @@ class TokenLabelDataset : public Dataset {
     label_ = find_label(*train_);
     train_cols_ = val_cols_ = position_channel_indices(*train_, cfg_.position_channels);
     train_grid_ = val_grid_ = check_grid_examples(*train_, "data.path", cfg_.position_channels, train_cols_);
+    check_distance_channel(*train_, train_cols_, cfg);
     if (val_) {
       check_same_vocab(*val_, *train_);
       val_label_ = find_label(*val_);
       val_cols_ = position_channel_indices(*val_, cfg_.position_channels);
       val_grid_ = check_grid_examples(*val_, "data.val_path", cfg_.position_channels, val_cols_);
+      check_distance_channel(*val_, val_cols_, cfg);
       RELPOS_CHECK_CONFIG(val_->info().channels[val_label_].scope == in.channels[label_].scope,
                           "data.val_path '{}': its 'label' channel has another scope than data.path's", val_->path());
       train_n_ = in.n_examples;

@@ -307,8 +307,11 @@ void TokenFile::check_example_starts() const {
   for (uint64_t e = 1; e <= info_.n_examples; ++e) {
     const uint64_t v = load_le<uint64_t>(off + 8 * e);
     if (v <= prev || v > info_.n_tokens)
-      bad("field 'example_starts'[{}] = {}: expected a value in ({}, {}] (examples are non-empty and in order)", e, v,
-          prev, info_.n_tokens);
+      bad("field 'example_starts'[{}] = {}: expected a value in ({}, {}] (examples are non-empty and in order){}", e, v,
+          prev, info_.n_tokens,
+          v > info_.n_tokens ? fmt::format("; example {} would end at token {}, past the file's n_tokens = {}", e - 1,
+                                           v, info_.n_tokens)
+                             : std::string());
     prev = v;
   }
   if (prev != info_.n_tokens)
@@ -372,16 +375,18 @@ int64_t TokenFile::channel(size_t c, uint64_t i) const {
   if (i >= n) bad("channel '{}': index {} is past its {} values", ch.name, i, n);
   const int64_t v = load_le<int32_t>(map_ + channel_at_[c] + 4 * i);
   if (v < ch.min || v > ch.max) {
-    std::string where;  // a per-token value: which example and which of its tokens
-    if (ch.scope == ChannelScope::Token) {
-      uint64_t lo = 0, hi = info_.n_examples;  // the last example whose start is <= i
+    std::string where;  // the example of a per-token value, and its place there
+    if (ch.scope == ChannelScope::Token && info_.layout == TokenFileLayout::Relpos) {
+      uint64_t lo = 0, hi = info_.n_examples;  // the last example starting at or before i
       while (hi - lo > 1) {
         const uint64_t mid = lo + (hi - lo) / 2;
-        (example_start(mid) <= i ? lo : hi) = mid;
+        (load_le<uint64_t>(map_ + offsets_at_ + 8 * mid) <= i ? lo : hi) = mid;
       }
-      where = fmt::format(" (example {}, token {})", lo, i - example_start(lo));
+      where = fmt::format(" (example {}, its token {})", lo, i - load_le<uint64_t>(map_ + offsets_at_ + 8 * lo));
+    } else if (ch.scope == ChannelScope::Example) {
+      where = fmt::format(" (example {})", i);
     }
-    bad("channel '{}'[{}] = {}{} is outside its declared range [{}, {}]", ch.name, i, v, where, ch.min, ch.max);
+    bad("channel '{}'[{}] = {} is outside its declared range [{}, {}]{}", ch.name, i, v, ch.min, ch.max, where);
   }
   return v;
 }

@@ -11,6 +11,26 @@
 
 namespace relpos::inspect {
 
+namespace {
+// position_bias with --times: the attention layer's channel path (channel_distance_terms).
+BiasReport time_bias(const BiasRequest& req, const nn::PositionEncoding& pos, nn::AttnGeometry g) {
+  BiasReport r;
+  g.positions = Tensor::from_vector(req.times, {1, req.lq, 1});
+  const nn::ChannelDistanceTerms t = nn::channel_distance_terms(pos, g);
+  if (t.bias.table.defined()) {
+    const auto table = t.bias.table.data().contiguous().to_vector<double>();  // [R, H]
+    const auto index = t.bias.index.to_vector<int64_t>();                     // [1, Lq, Lk]
+    for (int64_t h = 0; h < req.heads; ++h)
+      for (int64_t c = 0; c < req.lq * req.lk; ++c) r.bias.push_back(table[size_t(index[size_t(c)] * req.heads + h)]);
+  }
+  if (t.rows.defined()) {
+    r.index = t.rows.to_vector<int64_t>();
+    r.note = "content terms: the index is the table row each (i, j) reads, by time distance";
+  }
+  return r;
+}
+}  // namespace
+
 BiasReport position_bias(const BiasRequest& req) {
   RELPOS_CHECK(req.heads > 0 && req.lq > 0 && req.lk > 0, "bias: --heads, --lq and --lk must be positive");
   Generator gen(req.seed);
@@ -24,6 +44,12 @@ BiasReport position_bias(const BiasRequest& req) {
   pc.dtype = DType::F64;
   const nn::PositionFacts& facts = req.type->facts;
   pc.channels = facts.position_channels;  // named, so that the encoding builds; this request carries no data
+  if (!req.times.empty()) {
+    RELPOS_CHECK(req.lq == int64_t(req.times.size()) && req.lk == req.lq && req.q_offset == 0 && req.k_offset == 0,
+                 "bias --times: {} times give Lq = Lk = {} at offset 0", req.times.size(), req.times.size());
+    pc.channels = {"time"};
+    pc.distance = "time";  // refused, naming the encodings that can, unless distance-indexed
+  }
   nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, gen);
   if (req.identity_table)
     for (const Variable& p : pos->parameters_in_group(nn::group::kPosition)) {
@@ -37,6 +63,7 @@ BiasReport position_bias(const BiasRequest& req) {
   // A causal-only encoding (xpos, cope, transformer_xl) is shown in its causal form.
   nn::AttnGeometry g{req.lq, req.lk, req.q_offset, req.k_offset, req.causal || pos->causal_only()};
   BiasReport r;
+  if (!req.times.empty()) return time_bias(req, *pos, g);
   Tensor idx = pos->bias_index(g);
   if (idx.defined()) r.index = idx.to_vector<int64_t>();
   Variable t = pos->toeplitz_bias(g);
@@ -163,67 +190,76 @@ std::vector<GradcheckCase> gradchecks_for(const nn::PositionType& type,
   // Encodings the fused kernel serves are checked on both paths (model.attention fused and
   // reference); the others only have the materialised one.
   const bool fusable = type->fused_attention;
-  for (const bool fused : {true, false})
-    for (const Geo& geo : {Geo{"causal self-attention", true, false}, Geo{"bidirectional self-attention", false, false},
-                           Geo{"cross-attention Lq!=Lk, offsets, padding", false, true}}) {
-      if (fused && !fusable) continue;
-      Generator gen(17);
-      nn::PositionConfig pc;
-      pc.type = type.name();
-      pc.d_model = 8;
-      pc.n_heads = 2;
-      pc.head_dim = 4;
-      pc.max_len = 16;
-      pc.init_std = 0.5;  // large enough that the tables matter in the check
-      pc.params = nn::PositionParams(params);
-      pc.dtype = DType::F64;
-      pc.channels = type->facts.position_channels;
-      nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, gen);
-      // Causal-only variants skip the bidirectional case and run the cross geometry causally
-      // (queries 7..9 after keys 2..7: the Transformer-XL memory layout); encoder-only
-      // variants skip the causal case.
-      const bool causal = geo.causal || (geo.cross && pos->causal_only());
-      if (!causal && pos->causal_only()) continue;
-      if (causal && !causal_capable) continue;
-      nn::AttentionConfig ac;
-      ac.d_model = 8;
-      ac.n_heads = 2;
-      ac.bias_scale = {true, true, 0.7, true};
-      ac.fused = fused;
-      nn::MultiHeadAttention attn(ac, pos, true, gen, DType::F64);
-      Variable xq(Tensor::rand({2, geo.cross ? 3 : 5, 8}, gen, DType::F64, -1, 1), true);
-      Variable xkv(Tensor::rand({2, 6, 8}, gen, DType::F64, -1, 1), true);
-      Tensor pad = Tensor::zeros({2, 6}, DType::F64);
-      pad.select(0, 1).narrow(0, 4, 2).fill_(1.0);
-      std::vector<Variable> inputs{xq};
-      if (geo.cross) inputs.push_back(xkv);
-      for (const Variable& p : attn.parameters()) inputs.push_back(p);
-      Tensor index;  // graph_spd: the distances between the positions of this case
-      if (const std::string& t = type->facts.index_task;
-          !t.empty() && train::find_data_task(t).position_index)
-        index = geo.cross ? demo_spd().narrow(1, 7, 3).narrow(2, 2, 6) : demo_spd().narrow(1, 0, 5).narrow(2, 0, 5);
-      Tensor positions;  // ast: the demonstration trees, rows 0..9 (cross: queries 7..9, keys 2..7)
-      if (!pc.channels.empty()) {
-        positions = demo_channels(int64_t(pc.channels.size()));
-        if (!geo.cross) positions = positions.narrow(1, 0, 5).contiguous();
+  // Distance-indexed encodings are checked again with kj - qi from a `time` channel
+  // (model.position.distance: time): repeated times, gaps, two examples that differ.
+  const bool channel_capable = type->facts.distance_indexed;
+  const Tensor times = Tensor::from_vector(
+      std::vector<int64_t>{0, 0, 2, 4, 4, 5, 8, 8, 9, 12, 0, 3, 3, 3, 6, 7, 7, 11, 15, 16}, {2, 10, 1});
+  for (const bool by_time : {false, true})
+    for (const bool fused : {true, false})
+      for (const Geo& geo :
+           {Geo{"causal self-attention", true, false}, Geo{"bidirectional self-attention", false, false},
+            Geo{"cross-attention Lq!=Lk, offsets, padding", false, true}}) {
+        if (fused && !fusable) continue;
+        if (by_time && !channel_capable) continue;
+        Generator gen(17);
+        nn::PositionConfig pc;
+        pc.type = type.name();
+        pc.d_model = 8;
+        pc.n_heads = 2;
+        pc.head_dim = 4;
+        pc.max_len = 16;
+        pc.init_std = 0.5;  // large enough that the tables matter in the check
+        pc.params = nn::PositionParams(params);
+        pc.dtype = DType::F64;
+        pc.channels = type->facts.position_channels;  // cpe: row, col; ast: parent
+        if (by_time) pc.channels = {"time"}, pc.distance = "time";
+        nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, gen);
+        Tensor positions = by_time ? times : Tensor();  // ast: the demonstration trees, rows 0..9
+        if (!by_time && !pc.channels.empty()) {                  // (cross: queries 7..9, keys 2..7)
+          positions = demo_channels(int64_t(pc.channels.size()));
+          if (!geo.cross) positions = positions.narrow(1, 0, 5).contiguous();
+        }
+        // Causal-only variants skip the bidirectional case and run the cross geometry causally
+        // (queries 7..9 after keys 2..7: the Transformer-XL memory layout); encoder-only
+        // variants skip the causal case.
+        const bool causal = geo.causal || (geo.cross && pos->causal_only());
+        if (!causal && pos->causal_only()) continue;
+        if (causal && !causal_capable) continue;
+        nn::AttentionConfig ac;
+        ac.d_model = 8;
+        ac.n_heads = 2;
+        ac.bias_scale = {true, true, 0.7, true};
+        ac.fused = fused;
+        nn::MultiHeadAttention attn(ac, pos, true, gen, DType::F64);
+        Variable xq(Tensor::rand({2, geo.cross ? 3 : 5, 8}, gen, DType::F64, -1, 1), true);
+        Variable xkv(Tensor::rand({2, 6, 8}, gen, DType::F64, -1, 1), true);
+        Tensor pad = Tensor::zeros({2, 6}, DType::F64);
+        pad.select(0, 1).narrow(0, 4, 2).fill_(1.0);
+        std::vector<Variable> inputs{xq};
+        if (geo.cross) inputs.push_back(xkv);
+        for (const Variable& p : attn.parameters()) inputs.push_back(p);
+        Tensor index;  // graph_spd: the distances between the positions of this case
+        if (const std::string& t = type->facts.index_task;
+            !t.empty() && train::find_data_task(t).position_index)
+          index = geo.cross ? demo_spd().narrow(1, 7, 3).narrow(2, 2, 6) : demo_spd().narrow(1, 0, 5).narrow(2, 0, 5);
+        auto fn = [&](const std::vector<Variable>& in) {
+          if (geo.cross)
+            return attn.forward({.xq = in[0],
+                                 .xkv = in[1],
+                                 .causal = causal,
+                                 .key_padding = pad,
+                                 .q_offset = 7,
+                                 .k_offset = 2,
+                                 .position_index = index,
+                                 .positions = positions});
+          Variable h = pos->embed(in[0], 0);
+          return attn.forward({.xq = h, .xkv = h, .causal = causal, .position_index = index, .positions = positions});
+        };
+        const std::string name = geo.name + (causal && !geo.causal ? ", causal" : "") +
+                                 (by_time ? ", time distance" : "") + (fused ? " [fused]" : " [reference]");
+        out.push_back({type.name() + ": " + name, gradcheck(type.name() + " (" + name + ")", fn, inputs)});
       }
-      auto fn = [&](const std::vector<Variable>& in) {
-        if (geo.cross)
-          return attn.forward({.xq = in[0],
-                               .xkv = in[1],
-                               .causal = causal,
-                               .key_padding = pad,
-                               .q_offset = 7,
-                               .k_offset = 2,
-                               .position_index = index,
-                               .positions = positions});
-        Variable h = pos->embed(in[0], 0);
-        return attn.forward({.xq = h, .xkv = h, .causal = causal, .position_index = index, .positions = positions});
-      };
-      const std::string name =
-          geo.name + (causal && !geo.causal ? ", causal" : "") + (fused ? " [fused]" : " [reference]");
-      out.push_back({type.name() + ": " + name, gradcheck(type.name() + " (" + name + ")", fn, inputs)});
-    }
   for (auto& c : stack_hook_gradchecks(type, params)) out.push_back(std::move(c));
   return out;
 }

@@ -18,6 +18,9 @@ struct BiasRequest {
   std::map<std::string, std::string> params;
   bool identity_table = false;  // fill lookup tables with their row index (shows buckets)
   uint64_t seed = 0;
+  // The onsets of Lq = Lk tokens (offsets 0): the bias against their time distances
+  // kj - qi = times[j] - times[i] (model.position.distance: time). Empty: token distances.
+  std::vector<int64_t> times;
 };
 
 struct BiasReport {

@@ -143,6 +143,16 @@ std::vector<RowGrad> position_grad_rows(nn::Model& model, const Dataset& data, u
     // Distance-indexed tables: the distances of each row, probed to 4x the training length.
     const auto& pos = model.main_stack().blocks().front()->self_attention().position();
     r.train_distance = b.input.size(1) - 1;
+    if (pos && pos->distance_column() >= 0 && b.positions.defined()) {              // distances from a channel (time)
+      const Tensor c = b.positions.select(2, pos->distance_column()).contiguous();  // [B, L]
+      const auto v = c.to_vector<int64_t>();
+      const int64_t L = c.size(1);
+      r.train_distance = 0;
+      for (int64_t row = 0; row < c.size(0); ++row) {
+        const auto [lo, hi] = std::minmax_element(v.begin() + row * L, v.begin() + (row + 1) * L);
+        r.train_distance = std::max(r.train_distance, *hi - *lo);
+      }
+    }
     r.probe_distance = std::max<int64_t>(4 * b.input.size(1), 256);
     if (pos && gr.dim() >= 1 && !model.config().position->facts.index_bias)
       r.row_distances = row_distances(*pos, gr.size(0), r.probe_distance, model.main_stack().causal());

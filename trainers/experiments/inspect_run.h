@@ -49,8 +49,8 @@ struct RowGrad {
 };
 std::vector<RowGrad> position_grad_rows(nn::Model& model, const Dataset& data, uint64_t seed);
 
-// tokens [1, L] -> per layer [H, L, L]; positions: their position channels [1, L, P] (runs with
-// data.position_channels), else undefined.
+// tokens [1, L] -> per layer [H, L, L]
+// positions: the input's position channels [1, L, P] (model.position_channels), or undefined.
 std::vector<Tensor> attention_maps(const nn::Model& model, const Tensor& tokens, const Tensor& positions = Tensor());
 
 // The first self-attention layer of the model on x [1, L, D] (seeded), backward of sum(out * u).
