@@ -148,6 +148,44 @@ Tensor logits_of(const nn::Model& model, const Batch& b) {
 
 }  // namespace
 
+namespace {
+
+// --mode windows | sliding: consecutive windows of the validation stream (plan_windows), each
+// scoring its targets from score_from on. Returns the number of windows; sets `stride`.
+int64_t stream_windows(const nn::Model& model, const Dataset& data, const Config& cfg, const EvalOptions& opt,
+                       int64_t L, PositionAccumulator& acc, int64_t& stride) {
+  const int64_t train_len = cfg.data.seq_len;
+  RELPOS_CHECK_CONFIG(opt.mode == "windows" || opt.mode == "sliding",
+                      "eval --mode '{}': expected random, windows, sliding or segments", opt.mode);
+  RELPOS_CHECK_CONFIG(text_decoder(cfg),
+                      "eval --mode {}: consecutive windows need a decoder on a text task (this run: {} on '{}'); "
+                      "use --mode random",
+                      opt.mode, cfg.model.kind, cfg.data.task);
+  stride = opt.mode == "windows" ? L : (opt.stride > 0 ? opt.stride : std::max<int64_t>(L / 2, 1));
+  RELPOS_CHECK_CONFIG(stride <= L, "eval --stride {} must not exceed --seq-len {}", stride, L);
+  const int64_t budget =
+      opt.max_tokens > 0 ? opt.max_tokens : cfg.train.eval_batches * cfg.data.batch_size * train_len;
+  const std::vector<int64_t> ids = data.val_stream();
+  const std::vector<EvalWindow> plan = plan_windows(int64_t(ids.size()), L, stride, budget);
+  const int64_t B = cfg.data.batch_size;
+  for (size_t w0 = 0; w0 < plan.size(); w0 += size_t(B)) {
+    const int64_t nb = std::min<int64_t>(B, int64_t(plan.size() - w0));
+    std::vector<int64_t> x(size_t(nb * L)), y(size_t(nb * L));
+    for (int64_t b = 0; b < nb; ++b) {  // host loop building int64 inputs from the token stream
+      const EvalWindow& w = plan[w0 + size_t(b)];
+      for (int64_t t = 0; t < L; ++t) {
+        x[size_t(b * L + t)] = ids[size_t(w.start + t)];
+        y[size_t(b * L + t)] = t >= w.score_from ? ids[size_t(w.start + t + 1)] : kIgnore;
+      }
+    }
+    Tensor input = Tensor::from_vector(x, {nb, L}), target = Tensor::from_vector(y, {nb, L});
+    acc.add(model.forward(input).data(), target);
+  }
+  return int64_t(plan.size());
+}
+
+}  // namespace
+
 PositionEval evaluate_positions(const nn::Model& model, const Dataset& data, const Config& cfg,
                                 const EvalOptions& opt) {
   NoGradGuard ng;
@@ -199,33 +237,7 @@ PositionEval evaluate_positions(const nn::Model& model, const Dataset& data, con
     }
     stride = mem.mem_len;  // reported as the memory length
   } else {
-    RELPOS_CHECK_CONFIG(opt.mode == "windows" || opt.mode == "sliding",
-                        "eval --mode '{}': expected random, windows, sliding or segments", opt.mode);
-    RELPOS_CHECK_CONFIG(text_decoder(cfg),
-                        "eval --mode {}: consecutive windows need a decoder on a text task (this run: {} on '{}'); "
-                        "use --mode random",
-                        opt.mode, cfg.model.kind, cfg.data.task);
-    stride = opt.mode == "windows" ? L : (opt.stride > 0 ? opt.stride : std::max<int64_t>(L / 2, 1));
-    RELPOS_CHECK_CONFIG(stride <= L, "eval --stride {} must not exceed --seq-len {}", stride, L);
-    const int64_t budget =
-        opt.max_tokens > 0 ? opt.max_tokens : cfg.train.eval_batches * cfg.data.batch_size * train_len;
-    const std::vector<int64_t> ids = data.val_stream();
-    const std::vector<EvalWindow> plan = plan_windows(int64_t(ids.size()), L, stride, budget);
-    windows = int64_t(plan.size());
-    const int64_t B = cfg.data.batch_size;
-    for (size_t w0 = 0; w0 < plan.size(); w0 += size_t(B)) {
-      const int64_t nb = std::min<int64_t>(B, int64_t(plan.size() - w0));
-      std::vector<int64_t> x(size_t(nb * L)), y(size_t(nb * L));
-      for (int64_t b = 0; b < nb; ++b) {  // host loop building int64 inputs from the token stream
-        const EvalWindow& w = plan[w0 + size_t(b)];
-        for (int64_t t = 0; t < L; ++t) {
-          x[size_t(b * L + t)] = ids[size_t(w.start + t)];
-          y[size_t(b * L + t)] = t >= w.score_from ? ids[size_t(w.start + t + 1)] : kIgnore;
-        }
-      }
-      Tensor input = Tensor::from_vector(x, {nb, L}), target = Tensor::from_vector(y, {nb, L});
-      acc.add(model.forward(input).data(), target);
-    }
+    windows = stream_windows(model, data, cfg, opt, L, acc, stride);
   }
   r = summarize(acc, opt.bucket > 0 ? opt.bucket : train_len, train_len);
   if (column >= 0) add_subset(r, sub, opt);

@@ -17,6 +17,7 @@ namespace {
 
 struct Args {
   inspect::BiasRequest req;
+  std::string type;  // resolved into req.type in run(), where an unknown name is a config error
   std::vector<std::string> params;
   bool json = false, causal = false, bidirectional = false;
   std::string table = "init";
@@ -75,6 +76,7 @@ void print_text(const inspect::BiasRequest& req, const inspect::BiasReport& r) {
 }
 
 int run(Args a) {
+  a.req.type = a.type;
   a.req.causal = a.causal;
   a.req.identity_table = a.table == "identity";
   a.req.params = parse_params(a.params);
@@ -98,7 +100,7 @@ Action setup(CLI::App& cmd) {
   auto a = std::make_shared<Args>();
   inspect::BiasRequest& req = a->req;
   using train::kMaxBiasHeads, train::kMaxBiasLen, train::kMaxOffset;
-  cmd.add_option("--type", req.type, "position encoding (relpos list)")->required();
+  cmd.add_option("--type", a->type, "position encoding (relpos list)")->required();
   cmd.add_option("--heads", req.heads, "number of heads")
       ->check(CLI::Range(int64_t(1), kMaxBiasHeads))
       ->capture_default_str();

@@ -79,12 +79,15 @@ int run(const Args& a, Context& ctx) {
   print_summary(r);
   // Generated tokens carry no data channels: an encoding that reads one (ast; a distance from a
   // channel) cannot sample.
-  const bool reads_data = !c.model.position->facts.position_channels.empty() || c.model.position_distance != "index";
+  const std::string& distance = c.model.position_distance;
+  const bool reads_data = !c.model.position->facts.position_channels.empty() || distance != "index";
   if (train::text_decoder(c) && !reads_data) print_sample(r.run_dir);
-  if (train::text_decoder(c) && reads_data)
-    fmt::print("sample: none (generated tokens carry no position channels, and this run's encoding reads {})\n",
-               c.model.position_distance != "index" ? "its distances from channel '" + c.model.position_distance + "'"
-                                                    : std::string("its tree from the data"));
+  if (train::text_decoder(c) && distance != "index")
+    fmt::print("sample: none (model.position.distance '{}': generated tokens carry no '{}' channel)\n", distance,
+               distance);
+  else if (train::text_decoder(c) && reads_data)
+    fmt::print("sample: none (position '{}' reads position channels that generated tokens do not carry)\n",
+               c.model.position);
   return 0;
 }
 

@@ -57,39 +57,6 @@ class TextData:
         return {"input": torch.tensor(x), "target": torch.tensor(y)}
 
 
-def read_token_file(path):
-    """A relpos token file (RPTOKENS version 1, docs/data.md): (tokens, example starts + [n],
-    {channel name: values}) with the token-scope channels only."""
-    import struct
-    with open(path, "rb") as f:
-        raw = f.read()
-    if raw[:8] != b"RPTOKENS":
-        raise ValueError(f"{path}: not a relpos token file")
-    _, header_bytes, token_bytes, n_ch = struct.unpack_from("<IIII", raw, 8)
-    vocab, n_tok, n_ex, _ = struct.unpack_from("<QQQQ", raw, 24)
-    chans = []
-    for c in range(n_ch):
-        e = 80 + 64 * c
-        name = raw[e:e + 32].rstrip(b"\0").decode()
-        scope, = struct.unpack_from("<I", raw, e + 32)
-        chans.append((name, scope))
-    at = header_bytes
-    starts = list(struct.unpack_from(f"<{n_ex + 1}Q", raw, at))
-    at += 8 * (n_ex + 1)
-    tokens = list(struct.unpack_from(f"<{n_tok}{'H' if token_bytes == 2 else 'I'}", raw, at))
-    at += token_bytes * n_tok
-    at += -at % 8
-    channels = {}
-    for name, scope in chans:
-        n = n_tok if scope == 0 else n_ex
-        vals = list(struct.unpack_from(f"<{n}i", raw, at))
-        at += 4 * n
-        at += -at % 8
-        if scope == 0:
-            channels[name] = vals
-    return tokens, starts, channels
-
-
 class TokenData:
     """task: tokens (a relpos token file): validation windows of L + 1 consecutive tokens drawn as
     trainers/data/token_data.cpp draws them, with the token channels of data.position_channels
@@ -97,14 +64,14 @@ class TokenData:
 
     def __init__(self, path, val_path, val_fraction, batch_size, channels):
         if val_path:
-            self.tokens, starts, ch = read_token_file(val_path)
+            starts, self.tokens, ch = read_token_file(val_path)
             self.lo, self.hi = 0, len(self.tokens)
         else:
-            self.tokens, starts, ch = read_token_file(path)
+            starts, self.tokens, ch = read_token_file(path)
             n_ex = len(starts) - 1
             n_val = max(1, int(n_ex * val_fraction))
             self.lo, self.hi = starts[n_ex - n_val], len(self.tokens)
-        self.channels = [ch[c] for c in channels]
+        self.channels = [ch[c][1] for c in channels]  # (scope, values): the token-scope values
         self.B = batch_size
 
     def val_batch(self, i, L):

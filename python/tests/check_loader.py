@@ -156,7 +156,7 @@ def main():
               f"|diff| {diff:.2e}  acc {ref['accuracy']:.4f}/{got['accuracy']:.4f}  ({ref['tokens']} tokens)")
         if not ok:
             failed.append(name)
-        if data.get("position_channels"):  # resolution transfer: the 12x12 digits, resized tables
+        if "row" in (data.get("position_channels") or []):  # resolution transfer: the 12x12 digits, resized tables
             r = subprocess.run([a.relpos, "eval", out, "--json", "--seq-len", "144", "--val-path",
                                 "data/digits_val12.rptok"], capture_output=True, text=True)
             run.cfg["data"]["val_path"] = "data/digits_val12.rptok"

@@ -94,7 +94,6 @@ nn::ModelConfig model_config(const Fixture& f) {
     c.position_channels.push_back(rest.substr(0, comma));
     rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
   }
-  if (const std::string ch = f.m("model.position_channels", ""); !ch.empty()) c.position_channels = {ch};
   return c;
 }
 

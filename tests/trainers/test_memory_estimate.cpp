@@ -81,12 +81,12 @@ TEST_CASE("memory estimate: position parameters at any max_len, without building
     std::string data = "{task: text, path: data/tinyshakespeare.txt, seq_len: 32, batch_size: 1}";
     std::string kind = "decoder", params;
     if (v.facts.index_task == "graph") data = "{task: graph, seq_len: 8, batch_size: 1}", kind = "encoder";
-    if (!v.facts.position_channels.empty())
+    if (v.facts.position_channels == std::vector<std::string>{"parent"})  // ast: a tree from the data
       data = "{task: tokens, path: data/python_ast_train.rptok, val_path: data/python_ast_val.rptok, "
              "position_channels: [parent], seq_len: 32, batch_size: 1}";
     if (v.facts.grid_params)
       data = "{task: patch_grid, grid_h: 3, grid_w: 4, batch_size: 1}", kind = "encoder", params = ", grid_h: 3, grid_w: 4";
-    if (!v.facts.position_channels.empty())  // cpe: the digits' row/col grid
+    if (v.facts.position_channels == std::vector<std::string>{"row", "col"})  // cpe: the digits' row/col grid
       data = "{task: token_labels, path: data/digits_train.rptok, val_path: data/digits_val.rptok, "
              "position_channels: [row, col], seq_len: 64, batch_size: 1}",
       kind = "encoder";

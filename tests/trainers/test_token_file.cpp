@@ -187,7 +187,7 @@ TEST_CASE("token file: hostile files are clear errors naming the file and field"
   // Values outside what the header declares (the writer writes what it is given).
   write_token_file(d + "/chan.rptok", 6, s.tokens, s.starts, {}, s.channels,
                    {{0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 9, 3}, {9, 0, 4}});
-  CHECK_THAT(open_error(d + "/chan.rptok"), Contains("channel 'depth'[10] = 9 (example 2, token 3) is outside its declared range [0, 7]"));
+  CHECK_THAT(open_error(d + "/chan.rptok"), Contains("channel 'depth'[10] = 9 is outside its declared range [0, 7] (example 2, its token 3)"));
   write_token_file(d + "/tok.rptok", 6, {0, 1, 6, 2}, {0});
   CHECK_THAT(open_error(d + "/tok.rptok"), Contains("field 'tokens'[2] = 6 is outside the vocabulary [0, 6)"));
   write_token_file(d + "/dup.rptok", 2, {0, 1}, {0}, {"x", "x"});

@@ -129,7 +129,7 @@ TEST_CASE("vision: hostile grids are refused naming the file, the example and th
     const test::CliRun r = relpos_cli("validate " + d + "/c.yaml");
     CHECK(r.code == 2);
     CHECK_THAT(r.out, Contains("train.rptok"));
-    CHECK_THAT(r.out, Contains("channel 'row'[37] = 7 (example 2, token 5) is outside its declared range [0, 3]"));
+    CHECK_THAT(r.out, Contains("channel 'row'[37] = 7 is outside its declared range [0, 3] (example 2, its token 5)"));
   }
   {  // a grid that does not match the token count: an example of 15 tokens in a 4x4 file
     Images im = grid_set(6, 4, 4);

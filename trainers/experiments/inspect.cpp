@@ -178,6 +178,25 @@ Tensor demo_channels(int64_t P) {
   return Tensor::from_vector(v, {2, 10, P});
 }
 
+// The encoding of the attention gradchecks: 2 heads of 4 dims, tables at std 0.5 (large enough
+// that they matter in the check), float64; the channels it reads (cpe: row, col; ast: parent), or
+// a `time` channel for the distance (by_time).
+nn::PositionConfig gradcheck_config(const nn::PositionType& type, const std::map<std::string, std::string>& params,
+                                    bool by_time) {
+  nn::PositionConfig pc;
+  pc.type = type.name();
+  pc.d_model = 8;
+  pc.n_heads = 2;
+  pc.head_dim = 4;
+  pc.max_len = 16;
+  pc.init_std = 0.5;
+  pc.params = nn::PositionParams(params);
+  pc.dtype = DType::F64;
+  pc.channels = type->facts.position_channels;
+  if (by_time) pc.channels = {"time"}, pc.distance = "time";
+  return pc;
+}
+
 std::vector<GradcheckCase> gradchecks_for(const nn::PositionType& type,
                                           const std::map<std::string, std::string>& user) {
   const std::map<std::string, std::string> params = gradcheck_params(type, user);
@@ -203,17 +222,7 @@ std::vector<GradcheckCase> gradchecks_for(const nn::PositionType& type,
         if (fused && !fusable) continue;
         if (by_time && !channel_capable) continue;
         Generator gen(17);
-        nn::PositionConfig pc;
-        pc.type = type.name();
-        pc.d_model = 8;
-        pc.n_heads = 2;
-        pc.head_dim = 4;
-        pc.max_len = 16;
-        pc.init_std = 0.5;  // large enough that the tables matter in the check
-        pc.params = nn::PositionParams(params);
-        pc.dtype = DType::F64;
-        pc.channels = type->facts.position_channels;  // cpe: row, col; ast: parent
-        if (by_time) pc.channels = {"time"}, pc.distance = "time";
+        const nn::PositionConfig pc = gradcheck_config(type, params, by_time);
         nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, gen);
         Tensor positions = by_time ? times : Tensor();  // ast: the demonstration trees, rows 0..9
         if (!by_time && !pc.channels.empty()) {                  // (cross: queries 7..9, keys 2..7)
