@@ -2,6 +2,7 @@
 #pragma once
 #include <catch2/catch.hpp>
 #include <cctype>
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,6 +12,14 @@
 #include "core/tensor.h"
 
 namespace relpos::test {
+
+// An empty directory <temp>/<name> (whatever was there before is removed), for a test's files.
+inline std::string scratch_dir(const std::string& name) {
+  const std::filesystem::path d = std::filesystem::temp_directory_path() / name;
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d.string();
+}
 
 // A float64 leaf with non-uniform values in [lo, hi), seeded.
 inline Variable rand_var(const Shape& shape, uint64_t seed, double lo = -1.0, double hi = 1.0,

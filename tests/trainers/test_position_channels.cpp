@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
+#include "../helpers.h"
 #include "core/error.h"
 #include "nn/models.h"
 #include "nn/positional/registry.h"
@@ -20,12 +21,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::string tmp_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("relpos_poschan_" + name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d.string();
-}
+std::string tmp_dir(const std::string& name) { return test::scratch_dir("relpos_poschan_" + name); }
 
 // n tokens whose value is their index in the file (so a batch's tokens say where they came from),
 // examples of `len` tokens; channels `time` = 3 * index and `tag` = index % 5 per token, and an

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../helpers.h"
 #include "core/error.h"
 #include "trainers/config.h"
 #include "trainers/data/data.h"
@@ -18,12 +19,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::string tmp_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("relpos_time_" + name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d.string();
-}
+std::string tmp_dir(const std::string& name) { return test::scratch_dir("relpos_time_" + name); }
 
 // Two examples of 4 and 12 tokens over a vocabulary of 6, a `time` channel in [0, hi].
 std::string write_file(const std::string& path, const std::vector<int32_t>& time, int64_t hi = 40,

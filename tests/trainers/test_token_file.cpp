@@ -14,6 +14,7 @@
 #include <fstream>
 
 #include "../cli_run.h"
+#include "../helpers.h"
 #include "core/error.h"
 #include "trainers/config.h"
 #include "trainers/data/data.h"
@@ -27,12 +28,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::string tmp_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("relpos_tokens_" + name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d.string();
-}
+std::string tmp_dir(const std::string& name) { return test::scratch_dir("relpos_tokens_" + name); }
 
 std::string slurp(const std::string& p) {
   std::ifstream f(p, std::ios::binary);

@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "../cli_run.h"
+#include "../helpers.h"
 #include "trainers/data/token_file.h"
 
 using namespace relpos;
@@ -20,12 +21,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::string tmp_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("relpos_vision_" + name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d.string();
-}
+std::string tmp_dir(const std::string& name) { return test::scratch_dir("relpos_vision_" + name); }
 
 void spit(const std::string& p, const std::string& bytes) {
   std::ofstream f(p, std::ios::binary | std::ios::trunc);
