@@ -1,6 +1,6 @@
 # Install rules: headers under <prefix>/include/relpos/<layer>/, static (or shared, with
 # BUILD_SHARED_LIBS) libraries, the relpos executable, and a CMake package exporting
-# relpos::relpos (everything) plus relpos::core, ::kernels, ::autograd, ::nn, ::trainers.
+# relpos::relpos (everything) plus relpos::core, ::kernels, ::autograd, ::nn, ::trainers, ::experiments.
 #   cmake --install build --prefix /opt/relpos
 #   find_package(relpos 0.1 REQUIRED)  +  target_link_libraries(app PRIVATE relpos::relpos)
 include(GNUInstallDirs)
@@ -8,16 +8,16 @@ include(CMakePackageConfigHelpers)
 
 # relpos::relpos — one name for the whole library stack.
 add_library(relpos_all INTERFACE)
-target_link_libraries(relpos_all INTERFACE relpos_trainers)
+target_link_libraries(relpos_all INTERFACE relpos_experiments)
 add_library(relpos::relpos ALIAS relpos_all)
 
 set_target_properties(relpos_all PROPERTIES EXPORT_NAME relpos)
-foreach(layer core kernels autograd nn trainers)
+foreach(layer core kernels autograd nn trainers experiments)
   set_target_properties(relpos_${layer} PROPERTIES EXPORT_NAME ${layer})
 endforeach()
 set_target_properties(relpos_flags PROPERTIES EXPORT_NAME flags)
 
-install(TARGETS relpos_flags relpos_core relpos_kernels relpos_autograd relpos_nn relpos_trainers relpos_all
+install(TARGETS relpos_flags relpos_core relpos_kernels relpos_autograd relpos_nn relpos_trainers relpos_experiments relpos_all
   EXPORT relposTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -25,7 +25,7 @@ install(TARGETS relpos_flags relpos_core relpos_kernels relpos_autograd relpos_n
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS relpos RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
-foreach(layer core kernels autograd nn trainers)
+foreach(layer core kernels autograd nn trainers experiments)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${layer}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/relpos/${layer}
           FILES_MATCHING PATTERN "*.h" PATTERN "*.inc")
 endforeach()

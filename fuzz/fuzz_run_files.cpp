@@ -9,7 +9,7 @@
 #include "fuzz_common.h"
 #include "core/error.h"
 #include "trainers/metrics.h"
-#include "trainers/experiments/sweep.h"
+#include "experiments/sweep.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;

@@ -7,7 +7,7 @@
 
 #include "fuzz_common.h"
 #include "core/error.h"
-#include "trainers/experiments/sweep.h"
+#include "experiments/sweep.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path = relpos::fuzz::scratch_path("spec.yaml");

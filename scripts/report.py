@@ -3,7 +3,7 @@
 
 DIR is a run directory (metrics.jsonl, config.yaml) or a sweep directory (sweep.json, the
 index files sweep.jsonl / sweep.shard-I-of-N.jsonl / sweep.point-I.jsonl, merged as
-read_sweep_index in trainers/experiments/sweep.h does, one run directory per point). Writes into OUT
+read_sweep_index in experiments/sweep.h does, one run directory per point). Writes into OUT
 (default DIR/report):
   report.md            self-contained Markdown (relative links to the figures)
   <figure>.png         matplotlib figures, labelled axes, units, legends
@@ -26,7 +26,7 @@ hold the JSON the writers in trainers/ produce. A problem ends the script with e
 1 and one line on stderr, `report: <file>:<line>: <field>: <what was expected, what was
 found>` (line and field where they apply), never a traceback. As in trainers/metrics.cpp,
 a last line of metrics.jsonl without a newline that does not parse (cut short by a crash)
-is dropped; as in read_sweep_index (trainers/experiments/sweep.cpp), index lines that do not parse or
+is dropped; as in read_sweep_index (experiments/sweep.cpp), index lines that do not parse or
 hold no string "name" are skipped. Every write is checked (disk full, permissions: one line
 naming the file and the reason, exit 1); each file is written to a temporary name and
 renamed, and report.md is written last, so a failed run never leaves a report.md that links
@@ -336,7 +336,7 @@ def read_json_file(path, what):
 
 
 def read_sweep_meta(path):
-    """sweep.json, written by run_sweep (trainers/experiments/sweep.cpp)."""
+    """sweep.json, written by run_sweep (experiments/sweep.cpp)."""
     meta = read_json_file(path, "sweep description")
     at = Where(path)
     for key in ("point_names", "grid_keys", "recipes", "eval_val_paths"):
@@ -383,7 +383,7 @@ def check_sweep_record(r, at):
 
 def sweep_index_files(sweep_dir):
     """Every index file of a sweep directory: sweep.jsonl first, then sweep.shard-*.jsonl and
-    sweep.point-*.jsonl sorted by name (trainers/experiments/sweep.h, sweep_index_files). Unlike there, an
+    sweep.point-*.jsonl sorted by name (experiments/sweep.h, sweep_index_files). Unlike there, an
     entry of such a name that is not a regular file is listed too, so that reading it fails
     with its name instead of the file being ignored."""
     out = []
@@ -411,7 +411,7 @@ def index_of(r):
 
 
 def read_sweep_index(sweep_dir):
-    """All index files merged, as read_sweep_index in trainers/experiments/sweep.h: one record per point
+    """All index files merged, as read_sweep_index in experiments/sweep.h: one record per point
     name (a "done" record wins over any other; among equals the larger "finished_at", then the
     later file and line), ordered by "index" (ties by name). Lines that do not parse (a crash
     leftover, possibly with a later record appended to it) and records without a string "name"
@@ -664,7 +664,7 @@ def line_figure(figs, stem, title, xlabel, ylabel, series, caption, logy=False, 
 # Seeds: the runs of a sweep point that differ only in train.seed are one configuration; its
 # numbers are the mean over seeds with a 95% Student-t interval.
 
-SEED_KEY = "train.seed"  # the grid key `seeds: N` adds (trainers/experiments/sweep.h kSeedKey)
+SEED_KEY = "train.seed"  # the grid key `seeds: N` adds (experiments/sweep.h kSeedKey)
 
 # Two-sided 95% quantiles of Student's t, t(0.975, df) for df = 1..30 (standard tables); above 30
 # the value at the lower end of the bracket is used (30 < df <= 40: 2.042, ...): never too narrow.

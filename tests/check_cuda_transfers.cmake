@@ -45,7 +45,7 @@ endfunction()
 
 file(GLOB_RECURSE sources RELATIVE "${SOURCE_DIR}"
      "${SOURCE_DIR}/core/*" "${SOURCE_DIR}/kernels/*" "${SOURCE_DIR}/autograd/*" "${SOURCE_DIR}/nn/*"
-     "${SOURCE_DIR}/trainers/*" "${SOURCE_DIR}/cli/*")
+     "${SOURCE_DIR}/trainers/*" "${SOURCE_DIR}/experiments/*" "${SOURCE_DIR}/cli/*")
 set(checked 0)
 foreach(rel IN LISTS sources)
   if(NOT rel MATCHES "\\.(cpp|h|cu|cuh)$" OR rel STREQUAL "core/cuda_runtime.cu")

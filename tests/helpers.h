@@ -2,6 +2,7 @@
 #pragma once
 #include <catch2/catch.hpp>
 #include <cctype>
+#include <array>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -12,6 +13,11 @@
 #include "core/tensor.h"
 
 namespace relpos::test {
+
+// The library's layers, bottom to top (each folder's code includes only the folders before it:
+// tests/core/test_layering.cpp); the structure tests scan these.
+inline constexpr std::array<const char*, 7> kLayers = {"core", "kernels", "autograd", "nn",
+                                                       "trainers", "experiments", "cli"};
 
 // An empty directory <temp>/<name> (whatever was there before is removed), for a test's files.
 inline std::string scratch_dir(const std::string& name) {

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
-#include "trainers/experiments/inspect.h"
+#include "experiments/inspect.h"
 #include "trainers/limits.h"
 
 namespace relpos::cli {

@@ -1,6 +1,6 @@
 // relpos demo [--data PATH] [--steps N] [--batch B] [--lr LR] [--seed S] [--eval-every N]
-// The character-level MLP language model (trainers/experiments/demo.h).
-#include "trainers/experiments/demo.h"
+// The character-level MLP language model (experiments/demo.h).
+#include "experiments/demo.h"
 
 #include <fmt/format.h>
 

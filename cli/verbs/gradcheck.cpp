@@ -8,8 +8,8 @@
 #include <cmath>
 
 #include "cli/command.h"
-#include "trainers/experiments/inspect.h"
-#include "trainers/experiments/inspect_run.h"
+#include "experiments/inspect.h"
+#include "experiments/inspect_run.h"
 
 namespace relpos::cli {
 namespace {

@@ -13,7 +13,7 @@
 
 #include "cli/command.h"
 #include "trainers/config.h"
-#include "trainers/experiments/inspect_run.h"
+#include "experiments/inspect_run.h"
 #include "trainers/io/file_io.h"
 #include "trainers/limits.h"
 #include "trainers/trainer.h"

@@ -10,7 +10,7 @@
 #include "core/env.h"
 #include "nn/positional/registry.h"
 #include "trainers/config.h"
-#include "trainers/experiments/sweep.h"
+#include "experiments/sweep.h"
 
 namespace relpos::cli {
 namespace {

@@ -1,8 +1,8 @@
 // relpos sweep SPEC.yaml [--jobs N] [--dir D] [--max-points N]
 //                        [--shard I/N | --point I|NAME] [--print-commands]
-// A grid of training runs (trainers/experiments/sweep.h), resumable; a shard or one point of it; or one
+// A grid of training runs (experiments/sweep.h), resumable; a shard or one point of it; or one
 // shell command per point.
-#include "trainers/experiments/sweep.h"
+#include "experiments/sweep.h"
 
 #include <fmt/format.h>
 
@@ -55,7 +55,7 @@ int run(Args a, const Context& ctx) {
 
 Action setup(CLI::App& cmd) {
   auto a = std::make_shared<Args>();
-  cmd.add_option("spec", a->spec, "sweep spec YAML (see trainers/experiments/sweep.h, docs/config.md)")->required();
+  cmd.add_option("spec", a->spec, "sweep spec YAML (see experiments/sweep.h, docs/config.md)")->required();
   cmd.add_option("--jobs", a->opt.jobs, "points run at once (threads are split between them)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

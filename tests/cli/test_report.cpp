@@ -12,7 +12,7 @@
 #include <regex>
 #include <sstream>
 
-#include "trainers/experiments/sweep.h"
+#include "experiments/sweep.h"
 #include "trainers/trainer.h"
 
 using namespace relpos;

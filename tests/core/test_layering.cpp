@@ -1,8 +1,8 @@
 // The layering the folders show: every #include of a relpos header names its path from the
 // repository root, that file exists in the source tree, and it points down the stack
-// core <- kernels <- autograd <- nn <- trainers <- cli. Inside trainers/, io/ is the bottom,
-// data/ and dist/ sit on it (and on the config), the loop (trainers/*.cpp) on those, and
-// experiments/ (sweeps, inspect, the demo) on everything.
+// core <- kernels <- autograd <- nn <- trainers <- experiments <- cli (relpos::test::kLayers). Inside
+// trainers/, io/ is the bottom, data/ and dist/ sit on it (and on the config), and the loop
+// (trainers/*.cpp) on those.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -12,17 +12,23 @@
 #include <sstream>
 #include <string>
 
+#include "../helpers.h"
+
 using namespace std::string_literals;
 namespace fs = std::filesystem;
 
 namespace {
 
-const std::map<std::string, int> kLayerRank = {{"core", 0}, {"kernels", 1},  {"autograd", 2},
-                                               {"nn", 3},   {"trainers", 4}, {"cli", 5}};
+// A layer's place in the stack: its index in relpos::test::kLayers.
+const std::map<std::string, int> kLayerRank = [] {
+  std::map<std::string, int> rank;
+  for (const char* layer : relpos::test::kLayers) rank.emplace(layer, static_cast<int>(rank.size()));
+  return rank;
+}();
 
-// The part of trainers/ a path is in: "io", "data", "dist", "experiments", or "loop" (top level).
+// The part of trainers/ a path is in: "io", "data", "dist", or "loop" (top level).
 std::string trainers_part(const std::string& rel) {
-  for (const char* p : {"io", "data", "dist", "experiments"})
+  for (const char* p : {"io", "data", "dist"})
     if (rel.rfind("trainers/"s + p + "/", 0) == 0) return p;
   return "loop";
 }
@@ -33,8 +39,7 @@ bool trainers_include_allowed(const std::string& from, const std::string& to_pat
       {"io", {"io"}},
       {"data", {"io", "data"}},
       {"dist", {"io", "data", "dist"}},
-      {"loop", {"io", "data", "dist", "loop"}},
-      {"experiments", {"io", "data", "dist", "loop", "experiments"}}};
+      {"loop", {"io", "data", "dist", "loop"}}};
   if (to_path == "trainers/config.h") return true;
   return allowed.at(from).count(trainers_part(to_path)) > 0;
 }
@@ -94,8 +99,11 @@ TEST_CASE("layering: the check finds an upward include, a missing file and a fol
   CHECK(violations("nn/attention.cpp", up, root).size() == 1);
   std::istringstream missing("#include \"nn/no_such_header.h\"\n");
   CHECK(violations("nn/attention.cpp", missing, root).size() == 1);
-  std::istringstream sideways("#include \"trainers/experiments/sweep.h\"\n");
+  std::istringstream sideways("#include \"trainers/trainer.h\"\n");
   CHECK(violations("trainers/io/checkpoint.cpp", sideways, root).size() == 1);
+  std::istringstream experiments("#include \"experiments/sweep.h\"\n");
+  CHECK(violations("trainers/trainer.cpp", experiments, root).size() == 1);
+  CHECK(violations("cli/verbs/sweep.cpp", experiments, root).empty());
   std::istringstream fine("#include \"core/tensor.h\"\n#include \"trainers/io/file_io.h\"\n");
   CHECK(violations("trainers/data/tasks.cpp", fine, root).empty());
 }

@@ -12,7 +12,7 @@
 #include "autograd/ops.h"
 #include "nn/attention.h"
 #include "nn/positional/registry.h"
-#include "trainers/experiments/inspect.h"
+#include "experiments/inspect.h"
 
 using namespace relpos;
 using Catch::Contains;

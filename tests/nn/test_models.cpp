@@ -141,7 +141,7 @@ TEST_CASE("model kind: names are parsed in nn/models only and kinds are compared
   // `x == "decoder"`, `"encoder" != x` anywhere in the library but nn/models.cpp
   const std::regex compare(R"re((==|!=)\s*"(encoder|decoder|encoder_decoder)"|"(encoder|decoder|encoder_decoder)"\s*(==|!=))re");
   std::vector<std::string> found;
-  for (const char* top : {"core", "kernels", "autograd", "nn", "trainers", "cli"})
+  for (const char* top : test::kLayers)
     for (const auto& e : std::filesystem::recursive_directory_iterator(std::filesystem::path(RELPOS_SOURCE_DIR) / top)) {
       const auto& p = e.path();
       if (!e.is_regular_file() || p.filename() == "models.cpp" ||

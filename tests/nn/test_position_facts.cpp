@@ -10,6 +10,7 @@
 #include <string>
 
 #include "nn/positional/registry.h"
+#include "../helpers.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;
@@ -22,7 +23,7 @@ TEST_CASE("position facts: no position-type name is compared outside nn/position
   const std::regex compare("(==|!=)\\s*\"(" + names + ")\"|\"(" + names + ")\"\\s*(==|!=)");
   const std::regex about_position("position|type");
   std::vector<std::string> found;
-  for (const char* top : {"core", "kernels", "autograd", "nn", "trainers", "cli"}) {
+  for (const char* top : test::kLayers) {
     const fs::path root = fs::path(RELPOS_SOURCE_DIR) / top;
     for (const auto& e : fs::recursive_directory_iterator(root)) {
       const fs::path& p = e.path();

@@ -11,7 +11,7 @@
 #include "nn/optim/adam.h"
 #include "nn/optim/clip.h"
 #include "nn/optim/param_groups.h"
-#include "trainers/experiments/inspect.h"
+#include "experiments/inspect.h"
 
 using namespace relpos;
 using Catch::Contains;

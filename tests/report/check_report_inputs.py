@@ -2,7 +2,7 @@
 """tests/report/check_report_inputs.py - scripts/report.py (`relpos report`) on bad inputs.
 
 Builds small run and sweep directories by hand (the formats of trainers/metrics.cpp,
-trainers/experiments/sweep.cpp and `relpos inspect`), checks that valid ones give a report (exit 0,
+experiments/sweep.cpp and `relpos inspect`), checks that valid ones give a report (exit 0,
 report.md), then breaks one thing at a time: a line that is not JSON, bytes that are not
 UTF-8, a field of the wrong type or missing, a directory / FIFO / device / oversized file
 where a file is expected, an unreadable file, an output folder that is a file, a full disk.

@@ -11,6 +11,7 @@
 #include "trainers/config.h"
 #include "trainers/data/data_tasks.h"
 #include "trainers/data/token_file.h"
+#include "../helpers.h"
 
 using namespace relpos;
 namespace fs = std::filesystem;
@@ -21,7 +22,7 @@ TEST_CASE("data tasks: no task name is compared outside the task table and the t
   for (const auto& t : train::data_tasks()) names += (names.empty() ? "" : "|") + t.name;
   const std::regex compare("task\\s*(==|!=)\\s*\"(" + names + ")\"|\"(" + names + ")\"\\s*(==|!=)\\s*\\w*task");
   std::vector<std::string> found;
-  for (const char* top : {"trainers", "cli"}) {
+  for (const char* top : test::kLayers) {
     for (const auto& e : fs::recursive_directory_iterator(fs::path(RELPOS_SOURCE_DIR) / top)) {
       const fs::path& p = e.path();
       if (!e.is_regular_file() || (p.extension() != ".cpp" && p.extension() != ".h")) continue;

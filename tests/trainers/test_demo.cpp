@@ -3,7 +3,7 @@
 // below 0.01 means the MLP fits it; the char model must beat the unigram baseline by 0.5 nats.
 #include <catch2/catch.hpp>
 
-#include "trainers/experiments/demo.h"
+#include "experiments/demo.h"
 
 using namespace relpos;
 

@@ -15,6 +15,7 @@
 #include "core/env.h"
 #include "nn/positional/params.h"
 #include "trainers/io/available_memory.h"
+#include "../helpers.h"
 
 using namespace relpos;
 using namespace relpos::hostile;
@@ -76,7 +77,9 @@ TEST_CASE("hostile environment: every RELPOS_ variable the sources read is a doc
   const std::regex getenv_re(R"re(getenv\("(RELPOS_[A-Z0-9_]+)"\))re"), value_re(R"re(env_value\("(RELPOS_[A-Z0-9_]+)"\))re"),
       switch_re(R"re(env_switch\("(RELPOS_[A-Z0-9_]+)"\))re");
   std::set<std::string> read;
-  for (const char* top : {"core", "kernels", "autograd", "nn", "trainers", "cli", "tests", "bench", "tools"}) {
+  std::vector<std::string> tops(test::kLayers.begin(), test::kLayers.end());
+  for (const char* more : {"tests", "bench", "tools"}) tops.push_back(more);
+  for (const std::string& top : tops) {
     const fs::path root = fs::path(RELPOS_SOURCE_DIR) / top;
     if (!fs::exists(root)) continue;
     for (const auto& f : fs::recursive_directory_iterator(root)) {

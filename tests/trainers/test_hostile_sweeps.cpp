@@ -9,7 +9,7 @@
 
 #include "../trainers/hostile_helpers.h"
 #include "sweep_helpers.h"
-#include "trainers/experiments/sweep.h"
+#include "experiments/sweep.h"
 #include "trainers/io/file_io.h"
 
 using namespace relpos;

@@ -1,11 +1,11 @@
-// `relpos inspect` views (trainers/experiments/inspect_run.h): ALiBi's bias vs distance against its slopes,
+// `relpos inspect` views (experiments/inspect_run.h): ALiBi's bias vs distance against its slopes,
 // T5 buckets that no training distance reaches get exactly zero gradient, attention maps are
 // causal distributions, the DOT graph names every parameter, one-entry gradcheck agrees.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 
-#include "trainers/experiments/inspect_run.h"
+#include "experiments/inspect_run.h"
 #include "trainers/trainer.h"
 
 using namespace relpos;

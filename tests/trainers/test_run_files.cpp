@@ -11,7 +11,7 @@
 
 #include "trainers/io/checkpoint.h"
 #include "trainers/io/file_io.h"
-#include "trainers/experiments/sweep.h"
+#include "experiments/sweep.h"
 #include "trainers/trainer.h"
 
 using namespace relpos;

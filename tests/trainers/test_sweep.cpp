@@ -1,4 +1,4 @@
-// The sweep runner (trainers/experiments/sweep.h): the point list of grid x recipes, one run directory and
+// The sweep runner (experiments/sweep.h): the point list of grid x recipes, one run directory and
 // one sweep.jsonl line per point, finished points skipped on a re-run, an interrupted point
 // resumed from its checkpoint, evaluation lengths recorded per point.
 #include <catch2/catch.hpp>
@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "trainers/experiments/sweep.h"
+#include "experiments/sweep.h"
 #include "sweep_helpers.h"
 
 using namespace relpos;

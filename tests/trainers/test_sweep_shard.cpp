@@ -1,4 +1,4 @@
-// Sweeps split across processes (trainers/experiments/sweep.h): `relpos sweep --shard I/N` shards running at
+// Sweeps split across processes (experiments/sweep.h): `relpos sweep --shard I/N` shards running at
 // the same time into one directory, each with its own index file; `--print-commands` and
 // `--point I`; every index file read for skipping and merged by read_sweep_index and
 // `relpos report` (scripts/report.py). Runs the built binary (RELPOS_CLI_PATH) like a user would.
@@ -16,7 +16,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "trainers/experiments/sweep.h"
+#include "experiments/sweep.h"
 #include "../cli_run.h"
 #include "sweep_helpers.h"
 

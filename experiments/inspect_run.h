@@ -1,4 +1,4 @@
-// trainers/experiments/inspect_run.h — what `relpos inspect RUN` shows of a trained model (the teaching
+// experiments/inspect_run.h — what `relpos inspect RUN` shows of a trained model (the teaching
 // views of how gradients reach position encodings):
 //   learned_bias        the additive bias each layer's encoding adds vs distance kj - qi <= 0,
 //                       per head, times alpha (Toeplitz biases: T5 buckets, ALiBi, KERPLE,

@@ -1,7 +1,7 @@
-// trainers/experiments/inspect_run.cpp — `relpos inspect` views (see inspect_run.h). Everything on the
+// experiments/inspect_run.cpp — `relpos inspect` views (see inspect_run.h). Everything on the
 // model side is tensor ops; the host reads only final, small results (a bias row per layer,
 // one norm per table row) and, for the one-entry gradcheck, writes one parameter element.
-#include "trainers/experiments/inspect_run.h"
+#include "experiments/inspect_run.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -13,6 +13,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
+#include "experiments/inspect.h"
 #include "kernels/ops.h"
 #include "nn/attention.h"
 #include "nn/positional/registry.h"
@@ -260,16 +261,7 @@ std::string attention_graph_dot(const nn::Model& model, int64_t L, uint64_t seed
 EntryCheck entry_gradcheck(const nn::PositionType& type, const std::map<std::string, std::string>& params,
                            const std::string& param, const std::vector<int64_t>& index, double eps) {
   Generator gen(5);
-  nn::PositionConfig pc;
-  pc.type = type.name();
-  pc.d_model = 8;
-  pc.n_heads = 2;
-  pc.head_dim = 4;
-  pc.max_len = 64;
-  pc.init_std = 0.5;
-  pc.params = nn::PositionParams(params);
-  pc.dtype = DType::F64;
-  pc.channels = nn::find_position_variant(type).facts.position_channels;
+  const nn::PositionConfig pc = inspect::gradcheck_config(type, params, false, 64);
   nn::AttentionConfig ac;
   ac.d_model = 8;
   ac.n_heads = 2;

@@ -1,4 +1,4 @@
-// trainers/experiments/sweep_spec.cpp — a sweep spec (sweep.h) read through two key tables, the
+// experiments/sweep_spec.cpp — a sweep spec (sweep.h) read through two key tables, the
 // spec's own keys and those of its `eval:` mapping: one row per key (name, type, default, meaning,
 // reader), so what a spec may hold, how each key is checked and what the docs say about it
 // (`relpos list --sweep --markdown`, docs/experiments.md) are one table. Rows are read in table
@@ -19,7 +19,7 @@
 #include "trainers/config.h"
 #include "trainers/data/data.h"
 #include "trainers/data/data_tasks.h"
-#include "trainers/experiments/sweep.h"
+#include "experiments/sweep.h"
 #include "trainers/io/file_io.h"
 #include "trainers/limits.h"
 

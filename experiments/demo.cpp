@@ -1,4 +1,4 @@
-#include "trainers/experiments/demo.h"
+#include "experiments/demo.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-// trainers/experiments/demo.h — small self-contained training jobs, independent of the YAML trainer
+// experiments/demo.h — small self-contained training jobs, independent of the YAML trainer
 // (`relpos demo` and the tests):
 //  * a character-level MLP language model on a text file (the README's main job), and
 //  * a 2-layer MLP regression on a synthetic problem (used by the test suite).

@@ -1,4 +1,4 @@
-// trainers/experiments/inspect.h — what `relpos list`, `relpos bias` and `relpos gradcheck` compute:
+// experiments/inspect.h — what `relpos list`, `relpos bias` and `relpos gradcheck` compute:
 // the additive bias a freshly built position encoding adds, and float64 gradchecks of a
 // small attention layer with each encoding (inputs, tables, slopes and bias scale alpha).
 #pragma once
@@ -35,6 +35,12 @@ struct GradcheckCase {
   std::string label;
   GradcheckReport report;
 };
+
+// The encoding of the gradchecks: 2 heads of 4 dims (d_model 8), tables at std 0.5 (large
+// enough that they matter in the check), float64, max_len positions; the channels it reads
+// (cpe: row, col; ast: parent), or a `time` channel for the distance (by_time).
+nn::PositionConfig gradcheck_config(const nn::PositionType& type, const std::map<std::string, std::string>& params,
+                                    bool by_time = false, int64_t max_len = 16);
 
 // Gradchecks for one variant (or every registered one when type == "all"): causal and
 // bidirectional self-attention and cross-attention with offsets and padding. Causal-only

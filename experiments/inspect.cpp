@@ -1,4 +1,4 @@
-#include "trainers/experiments/inspect.h"
+#include "experiments/inspect.h"
 
 #include <algorithm>
 
@@ -10,6 +10,23 @@
 #include "trainers/data/data_tasks.h"
 
 namespace relpos::inspect {
+
+nn::PositionConfig gradcheck_config(const nn::PositionType& type, const std::map<std::string, std::string>& params,
+                                    bool by_time, int64_t max_len) {
+  nn::PositionConfig pc;
+  pc.type = type.name();
+  pc.d_model = 8;
+  pc.n_heads = 2;
+  pc.head_dim = 4;
+  pc.max_len = max_len;
+  pc.init_std = 0.5;
+  pc.params = nn::PositionParams(params);
+  pc.dtype = DType::F64;
+  pc.channels = type->facts.position_channels;
+  if (by_time) pc.channels = {"time"}, pc.distance = "time";
+  return pc;
+}
+
 
 namespace {
 // position_bias with --times: the attention layer's channel path (channel_distance_terms).
@@ -136,17 +153,7 @@ std::vector<GradcheckCase> stack_hook_gradchecks(const nn::PositionType& type,
   if (!chans.empty())
     for (const int64_t L : {6, 8}) {
       Generator gen(23);
-      nn::PositionConfig pc;
-      pc.type = type.name();
-      pc.d_model = 8;
-      pc.n_heads = 2;
-      pc.head_dim = 4;
-      pc.max_len = 16;
-      pc.init_std = 0.5;
-      pc.params = nn::PositionParams(params);
-      pc.dtype = DType::F64;
-      pc.channels = chans;
-      nn::PositionEncodingPtr pos = nn::make_position_encoding(pc, gen);
+      nn::PositionEncodingPtr pos = nn::make_position_encoding(gradcheck_config(type, params), gen);
       const int64_t P = int64_t(chans.size());
       std::vector<int64_t> pv(size_t(2 * L * P), 0);
       std::vector<double> padv(size_t(2 * L), 0.0);
@@ -176,25 +183,6 @@ Tensor demo_channels(int64_t P) {
   for (int64_t x : tree)
     for (int64_t p = 0; p < P; ++p) v.push_back(x);
   return Tensor::from_vector(v, {2, 10, P});
-}
-
-// The encoding of the attention gradchecks: 2 heads of 4 dims, tables at std 0.5 (large enough
-// that they matter in the check), float64; the channels it reads (cpe: row, col; ast: parent), or
-// a `time` channel for the distance (by_time).
-nn::PositionConfig gradcheck_config(const nn::PositionType& type, const std::map<std::string, std::string>& params,
-                                    bool by_time) {
-  nn::PositionConfig pc;
-  pc.type = type.name();
-  pc.d_model = 8;
-  pc.n_heads = 2;
-  pc.head_dim = 4;
-  pc.max_len = 16;
-  pc.init_std = 0.5;
-  pc.params = nn::PositionParams(params);
-  pc.dtype = DType::F64;
-  pc.channels = type->facts.position_channels;
-  if (by_time) pc.channels = {"time"}, pc.distance = "time";
-  return pc;
 }
 
 std::vector<GradcheckCase> gradchecks_for(const nn::PositionType& type,

@@ -1,4 +1,4 @@
-// trainers/experiments/sweep.h — `relpos sweep SPEC.yaml`: one base config, a grid and/or a list of
+// experiments/sweep.h — `relpos sweep SPEC.yaml`: one base config, a grid and/or a list of
 // override sets, one run directory per point, an index (sweep.jsonl), resumable, shardable.
 //
 // Spec: the keys and their checks are the tables of sweep_spec.cpp (docs/config.md embeds them,

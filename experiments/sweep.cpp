@@ -1,7 +1,7 @@
-// trainers/experiments/sweep.cpp — the sweep runner (see sweep.h): spec parsing, the point list,
+// experiments/sweep.cpp — the sweep runner (see sweep.h): spec parsing, the point list,
 // skip/resume bookkeeping in the index files (sweep.jsonl, sweep.shard-*.jsonl,
 // sweep.point-*.jsonl), shards and single points, N points at once on split threads.
-#include "trainers/experiments/sweep.h"
+#include "experiments/sweep.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
