@@ -93,95 +93,93 @@ def leaf_of(stack):
     return "relpos code"
 
 
+def op_name(st, ph):
+    """The autograd op of a sample: in backward the op owning the running closure, else the
+    innermost op frame; the phase's own name where no op is on the stack."""
+    if ph == "backward":
+        for sym, _ in st:
+            m = BACKWARD_OWNER.search(sym[len(BACKWARD_PREFIX):]) if sym.startswith(BACKWARD_PREFIX) else None
+            if m:
+                return m.group(1).removesuffix("_impl") + " (backward)"  # linear_impl: linear
+        return "engine (grad accumulation, bookkeeping)"
+    for sym, _ in st:
+        m = AUTOGRAD_OP.match(sym)
+        if m:
+            return m.group(1) + " (forward)"
+    return {"AdamW step": "AdamW step", "clip_grad_norm": "clip_grad_norm",
+            "zero_grad": "zero_grad", "graph free": "graph free"}.get(ph, ph + " (other)")
+
+
+def kernel_name(st):
+    """The innermost kernels/ops.h entry of a sample, else the innermost Tensor copy/alloc."""
+    for pattern, prefix in ((KERNEL, "k::"), (TENSOR, "Tensor::")):
+        for sym, _ in st:
+            m = pattern.match(sym)
+            if m:
+                return prefix + m.group(1)
+    return "(no kernel: bookkeeping)"
+
+
+def table(title, counter, total, top=TOP):
+    print(f"| {title} | samples | % |")
+    print("|---|---:|---:|")
+    for k, v in counter.most_common(top):
+        print(f"| {k} | {v} | {100.0 * v / total:.1f} |")
+    rest = sum(counter.values()) - sum(v for _, v in counter.most_common(top))
+    if rest:
+        print(f"| (rest) | {rest} | {100.0 * rest / total:.1f} |")
+    print()
+
+
+def count(f):
+    """The counters over every sample inside a training step."""
+    c = {k: collections.Counter() for k in ("phase", "op", "kern", "leaf", "leaf_sym")}
+    # alloc: samples inside Storage::Storage (alloc + zero fill); kern_mode: leaf in the kernel;
+    # pe_fwd: forward samples inside the position encoding's hooks or add_toeplitz_bias;
+    # jit: samples whose instruction is in JIT code (oneDNN's GEMM kernels); every: all samples
+    n = dict.fromkeys(("alloc", "kern_mode", "pe_fwd", "total", "jit", "every"), 0)
+    for st in samples(f):
+        n["every"] += 1
+        if st[0][1].startswith("/tmp/perf-") and st[0][1].endswith(".map"):
+            n["jit"] += 1
+        ph = phase_of(st)
+        if ph is None:
+            continue
+        n["total"] += 1
+        c["phase"][ph] += 1
+        c["op"][op_name(st, ph)] += 1
+        n["alloc"] += any("relpos::Storage::Storage" in sym for sym, _ in st)
+        n["kern_mode"] += "kernel" in st[0][1]
+        n["pe_fwd"] += ph == "forward" and any(PE_HOOK.search(sym) for sym, _ in st)
+        c["kern"][kernel_name(st)] += 1
+        lf = leaf_of(st)
+        c["leaf"][lf] += 1
+        if lf == "relpos code":
+            c["leaf_sym"][re.sub(r"\(.*", "", st[0][0].replace("(anonymous namespace)", "anon"))[:100]] += 1
+    return c, n
+
+
 def main():
-    phase = collections.Counter()
-    op = collections.Counter()
-    kern = collections.Counter()
-    leaf = collections.Counter()
-    leaf_sym = collections.Counter()
-    alloc = kern_mode = 0  # samples inside Storage::Storage (alloc + zero fill); leaf in the kernel
-    pe_fwd = 0  # forward samples inside the position encoding's hooks or add_toeplitz_bias
-    total = 0
-    jit = every = 0  # samples whose instruction is in JIT code (oneDNN's GEMM kernels); all samples
     with open(path, errors="replace") as f:
-        for st in samples(f):
-            every += 1
-            if st[0][1].startswith("/tmp/perf-") and st[0][1].endswith(".map"):
-                jit += 1
-            ph = phase_of(st)
-            if ph is None:
-                continue
-            total += 1
-            phase[ph] += 1
-            # autograd op: in backward, the op owning the running closure; else innermost op frame
-            name = None
-            if ph == "backward":
-                for sym, _ in st:
-                    m = BACKWARD_OWNER.search(sym[len(BACKWARD_PREFIX):]) if sym.startswith(BACKWARD_PREFIX) else None
-                    if m:
-                        name = m.group(1).removesuffix("_impl") + " (backward)"  # linear_impl: linear
-                        break
-                if name is None:
-                    name = "engine (grad accumulation, bookkeeping)"
-            else:
-                for sym, _ in st:
-                    m = AUTOGRAD_OP.match(sym)
-                    if m:
-                        name = m.group(1) + " (forward)"
-                        break
-                if name is None:
-                    name = {"AdamW step": "AdamW step", "clip_grad_norm": "clip_grad_norm",
-                            "zero_grad": "zero_grad", "graph free": "graph free"}.get(ph, ph + " (other)")
-            op[name] += 1
-            if any("relpos::Storage::Storage" in sym for sym, _ in st):
-                alloc += 1
-            if "kernel" in st[0][1]:
-                kern_mode += 1
-            if ph == "forward" and any(PE_HOOK.search(sym) for sym, _ in st):
-                pe_fwd += 1
-            kname = None  # the innermost kernels/ops.h entry, else the innermost Tensor copy/alloc
-            for sym, _ in st:
-                m = KERNEL.match(sym)
-                if m:
-                    kname = "k::" + m.group(1)
-                    break
-            if kname is None:
-                for sym, _ in st:
-                    m = TENSOR.match(sym)
-                    if m:
-                        kname = "Tensor::" + m.group(1)
-                        break
-            kern[kname or "(no kernel: bookkeeping)"] += 1
-            lf = leaf_of(st)
-            leaf[lf] += 1
-            if lf == "relpos code":
-                leaf_sym[re.sub(r"\(.*", "", st[0][0].replace("(anonymous namespace)", "anon"))[:100]] += 1
-
-    def table(title, counter, top=TOP):
-        print(f"| {title} | samples | % |")
-        print("|---|---:|---:|")
-        for k, v in counter.most_common(top):
-            print(f"| {k} | {v} | {100.0 * v / total:.1f} |")
-        rest = sum(counter.values()) - sum(v for _, v in counter.most_common(top))
-        if rest:
-            print(f"| (rest) | {rest} | {100.0 * rest / total:.1f} |")
-        print()
-
+        c, n = count(f)
+    total = n["total"]
+    if total == 0:
+        sys.exit(f"perf_summary: no samples inside training steps in {path} (of {n['every']} samples)")
     print(f"{total} samples inside training steps ({path})\n")
-    if jit:
-        print(f"**Not in these tables: {jit} of all {every} samples ({100.0 * jit / every:.0f}%) ran JIT code** "
-              f"(oneDNN's GEMM kernels, named only in /tmp/perf-PID.map): perf cannot unwind their stacks, so "
-              f"they are not attributed to a step, an op or a kernel below. RELPOS_GEMM_PROFILE=1 times the "
-              f"GEMMs (bench/profile_train.sh prints that table too).\n")
-    table("phase", phase)
+    if n["jit"]:
+        print(f"**Not in these tables: {n['jit']} of all {n['every']} samples ({100.0 * n['jit'] / n['every']:.0f}%) "
+              f"ran JIT code** (oneDNN's GEMM kernels, named only in /tmp/perf-PID.map): perf cannot unwind their "
+              f"stacks, so they are not attributed to a step, an op or a kernel below. RELPOS_GEMM_PROFILE=1 times "
+              f"the GEMMs (bench/profile_train.sh prints that table too).\n")
+    table("phase", c["phase"], total)
     print(f"position encoding, forward only (its hooks rotate/toeplitz_bias/score_terms/value_terms + "
-          f"add_toeplitz_bias, inclusive): {pe_fwd} samples = {100.0 * pe_fwd / total:.1f}%\n")
+          f"add_toeplitz_bias, inclusive): {n['pe_fwd']} samples = {100.0 * n['pe_fwd'] / total:.1f}%\n")
     print(f"fresh buffers: inside Storage::Storage (aligned_alloc + memset zero fill, incl. page faults) "
-          f"{100.0 * alloc / total:.1f}%; in the kernel (page faults, mm) {100.0 * kern_mode / total:.1f}%\n")
-    table("autograd op (forward / backward)", op)
-    table("kernel (kernels/ops.h entry)", kern, 15)
-    table("leaf (who runs the instruction)", leaf, 12)
-    table("relpos-code leaf function", leaf_sym, 10)
+          f"{100.0 * n['alloc'] / total:.1f}%; in the kernel (page faults, mm) {100.0 * n['kern_mode'] / total:.1f}%\n")
+    table("autograd op (forward / backward)", c["op"], total)
+    table("kernel (kernels/ops.h entry)", c["kern"], total, 15)
+    table("leaf (who runs the instruction)", c["leaf"], total, 12)
+    table("relpos-code leaf function", c["leaf_sym"], total, 10)
 
 
 if __name__ == "__main__":

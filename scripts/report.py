@@ -42,6 +42,7 @@ import math
 import os
 import stat
 import sys
+import types
 
 try:
     import matplotlib
@@ -860,114 +861,139 @@ def distance_axis(ins, what="distance kj - qi"):
     return f"{what} (channel '{d}'" + (", 16ths)" if d == "time" else ")")
 
 
+def bias_figure(ins, figs):
+    """The learned additive bias of each head vs distance (per layer unless one table is shared)."""
+    shared = all(c["layer"] == -1 for c in ins["bias"])
+    series = [{"label": (f"head {c['head']}" if c["layer"] == -1 else f"layer {c['layer']} head {c['head']}"),
+               "x": c["distance"], "y": c["bias"]} for c in ins["bias"]]
+    line_figure(figs, "bias_vs_distance",
+                f"Learned bias vs distance ({ins['position']}, step {ins['step']}"
+                f"{', the same in every layer' if shared else ''})",
+                distance_axis(ins), "bias added to the logit", series,
+                "The additive position bias of each head (times alpha), query attending back" +
+                (": every layer adds the same bias (one table shared by all layers, or a fixed bias), so it "
+                 "is drawn once per head." if shared else ", per layer and head."))
+
+
+def grad_rows_figure(ins, r, figs):
+    """The gradient norm each row of one position table receives on a batch (log scale), rows
+    labelled with the distances they serve; rows with exactly zero gradient marked."""
+    if len(r["row_norm"]) < 2:
+        return
+    stem = "grad_rows_" + r["param"].replace(".", "_")
+    norms = [num(v) for v in r["row_norm"]]
+    x = list(range(len(norms)))
+    dist = r.get("row_distance")
+    fig, ax = plt.subplots(figsize=(max(7.0, 0.28 * len(x) + 2), 4))
+    pos = [v for v in norms if math.isfinite(v) and v > 0]
+    floor = min(pos) / 10 if pos else 1e-12
+    ax.bar(x, [v if v > 0 else np.nan for v in norms], color=PALETTE[3], label="||grad row|| (one batch)")
+    zero = [i for i, v in enumerate(norms) if not v > 0]
+    caption = ("Gradient magnitude each row of the position table receives on one training batch: "
+               "rows near zero do not learn.")
+    if zero:
+        why = "no gradient"
+        if dist is not None:
+            T = r["train_distance"]
+            if all(dist[i] is None or min(abs(dist[i][0]), abs(dist[i][1])) > T for i in zero):
+                why = f"no gradient: beyond the longest training distance, {T}"
+        ax.scatter(zero, [floor] * len(zero), marker="x", color=PALETTE[4], zorder=5, label=f"unreached ({why})")
+        caption += f" Crosses mark rows with exactly zero gradient ({why})."
+    ax.set_yscale("log")
+    ax.set_ylim(bottom=floor / 2)
+    labels = None
+    if dist is not None:
+        labels = [row_label(d, r["probe_distance"]) for d in dist]
+        ax.set_xticks(x)
+        ax.set_xticklabels(labels, rotation=90, fontsize=7)
+        causal = all(d is None or d[1] <= 0 for d in dist)
+        ax.set_xlabel(distance_axis(ins, "table row, labelled with the distances it serves, qi - kj back") if causal
+                      else distance_axis(ins, "table row, labelled with the distances kj - qi it serves"))
+        caption += (" Each row is labelled with the distances that use it; training saw distances up to "
+                    f"{r['train_distance']}.")
+    else:
+        ax.set_xlabel("table row (position / index)")
+    ax.set_ylabel("gradient L2 norm (log scale)")
+    ax.set_title(f"Gradient per row of {r['param']} {r['shape']}")
+    outside_legend(ax, 2)
+    figs.save(stem, fig, ax.get_title(), ax.get_xlabel(), ax.get_ylabel(),
+              [{"label": "row norm", "x": x, "y": r["row_norm"]}], caption,
+              extra={"row_labels": labels} if labels else None)
+
+
+def conv_kernel_figure(kr, figs):
+    """A learned depthwise kernel: the mean |w| of each tap over channels, then the first channels."""
+    panels = [("mean |w| over channels", kr["mean_abs"])] + \
+        [(f"channel {c}", m) for c, m in enumerate(kr["channels"])]
+    fig, axes = plt.subplots(1, len(panels), figsize=(1.9 * len(panels) + 1.2, 2.6), squeeze=False,
+                             layout="constrained")
+    for ax, (title, m) in zip(axes[0], panels):
+        a = np.asarray(m, dtype=float)
+        lim = float(np.nanmax(np.abs(a))) if np.isfinite(a).any() else 1.0
+        im = ax.imshow(a, cmap="viridis" if title.startswith("mean") else "RdBu_r",
+                       vmin=0 if title.startswith("mean") else -lim, vmax=lim or 1.0)
+        ax.set_title(title, fontsize=8)
+        ax.set_xticks(range(a.shape[1]))
+        ax.set_yticks(range(a.shape[0]))
+        ax.set_xticklabels([str(v - a.shape[1] // 2) for v in range(a.shape[1])], fontsize=7)
+        ax.set_yticklabels([str(v - a.shape[0] // 2) for v in range(a.shape[0])], fontsize=7)
+        fig.colorbar(im, ax=ax, shrink=0.7)
+    stem = "kernel_" + kr["param"].replace(".", "_")
+    figs.save(stem, fig, f"Convolution kernel {kr['param']}", "column offset", "row offset", [],
+              f"The learned k x k depthwise kernel {kr['param']} {kr.get('shape')}: the mean |w| of each tap "
+              "over the channels (which neighbours the generated positions read), then the first channels' "
+              "kernels (signed). Offsets are relative to the token (0, 0 = the token itself).",
+              extra={"mean_abs": kr["mean_abs"], "channels": kr["channels"]})
+
+
+def bias_grid_figure(ins, grid, figs):
+    """The learned bias of each head over a 2D grid of relations (ast: up x down steps)."""
+    heads = grid["heads"]
+    fig, axes = plt.subplots(1, len(heads), figsize=(3.2 * len(heads) + 1, 3.4), squeeze=False,
+                             layout="constrained")
+    vals = [num(v) for m in heads for row in m for v in row if v is not None and math.isfinite(num(v))]
+    lim = max([abs(v) for v in vals] + [1e-12])
+    for h, (ax, m) in enumerate(zip(axes[0], heads)):
+        im = ax.imshow(np.asarray(m, dtype=float), cmap="RdBu_r", vmin=-lim, vmax=lim, origin="lower")
+        ax.set_title(f"head {h}")
+        ax.set_xlabel(grid["col_axis"].split(":")[0])  # "down: steps from ..." -> "down"
+        ax.set_ylabel(grid["row_axis"].split(":")[0])
+    fig.colorbar(im, ax=axes[0].tolist(), label="bias added to the logit")
+    rows, cols = grid["row_axis"].split(":")[0], grid["col_axis"].split(":")[0]
+    figs.save("bias_grid", fig, f"Learned bias over ({rows}, {cols}) ({ins['position']}, step {ins['step']})",
+              grid["col_axis"], grid["row_axis"], [],
+              f"{grid['row_axis']}; {grid['col_axis']}. " +
+              grid.get("note", "The learned bias of each head (times alpha) at each cell of the grid."),
+              extra={"heads": heads})
+
+
+def attention_figure(att, figs):
+    """Attention probabilities of layer 0, one panel per head."""
+    heads = att["layers"][0]
+    fig, axes = plt.subplots(1, len(heads), figsize=(3.2 * len(heads), 3.4), squeeze=False, layout="constrained")
+    for h, (ax, m) in enumerate(zip(axes[0], heads)):
+        im = ax.imshow(np.asarray(m, dtype=float), cmap="magma", vmin=0, vmax=1)  # null -> nan
+        ax.set_title(f"layer 0 head {h}")
+        ax.set_xlabel("key position")
+        ax.set_ylabel("query position")
+    fig.colorbar(im, ax=axes[0].tolist(), label="attention probability")
+    figs.save("attention_maps", fig, "Attention maps, layer 0", "key position", "query position",
+              [], f"Attention probabilities of layer 0 for the input {att['text']!r}.", extra={"maps": heads})
+
+
 def inspect_figures(ins, figs):
     """Figures from `relpos inspect` output (RUN/inspect/inspect.json, read by read_inspect)."""
     if ins.get("bias"):
-        shared = all(c["layer"] == -1 for c in ins["bias"])
-        series = [{"label": (f"head {c['head']}" if c["layer"] == -1 else f"layer {c['layer']} head {c['head']}"),
-                   "x": c["distance"], "y": c["bias"]} for c in ins["bias"]]
-        line_figure(figs, "bias_vs_distance",
-                    f"Learned bias vs distance ({ins['position']}, step {ins['step']}"
-                    f"{', the same in every layer' if shared else ''})",
-                    distance_axis(ins), "bias added to the logit", series,
-                    "The additive position bias of each head (times alpha), query attending back" +
-                    (": every layer adds the same bias (one table shared by all layers, or a fixed bias), so it "
-                     "is drawn once per head." if shared else ", per layer and head."))
+        bias_figure(ins, figs)
     for r in ins.get("position_grad_rows", []):
-        if len(r["row_norm"]) < 2:
-            continue
-        stem = "grad_rows_" + r["param"].replace(".", "_")
-        norms = [num(v) for v in r["row_norm"]]
-        x = list(range(len(norms)))
-        dist = r.get("row_distance")
-        fig, ax = plt.subplots(figsize=(max(7.0, 0.28 * len(x) + 2), 4))
-        pos = [v for v in norms if math.isfinite(v) and v > 0]
-        floor = min(pos) / 10 if pos else 1e-12
-        ax.bar(x, [v if v > 0 else np.nan for v in norms], color=PALETTE[3], label="||grad row|| (one batch)")
-        zero = [i for i, v in enumerate(norms) if not v > 0]
-        caption = ("Gradient magnitude each row of the position table receives on one training batch: "
-                   "rows near zero do not learn.")
-        if zero:
-            why = "no gradient"
-            if dist is not None:
-                T = r["train_distance"]
-                if all(dist[i] is None or min(abs(dist[i][0]), abs(dist[i][1])) > T for i in zero):
-                    why = f"no gradient: beyond the longest training distance, {T}"
-            ax.scatter(zero, [floor] * len(zero), marker="x", color=PALETTE[4], zorder=5, label=f"unreached ({why})")
-            caption += f" Crosses mark rows with exactly zero gradient ({why})."
-        ax.set_yscale("log")
-        ax.set_ylim(bottom=floor / 2)
-        labels = None
-        if dist is not None:
-            labels = [row_label(d, r["probe_distance"]) for d in dist]
-            ax.set_xticks(x)
-            ax.set_xticklabels(labels, rotation=90, fontsize=7)
-            causal = all(d is None or d[1] <= 0 for d in dist)
-            ax.set_xlabel(distance_axis(ins, "table row, labelled with the distances it serves, qi - kj back") if causal
-                          else distance_axis(ins, "table row, labelled with the distances kj - qi it serves"))
-            caption += (" Each row is labelled with the distances that use it; training saw distances up to "
-                        f"{r['train_distance']}.")
-        else:
-            ax.set_xlabel("table row (position / index)")
-        ax.set_ylabel("gradient L2 norm (log scale)")
-        ax.set_title(f"Gradient per row of {r['param']} {r['shape']}")
-        outside_legend(ax, 2)
-        figs.save(stem, fig, ax.get_title(), ax.get_xlabel(), ax.get_ylabel(),
-                  [{"label": "row norm", "x": x, "y": r["row_norm"]}], caption,
-                  extra={"row_labels": labels} if labels else None)
+        grad_rows_figure(ins, r, figs)
     for kr in ins.get("conv_kernels", []):
-        panels = [("mean |w| over channels", kr["mean_abs"])] + \
-            [(f"channel {c}", m) for c, m in enumerate(kr["channels"])]
-        fig, axes = plt.subplots(1, len(panels), figsize=(1.9 * len(panels) + 1.2, 2.6), squeeze=False,
-                                 layout="constrained")
-        for ax, (title, m) in zip(axes[0], panels):
-            a = np.asarray(m, dtype=float)
-            lim = float(np.nanmax(np.abs(a))) if np.isfinite(a).any() else 1.0
-            im = ax.imshow(a, cmap="viridis" if title.startswith("mean") else "RdBu_r",
-                           vmin=0 if title.startswith("mean") else -lim, vmax=lim or 1.0)
-            ax.set_title(title, fontsize=8)
-            ax.set_xticks(range(a.shape[1]))
-            ax.set_yticks(range(a.shape[0]))
-            ax.set_xticklabels([str(v - a.shape[1] // 2) for v in range(a.shape[1])], fontsize=7)
-            ax.set_yticklabels([str(v - a.shape[0] // 2) for v in range(a.shape[0])], fontsize=7)
-            fig.colorbar(im, ax=ax, shrink=0.7)
-        stem = "kernel_" + kr["param"].replace(".", "_")
-        figs.save(stem, fig, f"Convolution kernel {kr['param']}", "column offset", "row offset", [],
-                  f"The learned k x k depthwise kernel {kr['param']} {kr.get('shape')}: the mean |w| of each tap "
-                  "over the channels (which neighbours the generated positions read), then the first channels' "
-                  "kernels (signed). Offsets are relative to the token (0, 0 = the token itself).",
-                  extra={"mean_abs": kr["mean_abs"], "channels": kr["channels"]})
-    grid = ins.get("bias_grid")
-    if grid:
-        heads = grid["heads"]
-        fig, axes = plt.subplots(1, len(heads), figsize=(3.2 * len(heads) + 1, 3.4), squeeze=False,
-                                 layout="constrained")
-        vals = [num(v) for m in heads for row in m for v in row if v is not None and math.isfinite(num(v))]
-        lim = max([abs(v) for v in vals] + [1e-12])
-        for h, (ax, m) in enumerate(zip(axes[0], heads)):
-            im = ax.imshow(np.asarray(m, dtype=float), cmap="RdBu_r", vmin=-lim, vmax=lim, origin="lower")
-            ax.set_title(f"head {h}")
-            ax.set_xlabel(grid["col_axis"].split(":")[0])  # "down: steps from ..." -> "down"
-            ax.set_ylabel(grid["row_axis"].split(":")[0])
-        fig.colorbar(im, ax=axes[0].tolist(), label="bias added to the logit")
-        rows, cols = grid["row_axis"].split(":")[0], grid["col_axis"].split(":")[0]
-        figs.save("bias_grid", fig, f"Learned bias over ({rows}, {cols}) ({ins['position']}, step {ins['step']})",
-                  grid["col_axis"], grid["row_axis"], [],
-                  f"{grid['row_axis']}; {grid['col_axis']}. " +
-                  grid.get("note", "The learned bias of each head (times alpha) at each cell of the grid."),
-                  extra={"heads": heads})
+        conv_kernel_figure(kr, figs)
+    if ins.get("bias_grid"):
+        bias_grid_figure(ins, ins["bias_grid"], figs)
     att = ins.get("attention")
     if att and att.get("layers"):
-        heads = att["layers"][0]
-        fig, axes = plt.subplots(1, len(heads), figsize=(3.2 * len(heads), 3.4), squeeze=False, layout="constrained")
-        for h, (ax, m) in enumerate(zip(axes[0], heads)):
-            im = ax.imshow(np.asarray(m, dtype=float), cmap="magma", vmin=0, vmax=1)  # null -> nan
-            ax.set_title(f"layer 0 head {h}")
-            ax.set_xlabel("key position")
-            ax.set_ylabel("query position")
-        fig.colorbar(im, ax=axes[0].tolist(), label="attention probability")
-        figs.save("attention_maps", fig, "Attention maps, layer 0", "key position", "query position",
-                  [], f"Attention probabilities of layer 0 for the input {att['text']!r}.", extra={"maps": heads})
+        attention_figure(att, figs)
 
 
 def short(rec, keys):
@@ -1106,275 +1132,312 @@ def effective_seed(rec):
     return None if seed is None else str(seed)
 
 
-def sweep_figures(sweep_dir, meta, index, figs, md):
-    """meta: sweep.json (or {}); index: read_sweep_index's (record, Where) pairs."""
+def sweep_points(sweep_dir, meta, index):
+    """The points of a sweep and how they group: meta is sweep.json (or {}), index
+    read_sweep_index's (record, Where) pairs. One group per configuration (every grid value but
+    the seed, and the recipe; spec order); the runs of a group must differ in their seed."""
     by_name = {r["name"]: r for r, _ in index}  # every index file, merged
-    where = {r["name"]: w for r, w in index}
+    sw = types.SimpleNamespace(where={r["name"]: w for r, w in index}, recs=[], spec=meta.get("spec", sweep_dir))
     # The spec's order (points are matched by name; a grown grid keeps its finished points).
     order = meta.get("point_names") or sorted(by_name, key=lambda n: by_name[n]["index"])
-    recs = []
     for i, n in enumerate(order):
         if n in by_name:
-            recs.append(dict(by_name[n], index=i))
-    grid_keys = meta.get("grid_keys", [])
-    config_keys = [k for k in grid_keys if k != SEED_KEY]
-    varying = [k for k in config_keys if len({str(r["grid"].get(k)) for r in recs}) > 1]
-    recipes = meta.get("recipes", [])
-    # One group per configuration: every grid value but the seed, and the recipe (spec order).
+            sw.recs.append(dict(by_name[n], index=i))
+    sw.grid_keys = meta.get("grid_keys", [])
+    sw.config_keys = [k for k in sw.grid_keys if k != SEED_KEY]
+    sw.recipes = meta.get("recipes", [])
+    sw.val_paths = meta.get("eval_val_paths") or []
+    varying = [k for k in sw.config_keys if len({str(r["grid"].get(k)) for r in sw.recs}) > 1]
     groups = {}
-    for r in recs:
-        key = (tuple(str(r["grid"].get(k)) for k in config_keys), r.get("recipe"))
+    for r in sw.recs:
+        key = (tuple(str(r["grid"].get(k)) for k in sw.config_keys), r.get("recipe"))
         label = short(r, varying) if (varying or r.get("recipe")) else None
         groups.setdefault(key, {"label": label, "recs": []})["recs"].append(r)
-    groups = list(groups.values())
-    for g in groups:  # the runs of one configuration must differ in the seed they ran with
+    sw.groups = list(groups.values())
+    for g in sw.groups:
         seen = {}
         for r in g["recs"]:
             s = effective_seed(r)
             if s is not None and s in seen:
-                raise ReportError(where[r["name"]].path,
+                raise ReportError(sw.where[r["name"]].path,
                                   f"points {seen[s]!r} and {r['name']!r} ran with the same train.seed {s} (a recipe "
                                   "or the config sets it?): their spread is not seed-to-seed variation")
             seen[s] = r["name"]
-    seeded = SEED_KEY in grid_keys and any(len(g["recs"]) > 1 for g in groups)
-    for g in groups:
+    sw.seeded = SEED_KEY in sw.grid_keys and any(len(g["recs"]) > 1 for g in sw.groups)
+    sw.interval = interval_note(sw.seeded)
+    for g in sw.groups:
         if g["label"] is None:
-            g["label"] = "all seeds" if seeded else g["recs"][0]["name"]
-    size = f"{len(recs)} runs ({len(groups)} points x seeds)" if seeded else f"{len(recs)} points"
-    md.append(f"Sweep `{meta.get('spec', sweep_dir)}`: {size}, grid keys "
-              f"{', '.join('`' + k + '`' for k in grid_keys) or '-'}"
-              f"{', recipes ' + ', '.join(recipes) if recipes else ''}.\n")
-    # Evaluations by (mode, length): a spec may list several modes (eval.mode: [windows, sliding]).
-    lens = sorted({e["seq_len"] for r in recs for e in r.get("eval", [])})
-    modes = []
-    for r in recs:
+            g["label"] = "all seeds" if sw.seeded else g["recs"][0]["name"]
+    summarize_evaluations(sw)
+    return sw
+
+
+def summarize_evaluations(sw):
+    """The evaluations by (mode, length) (a spec may list several modes: eval.mode: [windows,
+    sliding]) and, per group, the summaries over its seeds of the final losses, the loss at each
+    (mode, length), beyond the training length, on the token subset and the accuracy."""
+    sw.lens = sorted({e["seq_len"] for r in sw.recs for e in r.get("eval", [])})
+    sw.modes = []
+    for r in sw.recs:
         for e in r.get("eval", []):
-            if e.get("mode", "?") not in modes:
-                modes.append(e.get("mode", "?"))
-    keys = [(m, L) for m in modes for L in lens]
-    col = lambda m, L: f"loss @ {L}" + ("" if m == modes[0] else f" ({m})")  # noqa: E731
-    for g in groups:
+            if e.get("mode", "?") not in sw.modes:
+                sw.modes.append(e.get("mode", "?"))
+    sw.keys = [(m, L) for m in sw.modes for L in sw.lens]
+    # A token subset the evaluation scored separately (eval.subset_channel): its description.
+    sw.subsets = sorted({e["subset"] for r in sw.recs for e in r.get("eval", []) if e.get("subset")})
+    for g in sw.groups:
         ev = [{(e.get("mode", "?"), e["seq_len"]): e for e in r.get("eval", [])} for r in g["recs"]]
         g["train"] = summarize([r.get("final_train_loss") for r in g["recs"]])
         g["val"] = summarize([r.get("final_val_loss") for r in g["recs"]])
-        g["at"] = {k: summarize([e[k]["loss"] if k in e else None for e in ev]) for k in keys}
-        g["beyond"] = {k: summarize([e[k].get("beyond_loss") if k in e else None for e in ev]) for k in keys}
-        g["subset"] = {k: summarize([e[k].get("subset_loss") if k in e else None for e in ev]) for k in keys}
-    # A token subset the evaluation scored separately (eval.subset_channel): its description.
-    subsets = sorted({e["subset"] for r in recs for e in r.get("eval", []) if e.get("subset")})
-    scol = lambda m, L: f"subset loss @ {L}" + ("" if m == modes[0] else f" ({m})")  # noqa: E731
-    fmt = lambda v: "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.4f}"  # noqa: E731
-    if seeded:
-        counts = sorted({len(g["recs"]) for g in groups})
-        md.append(f"Each point ran with {' or '.join(map(str, counts))} seeds (`{SEED_KEY}`). Every number below is "
-                  "the mean over the seeds ± the half-width of its 95% Student-t interval, "
-                  "t(0.975, k-1) · s / √k over the k seeds with a finite value.\n")
-        if subsets:
-            md.append(f"Subset loss: the loss on {'; '.join(subsets)} only.\n")
-        head = ["point", "seeds", "final train loss", "final val loss"] + [col(*k) for k in keys] + \
-            ([scol(*k) for k in keys] if subsets else [])
-        md.append("| " + " | ".join(head) + " |")
-        md.append("|" + "---|" * len(head))
-        for g in groups:
-            md.append("| " + " | ".join([g["label"], str(len(g["recs"])), fmt_summary(g["train"]),
-                                         fmt_summary(g["val"])] + [fmt_summary(g["at"][k]) for k in keys] +
-                                        ([fmt_summary(g["subset"][k]) for k in keys] if subsets else [])) + " |")
-        md.append("")
-        # A ranking only where intervals separate.
-        rank_at = [("final validation loss", lambda g: g["val"])]
-        for m in modes if lens else []:
-            rank_at.append((col(m, lens[-1]), lambda g, k=(m, lens[-1]): g["at"][k]))
-            if subsets:
-                rank_at.append((scol(m, lens[-1]), lambda g, k=(m, lens[-1]): g["subset"][k]))
-        for title, pick in rank_at:
-            ts = tiers([(g["label"], pick(g)) for g in groups])
-            if not ts:
-                continue
-            md.append(f"Ranking by {title} (lower is better), in order of the means. A new tier starts at the "
-                      "first point whose 95% interval does not overlap that of the current tier's first point; "
-                      "within a tier the order is not a finding.\n")
-            md.append("| tier | point | mean ± 95% interval |")
-            md.append("|---|---|---|")
-            for t, lab, sm in ts:
-                md.append(f"| {t} | {lab} | {fmt_summary(sm)} |")
-            md.append("")
-    else:
-        md.append("No ranking: every point ran with one seed, so nothing separates its differences from "
-                  "seed-to-seed variation (add `seeds: N` to the spec for means with 95% intervals).\n")
-    # Classification (eval.mode examples: every validation example once): held-out accuracy per
-    # evaluation length / validation file, mean over seeds with its interval.
-    acc_keys = [k for k in keys if k[0] == "examples"]
-    val_paths = meta.get("eval_val_paths") or []
-    if acc_keys:
-        def acc_col(L):
-            i = lens.index(L)
-            src = f" ({os.path.basename(str(val_paths[i]))})" if i < len(val_paths) else ""
-            return f"accuracy @ {L}{src}"
-        for g in groups:
-            ev = [{(e.get("mode", "?"), e["seq_len"]): e for e in r.get("eval", [])} for r in g["recs"]]
-            g["acc"] = {k: summarize([e[k].get("accuracy") if k in e else None for e in ev]) for k in acc_keys}
-        md.append("Held-out accuracy: every validation example once (`eval.mode: examples`), at each evaluation "
-                  "length" + (" on its validation file (`eval.val_paths`)" if val_paths else "") +
-                  ("; mean over seeds ± the half-width of its 95% Student-t interval" if seeded else "") + ".\n")
-        head = ["point", "runs"] + [acc_col(L) for _, L in acc_keys]
-        md.append("| " + " | ".join(head) + " |")
-        md.append("|" + "---|" * len(head))
-        for g in groups:
-            md.append("| " + " | ".join([g["label"], str(len(g["recs"]))] +
-                                        [fmt_summary(g["acc"][k]) for k in acc_keys]) + " |")
-        md.append("")
-        series = []
-        for g in groups:
-            xs = [L for _, L in acc_keys if g["acc"][("examples", L)]["mean"] is not None]
-            sm = [g["acc"][("examples", L)] for L in xs]
-            if xs:
-                series.append({"label": g["label"], "x": xs, "y": [v["mean"] for v in sm],
-                               "lo": [v["lo"] for v in sm], "hi": [v["hi"] for v in sm],
-                               "seeds": [v["finite"] for v in sm]})
-        if series:
-            small_multiples(figs, "accuracy", "Held-out accuracy vs evaluation length",
-                            "evaluation length L (tokens, log scale)", "accuracy (every validation example once)",
-                            series, "Classification accuracy over the whole validation split at each evaluation "
-                            "length" + (" (its own validation file: " + ", ".join(os.path.basename(str(v))
-                                                                                  for v in val_paths) + ")"
-                                        if val_paths else "") + interval_note(seeded) +
-                            ", one panel per point with every other point in grey behind it.", log2x=lens)
-    if seeded:
-        md.append("Every run:\n")
-    head = ["#", "point", "status", "final train loss", "final val loss", "first divergence step"] + \
-        [col(*k) for k in keys]
+        for field, name in (("at", "loss"), ("beyond", "beyond_loss"), ("subset", "subset_loss"), ("acc", "accuracy")):
+            g[field] = {k: summarize([e[k].get(name) if k in e else None for e in ev]) for k in sw.keys}
+
+
+def loss_column(sw, mode, L, what="loss"):
+    """The table header of the loss at length L (the mode named unless it is the first)."""
+    return f"{what} @ {L}" + ("" if mode == sw.modes[0] else f" ({mode})")
+
+
+def md_table(md, head, rows):
+    """A Markdown table: the header, then one row per list of cells."""
     md.append("| " + " | ".join(head) + " |")
     md.append("|" + "---|" * len(head))
-    for r in recs:
-        ev = {(e.get("mode", "?"), e["seq_len"]): e["loss"] for e in r.get("eval", [])}
-        md.append("| " + " | ".join([str(r["index"]), r["name"], r["status"], fmt(r.get("final_train_loss")),
-                                     fmt(r.get("final_val_loss")), str(r.get("first_divergence_step") or "-")] +
-                                    [fmt(ev.get(k)) for k in keys]) + " |")
+    for cells in rows:
+        md.append("| " + " | ".join(cells) + " |")
     md.append("")
-    interval = " (mean over seeds; band: its 95% interval)" if seeded else ""
 
-    def length_series(field, mode):
-        out = []
-        for g in groups:
-            xs = [L for L in lens if g[field][(mode, L)]["mean"] is not None]
-            sm = [g[field][(mode, L)] for L in xs]
-            if xs:
-                out.append({"label": g["label"], "x": xs, "y": [v["mean"] for v in sm], "lo": [v["lo"] for v in sm],
-                            "hi": [v["hi"] for v in sm], "seeds": [v["finite"] for v in sm]})
-        return out
-    # Loss and subset loss per point at the last length of the first mode (eval.subset_channel).
-    if subsets and lens:
-        k = (modes[0], lens[-1])
-        fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(groups) + 2), 4))
-        xs = np.arange(len(groups))
-        series = []
-        for off, field, name, c in ((-0.2, "at", "all targets", PALETTE[0]), (0.2, "subset", "subset", PALETTE[1])):
-            ms = [g[field][k]["mean"] for g in groups]
-            hs = [g[field][k]["half"] or 0.0 for g in groups]
-            ax.bar(xs + off, [m if m is not None else np.nan for m in ms], 0.4, yerr=hs, capsize=3, color=c, label=name)
-            series.append({"label": name, "x": [g["label"] for g in groups], "y": ms, "half": hs})
-        ax.set_xticks(xs)
-        ax.set_xticklabels([g["label"] for g in groups], rotation=20, ha="right")
-        ax.set_ylabel("validation loss (nats / token)")
-        ax.set_title(f"Loss on all targets and on the subset, length {lens[-1]} ({modes[0]} evaluation)")
-        outside_legend(ax, 1)
-        figs.save("subset_loss", fig, ax.get_title(), "point", ax.get_ylabel(), series,
-                  f"Mean loss per point{interval} on every target and on {'; '.join(subsets)} only; error bars: the "
-                  "95% interval over seeds.")
-    # Loss vs evaluation length (ALiBi Fig. 1 shape), one panel per point, one figure per mode
-    for mode in modes:
-        suffix = "" if mode == modes[0] else "_" + mode
+
+def seeded_tables(sw, md):
+    """The mean ± 95% interval table of every point, then its rankings in tiers the intervals
+    separate (final validation loss, the loss and subset loss at the last length of each mode)."""
+    counts = sorted({len(g["recs"]) for g in sw.groups})
+    md.append(f"Each point ran with {' or '.join(map(str, counts))} seeds (`{SEED_KEY}`). Every number below is "
+              "the mean over the seeds ± the half-width of its 95% Student-t interval, "
+              "t(0.975, k-1) · s / √k over the k seeds with a finite value.\n")
+    if sw.subsets:
+        md.append(f"Subset loss: the loss on {'; '.join(sw.subsets)} only.\n")
+    subset_keys = sw.keys if sw.subsets else []
+    head = ["point", "seeds", "final train loss", "final val loss"] + [loss_column(sw, *k) for k in sw.keys] + \
+        [loss_column(sw, *k, "subset loss") for k in subset_keys]
+    md_table(md, head, [[g["label"], str(len(g["recs"])), fmt_summary(g["train"]), fmt_summary(g["val"])] +
+                        [fmt_summary(g["at"][k]) for k in sw.keys] + [fmt_summary(g["subset"][k]) for k in subset_keys]
+                        for g in sw.groups])
+    rank_at = [("final validation loss", lambda g: g["val"])]
+    for m in sw.modes if sw.lens else []:
+        k = (m, sw.lens[-1])
+        rank_at.append((loss_column(sw, *k), lambda g, k=k: g["at"][k]))
+        if sw.subsets:
+            rank_at.append((loss_column(sw, *k, "subset loss"), lambda g, k=k: g["subset"][k]))
+    for title, pick in rank_at:
+        ts = tiers([(g["label"], pick(g)) for g in sw.groups])
+        if not ts:
+            continue
+        md.append(f"Ranking by {title} (lower is better), in order of the means. A new tier starts at the "
+                  "first point whose 95% interval does not overlap that of the current tier's first point; "
+                  "within a tier the order is not a finding.\n")
+        md_table(md, ["tier", "point", "mean ± 95% interval"], [[str(t), lab, fmt_summary(sm)] for t, lab, sm in ts])
+
+
+def summary_series(sw, field, keys):
+    """Per group, the (length, summary) points of g[field] at the (mode, length) keys that have a
+    mean: [{"label", "x", "y", "lo", "hi", "seeds"}] for small_multiples."""
+    out = []
+    for g in sw.groups:
+        pts = [(k[1], g[field][k]) for k in keys if g[field][k]["mean"] is not None]
+        if pts:
+            out.append({"label": g["label"], "x": [L for L, _ in pts], "y": [s["mean"] for _, s in pts],
+                        "lo": [s["lo"] for _, s in pts], "hi": [s["hi"] for _, s in pts],
+                        "seeds": [s["finite"] for _, s in pts]})
+    return out
+
+
+def accuracy_section(sw, figs, md):
+    """Classification (eval.mode examples: every validation example once): held-out accuracy per
+    evaluation length / validation file, mean over seeds with its interval; a table and a figure."""
+    acc_keys = [k for k in sw.keys if k[0] == "examples"]
+    if not acc_keys:
+        return
+    files = [os.path.basename(str(v)) for v in sw.val_paths]
+
+    def acc_col(L):
+        i = sw.lens.index(L)
+        return f"accuracy @ {L}" + (f" ({files[i]})" if i < len(files) else "")
+    md.append("Held-out accuracy: every validation example once (`eval.mode: examples`), at each evaluation "
+              "length" + (" on its validation file (`eval.val_paths`)" if files else "") +
+              ("; mean over seeds ± the half-width of its 95% Student-t interval" if sw.seeded else "") + ".\n")
+    md_table(md, ["point", "runs"] + [acc_col(L) for _, L in acc_keys],
+             [[g["label"], str(len(g["recs"]))] + [fmt_summary(g["acc"][k]) for k in acc_keys] for g in sw.groups])
+    series = summary_series(sw, "acc", acc_keys)
+    if series:
+        small_multiples(figs, "accuracy", "Held-out accuracy vs evaluation length",
+                        "evaluation length L (tokens, log scale)", "accuracy (every validation example once)",
+                        series, "Classification accuracy over the whole validation split at each evaluation "
+                        "length" + (" (its own validation file: " + ", ".join(files) + ")" if files else "") +
+                        sw.interval + ", one panel per point with every other point in grey behind it.",
+                        log2x=sw.lens)
+
+
+def every_run_table(sw, md):
+    """One row per run: status, final losses, first divergence step, the loss at each evaluation."""
+    fmt = lambda v: "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.4f}"  # noqa: E731
+    if sw.seeded:
+        md.append("Every run:\n")
+    rows = []
+    for r in sw.recs:
+        ev = {(e.get("mode", "?"), e["seq_len"]): e["loss"] for e in r.get("eval", [])}
+        rows.append([str(r["index"]), r["name"], r["status"], fmt(r.get("final_train_loss")),
+                     fmt(r.get("final_val_loss")), str(r.get("first_divergence_step") or "-")] +
+                    [fmt(ev.get(k)) for k in sw.keys])
+    md_table(md, ["#", "point", "status", "final train loss", "final val loss", "first divergence step"] +
+             [loss_column(sw, *k) for k in sw.keys], rows)
+
+
+def subset_figure(sw, figs):
+    """Loss and subset loss per point at the last length of the first mode (eval.subset_channel)."""
+    if not (sw.subsets and sw.lens):
+        return
+    k = (sw.modes[0], sw.lens[-1])
+    groups = sw.groups
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(groups) + 2), 4))
+    xs = np.arange(len(groups))
+    series = []
+    for off, field, name, c in ((-0.2, "at", "all targets", PALETTE[0]), (0.2, "subset", "subset", PALETTE[1])):
+        ms = [g[field][k]["mean"] for g in groups]
+        hs = [g[field][k]["half"] or 0.0 for g in groups]
+        ax.bar(xs + off, [m if m is not None else np.nan for m in ms], 0.4, yerr=hs, capsize=3, color=c, label=name)
+        series.append({"label": name, "x": [g["label"] for g in groups], "y": ms, "half": hs})
+    ax.set_xticks(xs)
+    ax.set_xticklabels([g["label"] for g in groups], rotation=20, ha="right")
+    ax.set_ylabel("validation loss (nats / token)")
+    ax.set_title(f"Loss on all targets and on the subset, length {sw.lens[-1]} ({sw.modes[0]} evaluation)")
+    outside_legend(ax, 1)
+    figs.save("subset_loss", fig, ax.get_title(), "point", ax.get_ylabel(), series,
+              f"Mean loss per point{sw.interval} on every target and on {'; '.join(sw.subsets)} only; error bars: "
+              "the 95% interval over seeds.")
+
+
+def extrapolation_figures(sw, figs):
+    """Loss vs evaluation length (ALiBi Fig. 1 shape), one panel per point, one figure per mode;
+    the loss beyond the training length likewise."""
+    for mode in sw.modes:
+        suffix = "" if mode == sw.modes[0] else "_" + mode
+        keys = [(mode, L) for L in sw.lens]
         small_multiples(figs, "extrapolation" + suffix, f"Loss vs evaluation length ({mode} evaluation)",
                         "evaluation length L (tokens, log scale)", "validation loss (nats / token)",
-                        length_series("at", mode),
-                        "Validation loss over all positions of windows of length L" + interval + ", one panel per "
+                        summary_series(sw, "at", keys),
+                        "Validation loss over all positions of windows of length L" + sw.interval + ", one panel per "
                         "point with every other point in grey behind it; a flat curve extrapolates, a rising one "
-                        "does not.", log2x=lens)
-        beyond = length_series("beyond", mode)
+                        "does not.", log2x=sw.lens)
+        beyond = summary_series(sw, "beyond", keys)
         if beyond:
             small_multiples(figs, "extrapolation_beyond" + suffix,
                             f"Loss on positions beyond the training length ({mode} evaluation)",
                             "evaluation length L (tokens, log scale)",
                             "loss on positions >= training length (nats / token)", beyond,
-                            "Loss counted only on positions the model never saw in training" + interval + ".",
-                            log2x=lens)
-    # Stability grid: lr x recipe -> final train loss (+ first divergence step), per other grid value
-    lr_key = next((k for k in config_keys if k.endswith(".lr")), None)
-    if lr_key and recipes:
-        for r in recs:
-            at = where[r["name"]]
-            lr = require(r["grid"], lr_key, at.sub("grid"), "a number (a grid key of sweep.json)")
-            if not math.isfinite(num(check_value(lr, at.sub("grid").sub(lr_key), null=False))):
-                at.sub("grid").sub(lr_key).fail("a finite number", lr)
-            if r.get("recipe") not in recipes:
-                at.sub("recipe").fail(f"one of the recipes of sweep.json ({', '.join(recipes)})", r.get("recipe"))
-        others = [k for k in config_keys if k != lr_key]
-        panels = {}
-        for r in recs:
-            panels.setdefault(tuple(str(r["grid"].get(k)) for k in others), []).append(r)
-        lrs = sorted({num(r["grid"][lr_key]) for r in recs})
-        layout = panel_layout(panels, others, recs)
-        nrows, ncols = len(layout), len(layout[0])
-        fig, axes = grid_figure(layout, recipes, lrs)
-        cells = []
-        vmax = max([num(r.get("final_train_loss")) for r in recs if r.get("final_train_loss") is not None] + [1])
-        for ax, g in ((axes[i][j], layout[i][j]) for i in range(nrows) for j in range(ncols)):
-            if g not in panels:
-                ax.axis("off")
+                            "Loss counted only on positions the model never saw in training" + sw.interval + ".",
+                            log2x=sw.lens)
+
+
+def stability_figures(sw, figs):
+    """Stability grid: lr x recipe -> final train loss (+ first divergence step), one panel per
+    other grid value; the why-grid of precision sweeps; max |logit| over training at the top lr."""
+    lr_key = next((k for k in sw.config_keys if k.endswith(".lr")), None)
+    if not (lr_key and sw.recipes):
+        return
+    for r in sw.recs:
+        at = sw.where[r["name"]]
+        lr = require(r["grid"], lr_key, at.sub("grid"), "a number (a grid key of sweep.json)")
+        if not math.isfinite(num(check_value(lr, at.sub("grid").sub(lr_key), null=False))):
+            at.sub("grid").sub(lr_key).fail("a finite number", lr)
+        if r.get("recipe") not in sw.recipes:
+            at.sub("recipe").fail(f"one of the recipes of sweep.json ({', '.join(sw.recipes)})", r.get("recipe"))
+    others = [k for k in sw.config_keys if k != lr_key]
+    panels = {}
+    for r in sw.recs:
+        panels.setdefault(tuple(str(r["grid"].get(k)) for k in others), []).append(r)
+    lrs = sorted({num(r["grid"][lr_key]) for r in sw.recs})
+    layout = panel_layout(panels, others, sw.recs)
+    stability_grid(sw, figs, panels, layout, lr_key, lrs)
+    if "train.precision" in sw.config_keys:
+        why_grid(figs, panels, layout, lr_key, lrs, sw.recipes, sw.seeded)
+    max_logit_figures(sw, figs, panels, lr_key, lrs[-1])
+
+
+def stability_cell(ax, i, j, runs, vmax):
+    """One lr x recipe cell: the mean final train loss of its runs written on it, and the cell's
+    record for the figure's JSON (None when the recipe did not run there)."""
+    if not runs:  # a recipe the spec's points[].only keeps off this group
+        ax.text(j, i, "not run", ha="center", va="center", fontsize=7, color="0.45")
+        return None
+    sm = summarize([r.get("final_train_loss") for r in runs])
+    v = sm["mean"] if sm["mean"] is not None else float("nan")
+    divs = [r["first_divergence_step"] for r in runs if r.get("first_divergence_step") is not None]
+    d = min(divs) if divs else None
+    txt = ("nan" if math.isnan(v) else f"{v:.2f}") + (f"±{sm['half']:.2f}" if sm["half"] else "")
+    if d is not None:
+        txt += f"\ndiv@{d}" + (f" ({len(divs)}/{len(runs)})" if len(runs) > 1 else "")
+    ax.text(j, i, txt, ha="center", va="center", fontsize=7,
+            color=text_on("viridis_r", v / vmax if vmax and not math.isnan(v) else 0.0))
+    return {"final_train_loss": v, "half": sm["half"], "seeds": len(runs), "first_divergence_step": d,
+            "diverged_seeds": len(divs)}
+
+
+def stability_grid(sw, figs, panels, layout, lr_key, lrs):
+    """The stability grid figure: per panel (other grid values), lr x recipe cells."""
+    recipes = sw.recipes
+    nrows, ncols = len(layout), len(layout[0])
+    fig, axes = grid_figure(layout, recipes, lrs)
+    cells = []
+    vmax = max([num(r.get("final_train_loss")) for r in sw.recs if r.get("final_train_loss") is not None] + [1])
+    for ax, g in ((axes[i][j], layout[i][j]) for i in range(nrows) for j in range(ncols)):
+        if g not in panels:
+            ax.axis("off")
+            continue
+        m = np.full((len(lrs), len(recipes)), np.nan)
+        for i, lr in enumerate(lrs):
+            for j, rc in enumerate(recipes):
+                runs = [r for r in panels[g] if num(r["grid"][lr_key]) == lr and r["recipe"] == rc]
+                cell = stability_cell(ax, i, j, runs, vmax)
+                if cell is not None:
+                    m[i, j] = cell["final_train_loss"]
+                    cells.append(dict({"group": " ".join(g), "lr": lr, "recipe": rc}, **cell))
+        im = ax.imshow(m, cmap="viridis_r", vmin=0, vmax=vmax, aspect="auto")
+        label_grid_panel(fig, ax, im, recipes, lrs, " ".join(g) or "all", "final train loss (nats / token)")
+    seeded = sw.seeded
+    fig.suptitle("Stability grid: final train loss" + (" (mean ± 95% interval over seeds)" if seeded else "") +
+                 "; div@N = first divergence step")
+    figs.save("stability_grid", fig, "Stability grid", "recipe", "peak learning rate", [],
+              "Final training loss per learning rate and recipe (brighter = lower)" +
+              (", mean over seeds ± 95% interval" if seeded else "") + "; 'div@N' marks the first step whose "
+              "loss was non-finite or above twice its running minimum" +
+              (" (the earliest over seeds, with how many seeds diverged)" if seeded else "") + ".",
+              extra={"cells": cells})
+
+
+def max_logit_figures(sw, figs, panels, lr_key, top_lr):
+    """Max |logit| (last layer) over training for every run at the highest lr, one figure per panel."""
+    for g, rs in sorted(panels.items()):
+        series = []
+        for r in rs:
+            if num(r["grid"][lr_key]) != top_lr:
                 continue
-            rs = panels[g]
-            m = np.full((len(lrs), len(recipes)), np.nan)
-            for i, lr in enumerate(lrs):
-                for j, rc in enumerate(recipes):
-                    runs = [r for r in rs if num(r["grid"][lr_key]) == lr and r["recipe"] == rc]
-                    if not runs:  # a recipe the spec's points[].only keeps off this group
-                        ax.text(j, i, "not run", ha="center", va="center", fontsize=7, color="0.45")
-                        continue
-                    sm = summarize([r.get("final_train_loss") for r in runs])
-                    v = sm["mean"] if sm["mean"] is not None else float("nan")
-                    m[i, j] = v
-                    divs = [r["first_divergence_step"] for r in runs if r.get("first_divergence_step") is not None]
-                    d = min(divs) if divs else None
-                    cells.append({"group": " ".join(g), "lr": lr, "recipe": rc, "final_train_loss": v,
-                                  "half": sm["half"], "seeds": len(runs), "first_divergence_step": d,
-                                  "diverged_seeds": len(divs)})
-                    txt = ("nan" if math.isnan(v) else f"{v:.2f}") + (f"±{sm['half']:.2f}" if sm["half"] else "")
-                    if d is not None:
-                        txt += f"\ndiv@{d}" + (f" ({len(divs)}/{len(runs)})" if len(runs) > 1 else "")
-                    ax.text(j, i, txt, ha="center", va="center", fontsize=7,
-                            color=text_on("viridis_r", v / vmax if vmax and not math.isnan(v) else 0.0))
-            im = ax.imshow(m, cmap="viridis_r", vmin=0, vmax=vmax, aspect="auto")
-            label_grid_panel(fig, ax, im, recipes, lrs, " ".join(g) or "all", "final train loss (nats / token)")
-        fig.suptitle("Stability grid: final train loss" + (" (mean ± 95% interval over seeds)" if seeded else "") +
-                     "; div@N = first divergence step")
-        figs.save("stability_grid", fig, "Stability grid", "recipe", "peak learning rate", [],
-                  "Final training loss per learning rate and recipe (brighter = lower)" +
-                  (", mean over seeds ± 95% interval" if seeded else "") + "; 'div@N' marks the first step whose "
-                  "loss was non-finite or above twice its running minimum" +
-                  (" (the earliest over seeds, with how many seeds diverged)" if seeded else "") + ".",
-                  extra={"cells": cells})
-        if "train.precision" in config_keys:
-            why_grid(figs, panels, layout, lr_key, lrs, recipes, seeded)
-        # max |logit| (last layer) over training for every run at the highest lr
-        for g, rs in sorted(panels.items()):
-            series = []
-            for r in rs:
-                if num(r["grid"][lr_key]) != lrs[-1]:
-                    continue
-                cols = array_columns(point_metrics(r) or [], "max_attn_logit")
-                if cols:
-                    last = cols[max(cols)]
-                    seed = f" seed {r['grid'][SEED_KEY]}" if seeded and SEED_KEY in r["grid"] else ""
-                    series.append({"label": r["recipe"] + seed, "x": last[0], "y": last[1]})
-            if series:
-                stem = "max_logit_" + "_".join(g).replace("/", "-")
-                line_figure(figs, stem, f"Max |attention logit|, last layer, {' '.join(g)}, lr {lrs[-1]:g}",
-                            "optimizer step", "max |S| (logit units)", series,
-                            f"Growth of the largest attention logit per recipe at lr {lrs[-1]:g} ({' '.join(g)}).",
-                            logy=True)
-    # Training curves, one panel per point (mean over seeds with its interval)
+            cols = array_columns(point_metrics(r) or [], "max_attn_logit")
+            if cols:
+                last = cols[max(cols)]
+                seed = f" seed {r['grid'][SEED_KEY]}" if sw.seeded and SEED_KEY in r["grid"] else ""
+                series.append({"label": r["recipe"] + seed, "x": last[0], "y": last[1]})
+        if series:
+            stem = "max_logit_" + "_".join(g).replace("/", "-")
+            line_figure(figs, stem, f"Max |attention logit|, last layer, {' '.join(g)}, lr {top_lr:g}",
+                        "optimizer step", "max |S| (logit units)", series,
+                        f"Growth of the largest attention logit per recipe at lr {top_lr:g} ({' '.join(g)}).",
+                        logy=True)
+
+
+def train_curves_figure(sw, figs):
+    """Training curves, one panel per point (mean over seeds with its interval)."""
     series = []
-    for g in groups:
+    for g in sw.groups:
         curves = [column(rows, "loss") for rows in (point_metrics(r) for r in g["recs"]) if rows is not None]
         if curves:
             x, y, lo, hi = mean_curve(curves) if len(curves) > 1 else (curves[0][0], curves[0][1], None, None)
@@ -1382,8 +1445,28 @@ def sweep_figures(sweep_dir, meta, index, figs, md):
     if series:
         small_multiples(figs, "train_loss_all", "Training loss of every point", "optimizer step",
                         "train loss (nats / token)", series,
-                        "Training loss (log-window mean) of every point" + interval + ", one panel per point, the "
+                        "Training loss (log-window mean) of every point" + sw.interval + ", one panel per point, the "
                         "others in grey.")
+
+
+def sweep_figures(sweep_dir, meta, index, figs, md):
+    """meta: sweep.json (or {}); index: read_sweep_index's (record, Where) pairs."""
+    sw = sweep_points(sweep_dir, meta, index)
+    size = f"{len(sw.recs)} runs ({len(sw.groups)} points x seeds)" if sw.seeded else f"{len(sw.recs)} points"
+    md.append(f"Sweep `{sw.spec}`: {size}, grid keys "
+              f"{', '.join('`' + k + '`' for k in sw.grid_keys) or '-'}"
+              f"{', recipes ' + ', '.join(sw.recipes) if sw.recipes else ''}.\n")
+    if sw.seeded:
+        seeded_tables(sw, md)
+    else:
+        md.append("No ranking: every point ran with one seed, so nothing separates its differences from "
+                  "seed-to-seed variation (add `seeds: N` to the spec for means with 95% intervals).\n")
+    accuracy_section(sw, figs, md)
+    every_run_table(sw, md)
+    subset_figure(sw, figs)
+    extrapolation_figures(sw, figs)
+    stability_figures(sw, figs)
+    train_curves_figure(sw, figs)
 
 
 def report(run_or_sweep, out):
