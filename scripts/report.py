@@ -1011,6 +1011,21 @@ def grid_figure(layout, recipes, lrs):
                         squeeze=False, layout="constrained")
 
 
+def grid_panels(axes, layout, panels):
+    """(axis, panel key) of every laid-out panel that has runs; the other axes are switched off."""
+    for i, row in enumerate(layout):
+        for j, g in enumerate(row):
+            if g in panels:
+                yield axes[i][j], g
+            else:
+                axes[i][j].axis("off")
+
+
+def runs_at(runs, lr_key, lr, recipe):
+    """The runs of one lr x recipe cell of a panel."""
+    return [r for r in runs if num(r["grid"][lr_key]) == lr and r["recipe"] == recipe]
+
+
 def label_grid_panel(fig, ax, im, recipes, lrs, title, colour_label):
     """Ticks, axis labels, title and colour bar of one lr x recipe panel."""
     ax.set_xticks(range(len(recipes)))
@@ -1062,20 +1077,16 @@ def why_grid(figs, panels, layout, lr_key, lrs, recipes, seeded):
     """Per (encoding, precision) panel, lr x recipe: colour = the largest attention logit over
     training (log scale: logit growth), text = fp16 overflow steps ("ovf N") and skipped non-finite
     steps ("skip N") — where a precision breaks and whether by overflow or by logit growth."""
-    nrows, ncols = len(layout), len(layout[0])
     fig, axes = grid_figure(layout, recipes, lrs)
     cells = []
     diag = {r["name"]: run_diagnosis(r) for rs in panels.values() for r in rs}  # one read of each run's metrics
     logits = [d["max_attn_logit"] for d in diag.values() if d["max_attn_logit"] is not None and d["max_attn_logit"] > 0]
     lo, hi = (math.log10(min(logits)), math.log10(max(logits))) if logits else (0.0, 1.0)
-    for ax, g in ((axes[i][j], layout[i][j]) for i in range(nrows) for j in range(ncols)):
-        if g not in panels:
-            ax.axis("off")
-            continue
+    for ax, g in grid_panels(axes, layout, panels):
         m = np.full((len(lrs), len(recipes)), np.nan)
         for i, lr in enumerate(lrs):
             for j, rc in enumerate(recipes):
-                runs = [r for r in panels[g] if num(r["grid"][lr_key]) == lr and r["recipe"] == rc]
+                runs = runs_at(panels[g], lr_key, lr, rc)
                 if not runs:
                     continue
                 ds = [diag[r["name"]] for r in runs]
@@ -1385,18 +1396,14 @@ def stability_cell(ax, i, j, runs, vmax):
 def stability_grid(sw, figs, panels, layout, lr_key, lrs):
     """The stability grid figure: per panel (other grid values), lr x recipe cells."""
     recipes = sw.recipes
-    nrows, ncols = len(layout), len(layout[0])
     fig, axes = grid_figure(layout, recipes, lrs)
     cells = []
     vmax = max([num(r.get("final_train_loss")) for r in sw.recs if r.get("final_train_loss") is not None] + [1])
-    for ax, g in ((axes[i][j], layout[i][j]) for i in range(nrows) for j in range(ncols)):
-        if g not in panels:
-            ax.axis("off")
-            continue
+    for ax, g in grid_panels(axes, layout, panels):
         m = np.full((len(lrs), len(recipes)), np.nan)
         for i, lr in enumerate(lrs):
             for j, rc in enumerate(recipes):
-                runs = [r for r in panels[g] if num(r["grid"][lr_key]) == lr and r["recipe"] == rc]
+                runs = runs_at(panels[g], lr_key, lr, rc)
                 cell = stability_cell(ax, i, j, runs, vmax)
                 if cell is not None:
                     m[i, j] = cell["final_train_loss"]
